@@ -1,0 +1,168 @@
+"""TensorDict: a dictionary of tensors that behaves like a tensor.
+
+td-core owns this ``__init__``. Sibling distributions (td-memmap, td-h5, td-nn,
+td-distributed, td-tensorclass) add subpackages to the ``tensordict`` namespace;
+their top-level names (``MemoryMappedTensor``, ``PersistentTensorDict``,
+``TensorDictParams``, ``tensorclass``, ...) are resolved lazily on first access, and
+a missing sibling raises ``ImportError`` naming the distribution to install.
+"""
+
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+import importlib as _importlib
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+from tensordict._base import TensorDictBase, get_defaults_to_none, is_tensor_collection
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._repr import parse_tensor_dict_string
+from tensordict._seams import import_sibling as _import_sibling
+from tensordict._stack import cat, lazy_legacy, set_lazy_legacy, stack
+from tensordict._td import TensorDict
+from tensordict._version import __version__
+from tensordict.utils import is_batchedtensor
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from tensordict.memmap import MemoryMappedTensor
+    from tensordict.nn import TensorDictParams
+    from tensordict.persistent import PersistentTensorDict
+
+__all__ = [
+    # containers
+    "TensorDictBase",
+    "TensorDict",
+    "LazyStackedTensorDict",
+    "NonTensorData",
+    "NonTensorStack",
+    "PersistentTensorDict",
+    "TensorDictParams",
+    "MemoryMappedTensor",
+    # construction and combination
+    "stack",
+    "cat",
+    "lazy_stack",
+    "maybe_dense_stack",
+    "dense_stack_tds",
+    "from_dict",
+    "from_any",
+    "from_namedtuple",
+    "from_tuple",
+    "from_struct_array",
+    "from_pytree",
+    "from_module",
+    "from_modules",
+    "from_consolidated",
+    "from_h5",
+    "from_dataclass",
+    "fromkeys",
+    "make_tensordict",
+    "merge_tensordicts",
+    "pad",
+    "pad_sequence",
+    # storage
+    "memmap",
+    "save",
+    "load",
+    "load_memmap",
+    "is_memmap",
+    # tensorclass
+    "tensorclass",
+    "TensorClass",
+    # utilities
+    "NestedKey",
+    "unravel_key",
+    "unravel_key_list",
+    "is_tensor_collection",
+    "is_batchedtensor",
+    "get_defaults_to_none",
+    "set_lazy_legacy",
+    "lazy_legacy",
+    "parse_tensor_dict_string",
+    "__version__",
+]
+
+#: top-level name -> (module, attribute). Modules under td-core are loaded on first
+#: use to keep ``import tensordict`` light; the others belong to siblings.
+_LAZY = {
+    "LazyStackedTensorDict": ("tensordict._lazy", "LazyStackedTensorDict"),
+    "lazy_stack": ("tensordict._lazy", "lazy_stack"),
+    "maybe_dense_stack": ("tensordict._lazy", "maybe_dense_stack"),
+    "dense_stack_tds": ("tensordict.functional", "dense_stack_tds"),
+    "pad": ("tensordict.functional", "pad"),
+    "pad_sequence": ("tensordict.functional", "pad_sequence"),
+    "merge_tensordicts": ("tensordict.functional", "merge_tensordicts"),
+    "make_tensordict": ("tensordict.functional", "make_tensordict"),
+    "from_dict": ("tensordict._convert", "from_dict"),
+    "from_any": ("tensordict._convert", "from_any"),
+    "from_namedtuple": ("tensordict._convert", "from_namedtuple"),
+    "from_tuple": ("tensordict._convert", "from_tuple"),
+    "from_struct_array": ("tensordict._convert", "from_struct_array"),
+    "from_pytree": ("tensordict._convert", "from_pytree"),
+    "fromkeys": ("tensordict._convert", "fromkeys"),
+    "from_module": ("tensordict._module_params", "from_module"),
+    "from_modules": ("tensordict._module_params", "from_modules"),
+    "from_consolidated": ("tensordict._consolidate", "from_consolidated"),
+    # siblings
+    "MemoryMappedTensor": ("tensordict.memmap", "MemoryMappedTensor"),
+    "memmap": ("tensordict.memmap", "memmap"),
+    "save": ("tensordict.memmap", "save"),
+    "load": ("tensordict.memmap", "load"),
+    "load_memmap": ("tensordict.memmap", "load_memmap"),
+    "is_memmap": ("tensordict.memmap", "is_memmap"),
+    "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
+    "from_h5": ("tensordict.persistent", "from_h5"),
+    "TensorDictParams": ("tensordict.nn", "TensorDictParams"),
+    "tensorclass": ("tensordict.tensorclass", "tensorclass"),
+    "TensorClass": ("tensordict.tensorclass", "TensorClass"),
+    "from_dataclass": ("tensordict.tensorclass", "from_dataclass"),
+}
+
+#: names that are both a sibling subpackage and a top-level callable.
+_CALLABLE_SUBPACKAGES = {"memmap": "memmap", "tensorclass": "tensorclass"}
+
+
+def _resolve(name: str) -> _Any:
+    module_name, attr = _LAZY[name]
+    sub = module_name.split(".")[1]
+    if sub.startswith("_") or sub in ("functional", "utils"):
+        module = _importlib.import_module(module_name)
+    else:
+        module = _import_sibling(sub)
+    return getattr(module, attr)
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        value = _resolve(name)
+        if name not in _CALLABLE_SUBPACKAGES:
+            globals()[name] = value
+        else:
+            object.__setattr__(_sys.modules[__name__], name, value)
+        return value
+    msg = f"module 'tensordict' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _TensorDictModule(_types.ModuleType):
+    """Keeps ``tensordict.memmap`` / ``tensordict.tensorclass`` bound to the callables.
+
+    When a submodule finishes importing, the import system binds it on its parent
+    package, which would shadow the ``memmap()`` function and the ``@tensorclass``
+    decorator. This ``__setattr__`` binds the callable instead; the submodule stays
+    reachable through ``sys.modules`` and ``from tensordict.memmap import ...``.
+    """
+
+    def __setattr__(self, name: str, value: _Any) -> None:
+        if name in _CALLABLE_SUBPACKAGES and isinstance(value, _types.ModuleType):
+            value = getattr(value, _CALLABLE_SUBPACKAGES[name], value)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _TensorDictModule

@@ -1,0 +1,1302 @@
+"""``TensorDictBase``: the dictionary half of the container (keys, get/set, update,
+select, locking, comparisons).
+
+Shape operations live in ``_shape.py``, device and dtype casts in ``_device.py``,
+the sibling seams (memmap, h5, distributed, ...) in ``_seams.py``. A concrete
+container implements the storage primitives ``_keys_raw``, ``_items_raw``,
+``_get_raw``, ``_set_raw``, ``_del_raw``, ``_index``, ``_batch_transform`` and
+``_new_like``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict._device import DeviceMixin
+from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._keys import (
+    _MISSING,
+    NO_DEFAULT,
+    NestedKey,
+    _as_tuple,
+    _ItemsView,
+    _KeysView,
+    _ValuesView,
+    unravel_key,
+)
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._seams import SiblingMixin
+from tensordict._shape import ShapeMixin
+
+__all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection"]
+
+_GET_DEFAULTS_TO_NONE = [False]
+_TENSOR_COLLECTIONS: list[type] = []
+_NUMPY_TYPES: tuple = ()
+
+
+def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
+    """Returns (and optionally sets) whether ``td.get(missing_key)`` returns ``None``.
+
+    By default a missing key raises ``KeyError`` (``False`` is returned). Pass
+    ``set_to_none=True`` to make ``get`` return ``None`` for missing keys instead.
+
+    Examples:
+        >>> get_defaults_to_none()
+        False
+    """
+    if set_to_none is not None:
+        _GET_DEFAULTS_TO_NONE[0] = bool(set_to_none)
+    return _GET_DEFAULTS_TO_NONE[0]
+
+
+def _register_tensor_collection(cls: type) -> None:
+    """Lets a sibling (e.g. tensorclasses) declare its type a tensor collection."""
+    if cls not in _TENSOR_COLLECTIONS:
+        _TENSOR_COLLECTIONS.append(cls)
+
+
+def is_tensor_collection(datatype: Any) -> bool:
+    """``True`` if ``datatype`` (an instance or a type) is a tensor collection.
+
+    Tensor collections are TensorDicts of every kind, tensorclasses and non-tensor
+    leaves.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> is_tensor_collection(TensorDict({}, []))
+        True
+        >>> is_tensor_collection(torch.zeros(3))
+        False
+    """
+    cls = datatype if isinstance(datatype, type) else type(datatype)
+    if issubclass(cls, (TensorDictBase, NonTensorData, NonTensorStack)):
+        return True
+    if getattr(cls, "_is_tensorclass", False):
+        return True
+    return any(issubclass(cls, c) for c in _TENSOR_COLLECTIONS)
+
+
+def _is_numpy(value: Any) -> bool:
+    mod = type(value).__module__
+    return mod == "numpy" or mod.startswith("numpy.")
+
+
+def _index_dims_consumed(index: Any) -> int:
+    """Number of batch dims a (normalised) index tuple consumes."""
+    n = 0
+    for idx in index:
+        if idx is None:
+            continue
+        if isinstance(idx, torch.Tensor) and idx.dtype is torch.bool:
+            n += idx.ndim
+        else:
+            n += 1
+    return n
+
+
+class TensorDictBase(ShapeMixin, DeviceMixin, SiblingMixin):
+    """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
+
+    Every value's shape starts with ``batch_size``. Keys are ``str`` or nested
+    tuples of ``str`` (see :func:`tensordict.unravel_key`).
+    """
+
+    _is_locked: bool = False
+    _is_tensorclass = False
+    _lock_stack: list | None = None
+
+    # ------------------------------------------------------------------ primitives
+    def _keys_raw(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _items_raw(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _get_raw(self, key: str, default: Any = _MISSING):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _del_raw(self, key: str) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @staticmethod
+    def _unwrap_leaf(value: Any) -> Any:
+        cls = value.__class__
+        if cls is NonTensorData:
+            return value.data
+        if cls is NonTensorStack:
+            return value.tolist()
+        return value
+
+    # ------------------------------------------------------------------ shape info
+    @property
+    def batch_dims(self) -> int:
+        """Number of batch dimensions (``len(batch_size)``)."""
+        return len(self.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.batch_size)
+
+    def ndimension(self) -> int:
+        return len(self.batch_size)
+
+    def dim(self) -> int:
+        return len(self.batch_size)
+
+    @property
+    def shape(self) -> torch.Size:
+        """Alias of ``batch_size``."""
+        return self.batch_size
+
+    def size(self, dim: int | None = None) -> torch.Size | int:
+        """``batch_size``, or its ``dim``-th entry."""
+        if dim is None:
+            return self.batch_size
+        return self.batch_size[dim]
+
+    def numel(self) -> int:
+        """Number of elements in the batch (product of ``batch_size``)."""
+        return self.batch_size.numel()
+
+    def __len__(self) -> int:
+        bs = self.batch_size
+        return bs[0] if bs else 0
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        if not self.batch_size:
+            msg = "iteration over a 0-d TensorDict (batch_size=[]) is not possible."
+            raise StopIteration(msg) if False else TypeError(msg)
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        msg = (
+            "Boolean value of TensorDict is ambiguous (as for a Tensor with more than one "
+            "value). Use `td.is_empty()`, `td.all()` or `td.any()` instead."
+        )
+        raise RuntimeError(msg)
+
+    def _check_batch(self, key: Any, value: Any) -> None:
+        bs = self.batch_size
+        if bs:
+            shape = value.shape
+            if shape[: len(bs)] != bs:
+                raise batch_mismatch_error(key, shape, bs)
+
+    def auto_batch_size_(self, batch_dims: int | None = None) -> TensorDictBase:
+        """Sets ``batch_size`` to the longest leading shape shared by every leaf.
+
+        Args:
+            batch_dims (int, optional): keep at most this many dims. Defaults to ``None``.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": {"c": torch.zeros(3, 4)}})
+            >>> td.auto_batch_size_().batch_size
+            torch.Size([3, 4])
+        """
+        for _, v in self._items_raw():
+            if isinstance(v, TensorDictBase):
+                v.auto_batch_size_()
+        common: list[int] | None = None
+        for _, v in self._items_raw():
+            shape = list(v.batch_size if is_tensor_collection(v) else v.shape)
+            if common is None:
+                common = shape
+            else:
+                n = 0
+                for a, b in zip(common, shape):
+                    if a != b:
+                        break
+                    n += 1
+                common = common[:n]
+        common = common or []
+        if batch_dims is not None:
+            common = common[:batch_dims]
+        self.batch_size = torch.Size(common)
+        return self
+
+    # ------------------------------------------------------------------ keys
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Any:
+        """A live view of the keys.
+
+        Args:
+            include_nested (bool): also yield nested keys (as tuples). Defaults to ``False``.
+            leaves_only (bool): only keys of leaves (tensors, non-tensor data). Defaults to ``False``.
+            is_leaf (callable, optional): ``is_leaf(type) -> bool`` overriding what a leaf is.
+            sort (bool): return a sorted list instead of a view.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+            >>> list(td.keys(include_nested=True, leaves_only=True))
+            ['a', ('b', 'c')]
+            >>> ("b", "c") in td.keys(True)
+            True
+        """
+        view = _KeysView(self, include_nested, leaves_only, is_leaf)
+        if sort:
+            return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
+        return view
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+        """A live view of the values (non-tensor leaves come back as their objects)."""
+        return _ValuesView(self, include_nested, leaves_only, is_leaf)
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+        """A live view of ``(key, value)`` pairs; nested keys are flat tuples."""
+        return _ItemsView(self, include_nested, leaves_only, is_leaf)
+
+    @property
+    def sorted_keys(self) -> list[str]:
+        """Top-level keys in sorted order."""
+        return sorted(self._keys_raw())
+
+    def __contains__(self, key: object) -> bool:
+        return key in _KeysView(self, True)
+
+    # ------------------------------------------------------------------ get
+    def _get_tuple_raw(self, key: tuple, default: Any = _MISSING) -> Any:
+        td = self
+        for sub in key[:-1]:
+            td = td._get_raw(sub, _MISSING)
+            if td is _MISSING or not isinstance(td, TensorDictBase):
+                if default is not _MISSING:
+                    return default
+                raise missing_key_error(key, self.keys(True))
+        out = td._get_raw(key[-1], _MISSING)
+        if out is _MISSING:
+            if default is not _MISSING:
+                return default
+            raise missing_key_error(key, self.keys(True))
+        return out
+
+    def _get_any_raw(self, key: NestedKey, default: Any = _MISSING) -> Any:
+        if key.__class__ is str:
+            out = self._get_raw(key, _MISSING)
+            if out is _MISSING:
+                if default is not _MISSING:
+                    return default
+                raise missing_key_error(key, self._keys_raw())
+            return out
+        key = unravel_key(key)
+        if key.__class__ is str:
+            return self._get_any_raw(key, default)
+        return self._get_tuple_raw(key, default)
+
+    def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
+        """Returns the value stored under ``key``.
+
+        Args:
+            key (NestedKey): a str or a nested tuple key.
+            default (Any, optional): returned when ``key`` is missing.
+
+        Returns:
+            the tensor (shape ``batch_size + feature_shape``), nested TensorDict, or
+            the non-tensor object.
+
+        Raises:
+            KeyError: ``key`` is missing and no default is given.
+            TypeError: ``key`` is not a str or tuple of str.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
+            >>> td.get(("a", "b")).shape
+            torch.Size([2])
+            >>> td.get("missing", None) is None
+            True
+        """
+        if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
+            default = None
+        return self._unwrap_leaf(self._get_any_raw(key, default))
+
+    def get_at(self, key: NestedKey, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """``td.get(key)[index]``; returns ``default`` when ``key`` is missing."""
+        value = self._get_any_raw(key, default)
+        if value is default and default is not NO_DEFAULT:
+            return default
+        return self._unwrap_leaf(value[index])
+
+    def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The object stored as non-tensor data under ``key``."""
+        return self.get(key, default)
+
+    def __getitem__(self, index: Any) -> Any:
+        cls = index.__class__
+        if cls is str:
+            return self.get(index)
+        if cls is tuple and index and all(i.__class__ is str or i.__class__ is tuple for i in index):
+            return self.get(index)
+        return self._index(index)
+
+    # ------------------------------------------------------------------ set
+    def _convert_value(self, key: Any, value: Any) -> Any:
+        """Checks and converts a value for storage; raises before anything is written."""
+        if isinstance(value, torch.Tensor):
+            self._check_batch(key, value)
+            device = self.device
+            if device is not None and value.device != device:
+                value = value.to(device)
+            return value
+        if isinstance(value, TensorDictBase):
+            bs = self.batch_size
+            if value.batch_size[: len(bs)] != bs:
+                raise batch_mismatch_error(key, value.batch_size, bs)
+            device = self.device
+            if device is not None and value.device != device:
+                value = value.to(device)
+            return value
+        if isinstance(value, (NonTensorData, NonTensorStack)):
+            if value.batch_size != self.batch_size:
+                if value.__class__ is NonTensorData:
+                    return NonTensorData(value.data, self.batch_size, self.device)
+                raise batch_mismatch_error(key, value.batch_size, self.batch_size)
+            return value
+        if isinstance(value, Mapping) and not getattr(type(value), "_is_tensorclass", False):
+            from tensordict._td import TensorDict
+
+            return TensorDict(value, batch_size=self.batch_size, device=self.device)
+        if is_tensor_collection(value):
+            bs = self.batch_size
+            if value.batch_size[: len(bs)] != bs:
+                raise batch_mismatch_error(key, value.batch_size, bs)
+            return value
+        if isinstance(value, (bool, numbers.Number)):
+            tensor = torch.as_tensor(value, device=self.device)
+            if self.batch_size:
+                tensor = tensor.expand(self.batch_size).clone()
+            return tensor
+        if _is_numpy(value) and hasattr(value, "dtype") and value.dtype.kind not in "OUSV":
+            return self._convert_value(key, torch.as_tensor(value))
+        return NonTensorData(value, self.batch_size, self.device)
+
+    def _create_nested(self, key: str) -> TensorDictBase:
+        out = self._get_raw(key, _MISSING)
+        if out is _MISSING:
+            from tensordict._td import TensorDict
+
+            out = TensorDict._new_unsafe({}, self.batch_size, self.device)
+            self._set_raw(key, out)
+        elif not isinstance(out, TensorDictBase):
+            msg = f"Cannot write a nested key under {key!r}: it holds a {type(out).__name__}, not a TensorDict."
+            raise KeyError(msg)
+        return out
+
+    def _set_tuple(self, key: tuple, value: Any, inplace: bool, validated: bool = False) -> None:
+        td = self
+        for sub in key[:-1]:
+            td = td._create_nested(sub)
+        td._set_str(key[-1], value, inplace, validated)
+
+    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
+        if not validated:
+            value = self._convert_value(key, value)
+        if inplace:
+            existing = self._get_raw(key, _MISSING)
+            if existing is not _MISSING:
+                self._write_inplace(key, existing, value)
+                return
+        if self.is_locked:
+            raise locked_error("set a new value", key)
+        self._set_raw(key, value)
+
+    def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
+        if isinstance(existing, torch.Tensor):
+            if isinstance(value, torch.Tensor) and existing.shape != value.shape:
+                try:
+                    torch.broadcast_shapes(value.shape, existing.shape)
+                except RuntimeError:
+                    msg = (
+                        f"cannot write in place into key {key!r}: expected shape "
+                        f"{tuple(existing.shape)}, got {tuple(value.shape)}."
+                    )
+                    raise RuntimeError(msg) from None
+            existing.copy_(value)
+        elif isinstance(existing, TensorDictBase):
+            existing.update_(value)
+        elif isinstance(existing, NonTensorStack):
+            existing[...] = value
+        else:
+            self._set_raw(key, value)
+
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False, **kwargs: Any) -> TensorDictBase:
+        """Writes ``item`` under ``key``.
+
+        Args:
+            key (NestedKey): where to write; missing nested levels are created.
+            item (Tensor, TensorDict, dict or any object): a tensor's shape must start
+                with ``batch_size``; dicts become TensorDicts; other objects become
+                non-tensor data.
+            inplace (bool): copy into the existing tensor when ``key`` exists (a new key
+                is created otherwise). Defaults to ``False``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: the leading dims do not match ``batch_size``, or the
+                TensorDict is locked and a new value would be stored.
+            TypeError: the key is not a str or tuple of str.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({}, [3])
+            >>> _ = td.set(("a", "b"), torch.zeros(3, 2))
+            >>> td["a", "b"].shape
+            torch.Size([3, 2])
+        """
+        if key.__class__ is str:
+            self._set_str(key, item, inplace)
+            return self
+        key = unravel_key(key)
+        if key.__class__ is str:
+            self._set_str(key, item, inplace)
+        else:
+            self._set_tuple(key, item, inplace)
+        return self
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
+        """Copies ``item`` into the existing value under ``key``.
+
+        Raises:
+            KeyError: ``key`` is missing.
+            RuntimeError: shapes do not broadcast.
+        """
+        existing = self._get_any_raw(key)
+        if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
+            item = self._convert_value(key, item) if not isinstance(existing, TensorDictBase) else item
+        self._write_inplace(key, existing, item)
+        return self
+
+    def set_at_(self, key: NestedKey, value: Any, index: Any, *, non_blocking: bool = False) -> TensorDictBase:
+        """Writes ``value`` into ``td.get(key)[index]`` in place.
+
+        Raises:
+            KeyError: ``key`` is missing.
+        """
+        existing = self._get_any_raw(key)
+        existing[index] = value
+        return self
+
+    def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
+        """Returns ``td[key]``, first setting it to ``default`` if missing."""
+        if key not in self.keys(include_nested=True):
+            self.set(key, default, inplace=inplace)
+        return self.get(key)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        cls = index.__class__
+        if cls is str:
+            self._set_str(index, value, False)
+            return
+        if cls is tuple and index and all(i.__class__ is str or i.__class__ is tuple for i in index):
+            self.set(index, value)
+            return
+        self._setitem_index(index, value)
+
+    def _setitem_index(self, index: Any, value: Any) -> None:
+        if isinstance(value, (TensorDictBase, Mapping)) or is_tensor_collection(value):
+            if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
+                from tensordict._td import TensorDict
+
+                sub_bs = self._index_batch_size(index)
+                value = TensorDict(value, batch_size=sub_bs)
+            self._write_at(index, value)
+            return
+        if isinstance(value, (torch.Tensor, numbers.Number)):
+            for key, dest in list(self._items_raw()):
+                if isinstance(dest, torch.Tensor):
+                    dest[index] = value
+                elif isinstance(dest, TensorDictBase):
+                    dest[index] = value
+            return
+        msg = f"Cannot write a {type(value).__name__} at index {index!r}: pass a TensorDict, a dict or a tensor."
+        raise TypeError(msg)
+
+    def _index_batch_size(self, index: Any) -> torch.Size:
+        probe = torch.zeros((), dtype=torch.uint8).expand(self.batch_size)
+        return probe[self._normalize_index(index)].shape
+
+    def _write_at(self, index: Any, value: Any) -> None:
+        """``td[index] = value``: validates every key first, pre-allocates missing keys."""
+        index = self._normalize_index(index)
+        plan = []
+        vbd = value.batch_dims
+        target_bs = None
+        for key, v in value._items_raw():
+            dest = self._get_raw(key, _MISSING)
+            if dest is _MISSING:
+                if target_bs is None:
+                    target_bs = self._index_batch_size(index)
+                plan.append((key, None, v))
+                continue
+            if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
+                if dest.shape[self.batch_dims :] != v.shape[vbd:]:
+                    try:
+                        torch.broadcast_shapes(v.shape[vbd:], dest.shape[self.batch_dims :])
+                    except RuntimeError:
+                        msg = (
+                            f"cannot write key {key!r} at index {index!r}: expected feature shape "
+                            f"{tuple(dest.shape[self.batch_dims:])}, got {tuple(v.shape[vbd:])}."
+                        )
+                        raise RuntimeError(msg) from None
+            plan.append((key, dest, v))
+        if self.is_locked and any(dest is None for _, dest, _ in plan):
+            raise locked_error("pre-allocate new keys at an index")
+        bs = self.batch_size
+        for key, dest, v in plan:
+            if dest is None:
+                dest = self._preallocate(key, v, vbd, bs)
+            if isinstance(dest, torch.Tensor):
+                dest[index] = v
+            elif isinstance(dest, (TensorDictBase, NonTensorStack)):
+                dest[index] = v
+            elif isinstance(dest, NonTensorData):
+                if not (isinstance(v, NonTensorData) and v == dest):
+                    stack = NonTensorStack._from_flat([dest.data] * dest.numel(), dest.batch_size, dest.device)
+                    stack[index] = v
+                    self._set_raw(key, stack)
+            else:
+                dest[index] = v
+
+    def _preallocate(self, key: str, v: Any, vbd: int, bs: torch.Size) -> Any:
+        if isinstance(v, torch.Tensor):
+            dest = torch.zeros((*bs, *v.shape[vbd:]), dtype=v.dtype, device=self.device or v.device)
+        elif isinstance(v, TensorDictBase):
+            from tensordict._td import TensorDict
+
+            dest = TensorDict._new_unsafe({}, torch.Size((*bs, *v.batch_size[vbd:])), self.device)
+        elif isinstance(v, NonTensorData):
+            dest = NonTensorData(v.data, bs, self.device)
+        elif isinstance(v, NonTensorStack):
+            dest = NonTensorStack._from_flat([None] * bs.numel(), bs, self.device)
+        else:
+            msg = f"Cannot pre-allocate key {key!r} for a value of type {type(v).__name__}."
+            raise TypeError(msg)
+        self._set_raw(key, dest)
+        return dest
+
+    # ------------------------------------------------------------------ delete / pop
+    def __delitem__(self, key: NestedKey) -> None:
+        self.del_(key)
+
+    def del_(self, key: NestedKey) -> TensorDictBase:
+        """Removes ``key``. Raises KeyError if missing, RuntimeError if locked."""
+        key = unravel_key(key)
+        if key.__class__ is tuple:
+            parent = self._get_tuple_raw(key[:-1]) if len(key) > 2 else self._get_any_raw(key[0])
+            if not isinstance(parent, TensorDictBase):
+                raise missing_key_error(key, self.keys(True))
+            parent.del_(key[-1])
+            return self
+        if self.is_locked:
+            raise locked_error("delete a key", key)
+        if self._get_raw(key, _MISSING) is _MISSING:
+            raise missing_key_error(key, self._keys_raw())
+        self._del_raw(key)
+        return self
+
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """Removes ``key`` and returns its value (or ``default`` when missing)."""
+        key = unravel_key(key)
+        value = self._get_any_raw(key, _MISSING)
+        if value is _MISSING:
+            if default is not NO_DEFAULT:
+                return default
+            raise missing_key_error(key, self.keys(True))
+        self.del_(key)
+        return self._unwrap_leaf(value)
+
+    def popitem(self) -> tuple[str, Any]:
+        """Removes and returns the last inserted top-level ``(key, value)`` pair."""
+        keys = list(self._keys_raw())
+        if not keys:
+            msg = "popitem(): TensorDict is empty"
+            raise KeyError(msg)
+        key = keys[-1]
+        return key, self.pop(key)
+
+    def clear(self) -> TensorDictBase:
+        """Removes every key. Raises RuntimeError if locked."""
+        if self.is_locked:
+            raise locked_error("clear")
+        for key in list(self._keys_raw()):
+            self._del_raw(key)
+        return self
+
+    # ------------------------------------------------------------------ update
+    def _plan_update(self, source: Any, keys_to_update: Any, prefix: tuple = ()) -> list:
+        plan = []
+        items = source._items_raw() if isinstance(source, TensorDictBase) else source.items()
+        for key, value in items:
+            full = prefix + _as_tuple(key)
+            if keys_to_update is not None and not any(
+                full[: len(k)] == k or k[: len(full)] == full for k in keys_to_update
+            ):
+                continue
+            if isinstance(value, (TensorDictBase, Mapping)) and not is_tensor_collection(type(value)) or (
+                isinstance(value, TensorDictBase)
+            ):
+                existing = self._get_any_raw(full, None) if len(full) > 0 else None
+                if isinstance(existing, TensorDictBase):
+                    plan.extend(self._plan_update(value, keys_to_update, full))
+                    continue
+            plan.append((full, value))
+        return plan
+
+    def update(
+        self,
+        input_dict_or_td: Mapping | TensorDictBase,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
+        is_leaf: Any = None,
+        update_batch_size: bool = False,
+        ignore_lock: bool = False,
+    ) -> TensorDictBase:
+        """Writes every key of ``input_dict_or_td`` into ``self`` (nested TensorDicts merge).
+
+        Every value is validated before anything is written: if one fails, no key
+        is changed.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: a value's leading dims do not match ``batch_size``, or the
+                TensorDict is locked.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> _ = td.update({"b": torch.ones(2)})
+            >>> sorted(td.keys())
+            ['a', 'b']
+        """
+        if input_dict_or_td is self:
+            return self
+        ktu = None if keys_to_update is None else [_as_tuple(k) for k in keys_to_update]
+        plan = self._plan_update(input_dict_or_td, ktu)
+        if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
+            self.batch_size = input_dict_or_td.batch_size
+        checked = []
+        for full, value in plan:
+            if clone and hasattr(value, "clone"):
+                value = value.clone()
+            parent_bs = self.batch_size
+            if isinstance(value, torch.Tensor):
+                if value.shape[: len(parent_bs)] != parent_bs:
+                    raise batch_mismatch_error(full if len(full) > 1 else full[0], value.shape, parent_bs)
+                if self.device is not None and value.device != self.device:
+                    value = value.to(self.device, non_blocking=non_blocking)
+            else:
+                value = self._convert_value(full, value)
+            checked.append((full, value))
+        lock_state = self.is_locked
+        if ignore_lock and lock_state:
+            self.unlock_()
+        try:
+            if self.is_locked and not inplace:
+                for full, _ in checked:
+                    if self._get_any_raw(full, _MISSING) is _MISSING or not inplace:
+                        raise locked_error("update", full)
+            for full, value in checked:
+                if len(full) == 1:
+                    self._set_str(full[0], value, inplace, validated=True)
+                else:
+                    self._set_tuple(full, value, inplace, validated=True)
+        finally:
+            if ignore_lock and lock_state:
+                self.lock_()
+        return self
+
+    def update_(
+        self,
+        input_dict_or_td: Mapping | TensorDictBase,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
+    ) -> TensorDictBase:
+        """In-place update: every key must already exist (KeyError otherwise)."""
+        items = input_dict_or_td.items(True, True) if isinstance(input_dict_or_td, TensorDictBase) else None
+        if items is None:
+            from tensordict._td import TensorDict
+
+            src = TensorDict(dict(input_dict_or_td), batch_size=[])
+            items = src.items(True, True)
+        ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
+        pairs = []
+        for key, value in items:
+            if ktu is not None and key not in ktu:
+                continue
+            dest = self._get_any_raw(key)
+            pairs.append((key, dest, value))
+        for key, dest, value in pairs:
+            if isinstance(value, torch.Tensor) and clone:
+                value = value.clone()
+            self._write_inplace(key, dest, value)
+        return self
+
+    def update_at_(self, input_dict_or_td: Mapping | TensorDictBase, index: Any, clone: bool = False) -> TensorDictBase:
+        """Writes ``input_dict_or_td``'s leaves into ``self[index]`` in place."""
+        for key, value in input_dict_or_td.items():
+            self.set_at_(key, value, index)
+        return self
+
+    # ------------------------------------------------------------------ selection
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:
+        """A TensorDict with only ``keys`` (nested keys select inside sub-TensorDicts).
+
+        Raises:
+            KeyError: a key is missing and ``strict=True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(()), "d": torch.zeros(())}})
+            >>> list(td.select("a", ("b", "c")).keys(True, True))
+            ['a', ('b', 'c')]
+        """
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        tree: dict = {}
+        for key in keys:
+            t = _as_tuple(key)
+            node = tree
+            for sub in t[:-1]:
+                node = node.setdefault(sub, {})
+                if node is True:
+                    break
+            else:
+                node[t[-1]] = True
+        out = self._select_tree(tree, strict)
+        if inplace:
+            for key in list(self._keys_raw()):
+                if key not in tree:
+                    self._del_raw(key)
+            for key, value in out._items_raw():
+                self._set_raw(key, value)
+            return self
+        return out
+
+    def _select_tree(self, tree: dict, strict: bool) -> TensorDictBase:
+        source = {}
+        for key, sub in tree.items():
+            value = self._get_raw(key, _MISSING)
+            if value is _MISSING:
+                if strict:
+                    raise missing_key_error(key, self._keys_raw())
+                continue
+            if sub is True:
+                source[key] = value
+            elif isinstance(value, TensorDictBase):
+                source[key] = value._select_tree(sub, strict)
+            elif strict:
+                raise missing_key_error(key, self._keys_raw())
+        return self._new_like(source)
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
+        """A TensorDict without ``keys`` (missing keys are ignored)."""
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        tree: dict = {}
+        for key in keys:
+            t = _as_tuple(key)
+            node = tree
+            for sub in t[:-1]:
+                nxt = node.setdefault(sub, {})
+                if nxt is True:
+                    break
+                node = nxt
+            else:
+                node[t[-1]] = True
+        if inplace:
+            if self.is_locked:
+                raise locked_error("exclude keys in place")
+            self._exclude_inplace(tree)
+            return self
+        return self._exclude_tree(tree)
+
+    def _exclude_inplace(self, tree: dict) -> None:
+        for key, sub in tree.items():
+            value = self._get_raw(key, _MISSING)
+            if value is _MISSING:
+                continue
+            if sub is True:
+                self._del_raw(key)
+            elif isinstance(value, TensorDictBase):
+                value._exclude_inplace(sub)
+
+    def _exclude_tree(self, tree: dict) -> TensorDictBase:
+        source = {}
+        for key, value in self._items_raw():
+            sub = tree.get(key)
+            if sub is True:
+                continue
+            if sub and isinstance(value, TensorDictBase):
+                value = value._exclude_tree(sub)
+            source[key] = value
+        return self._new_like(source)
+
+    def split_keys(
+        self, *key_sets: Sequence[NestedKey], inplace: bool = False, default: Any = None, strict: bool = True
+    ) -> tuple[TensorDictBase, ...]:
+        """Splits into one TensorDict per key set, plus one with the remaining keys.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": torch.zeros(()), "c": torch.zeros(())})
+            >>> ab, rest = td.split_keys(["a", "b"])
+            >>> sorted(ab.keys()), list(rest.keys())
+            (['a', 'b'], ['c'])
+        """
+        outs = []
+        used: list[NestedKey] = []
+        for ks in key_sets:
+            ks = list(ks)
+            if not strict:
+                ks = [k for k in ks if k in self.keys(True)]
+            outs.append(self.select(*ks, strict=strict))
+            used.extend(ks)
+        rest = self.exclude(*used)
+        if inplace:
+            self.exclude(*used, inplace=True)
+            return (*outs, self)
+        return (*outs, rest)
+
+    def filter_empty_(self) -> TensorDictBase:
+        """Removes, in place, every nested TensorDict without leaves."""
+        for key, value in list(self._items_raw()):
+            if isinstance(value, TensorDictBase):
+                value.filter_empty_()
+                if value.is_empty():
+                    self._del_raw(key)
+        return self
+
+    def is_empty(self) -> bool:
+        """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
+        for _, value in self._items_raw():
+            if not isinstance(value, TensorDictBase) or not value.is_empty():
+                return False
+        return True
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDictBase:
+        """A TensorDict with the same batch size and device and no keys.
+
+        With ``recurse=True`` the nested TensorDicts are kept (empty).
+        """
+        from tensordict._td import TensorDict
+
+        source = {}
+        if recurse:
+            source = {k: v.empty(recurse=True) for k, v in self._items_raw() if isinstance(v, TensorDictBase)}
+        return TensorDict._new_unsafe(
+            source,
+            torch.Size(batch_size) if batch_size is not None else self.batch_size,
+            self.device if device is NO_DEFAULT else (torch.device(device) if device is not None else None),
+        )
+
+    # ------------------------------------------------------------------ key rewriting
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDictBase:
+        """Renames ``old_key`` to ``new_key`` in place.
+
+        Raises:
+            KeyError: ``old_key`` is missing, or ``safe=True`` and ``new_key`` exists.
+            RuntimeError: the TensorDict is locked.
+        """
+        if self.is_locked:
+            raise locked_error("rename a key", old_key)
+        old_key, new_key = unravel_key(old_key), unravel_key(new_key)
+        value = self._get_any_raw(old_key)
+        if safe and new_key in self.keys(True):
+            msg = f"key {new_key!r} already present in TensorDict (safe=True)."
+            raise KeyError(msg)
+        self.del_(old_key)
+        self.set(new_key, value)
+        return self
+
+    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
+        """Flattens nested keys into single keys joined by ``separator``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": {"b": torch.zeros(())}})
+            >>> list(td.flatten_keys().keys())
+            ['a.b']
+        """
+        source: dict = {}
+        self._flatten_into(source, "", separator)
+        if inplace:
+            if self.is_locked:
+                raise locked_error("flatten keys in place")
+            for key in list(self._keys_raw()):
+                self._del_raw(key)
+            for key, value in source.items():
+                self._set_raw(key, value)
+            return self
+        return self._new_like(source)
+
+    def _flatten_into(self, source: dict, prefix: str, separator: str) -> None:
+        for key, value in self._items_raw():
+            full = prefix + key
+            if isinstance(value, TensorDictBase):
+                if value.is_empty() and not list(value._keys_raw()):
+                    source[full] = value
+                else:
+                    value._flatten_into(source, full + separator, separator)
+            else:
+                source[full] = value
+
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
+        """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
+        from tensordict._td import TensorDict
+
+        out = TensorDict._new_unsafe({}, self.batch_size, self.device)
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                value = value.unflatten_keys(separator)
+            parts = tuple(key.split(separator))
+            if len(parts) == 1:
+                out._set_raw(key, value)
+            else:
+                node = out
+                for sub in parts[:-1]:
+                    node = node._create_nested(sub)
+                node._set_raw(parts[-1], value)
+        if inplace:
+            if self.is_locked:
+                raise locked_error("unflatten keys in place")
+            for key in list(self._keys_raw()):
+                self._del_raw(key)
+            for key, value in out._items_raw():
+                self._set_raw(key, value)
+            return self
+        return out
+
+    @classmethod
+    def fromkeys(cls, keys: Sequence[NestedKey], value: Any = 0) -> TensorDictBase:
+        """A TensorDict (``batch_size=[]``) with every key set to ``value``.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict.fromkeys(["a", "b"], 0)
+            >>> td["a"]
+            tensor(0)
+        """
+        from tensordict._td import TensorDict
+
+        td = TensorDict({}, [])
+        for key in keys:
+            v = value.clone() if isinstance(value, torch.Tensor) else value
+            td.set(key, v)
+        return td
+
+    def copy(self) -> TensorDictBase:
+        """Shallow copy: a new TensorDict holding the same tensors (``clone(recurse=False)``)."""
+        return self.clone(recurse=False)
+
+    # ------------------------------------------------------------------ locking
+    @property
+    def is_locked(self) -> bool:
+        return self._is_locked
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        if value:
+            self.lock_()
+        else:
+            self.unlock_()
+
+    def _set_lock_flag(self, value: bool) -> None:
+        self._is_locked = value
+        for _, v in self._items_raw():
+            if isinstance(v, TensorDictBase):
+                v._set_lock_flag(value)
+
+    def _push_op(self, op: tuple) -> None:
+        if self._lock_stack is None:
+            self._lock_stack = []
+        self._lock_stack.append(op)
+
+    def lock_(self) -> TensorDictBase:
+        """Locks the TensorDict (and its nested ones): new keys, deletions and renames
+        raise RuntimeError; in-place writes into existing tensors stay allowed.
+
+        Usable as a context manager: ``with td.lock_(): ...`` restores the previous
+        state on exit.
+        """
+        self._push_op(("lock", self._is_locked))
+        self._set_lock_flag(True)
+        return self
+
+    def unlock_(self) -> TensorDictBase:
+        """Unlocks the TensorDict; as a context manager, re-locks on exit if it was locked."""
+        self._push_op(("lock", self._is_locked))
+        self._set_lock_flag(False)
+        return self
+
+    def __enter__(self) -> TensorDictBase:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self._lock_stack:
+            return
+        op = self._lock_stack.pop()
+        if op[0] == "lock":
+            self._set_lock_flag(op[1])
+        elif op[0] == "callback":
+            op[1]()
+
+    # ------------------------------------------------------------------ comparisons
+    def _compare(self, other: Any, op: Callable) -> TensorDictBase:
+        if isinstance(other, TensorDictBase) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
+            source = {}
+            for key, value in self._items_raw():
+                o = other._get_raw(key, _MISSING) if isinstance(other, TensorDictBase) else other.get(key, _MISSING)
+                if o is _MISSING:
+                    msg = f"key {key!r} is missing from the other TensorDict in a comparison."
+                    raise KeyError(msg)
+                source[key] = _compare_leaf(value, o, op, self.batch_size)
+            return self._new_like(source, device=self.device)
+        source = {k: _compare_leaf(v, other, op, self.batch_size) for k, v in self._items_raw()}
+        return self._new_like(source)
+
+    def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        return self._compare(other, torch.eq)
+
+    def __ne__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        return self._compare(other, torch.ne)
+
+    def __lt__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.lt)
+
+    def __le__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.le)
+
+    def __gt__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.gt)
+
+    def __ge__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.ge)
+
+    __hash__ = object.__hash__
+
+    def all(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
+        reduced over that batch dim."""
+        if dim is None:
+            for _, v in self._items_raw():
+                if isinstance(v, torch.Tensor):
+                    if not bool(v.all()):
+                        return False
+                elif isinstance(v, TensorDictBase):
+                    if not v.all():
+                        return False
+                elif isinstance(v, NonTensorData) and not bool(v.data):
+                    return False
+            return True
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.all(dim=dim), dim)
+
+    def any(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if any element of any leaf is true; with ``dim``, reduced over it."""
+        if dim is None:
+            for _, v in self._items_raw():
+                if isinstance(v, torch.Tensor):
+                    if bool(v.any()):
+                        return True
+                elif isinstance(v, TensorDictBase):
+                    if v.any():
+                        return True
+            return False
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.any(dim=dim), dim)
+
+    def _reduce_dim(self, fn: Callable, dim: int) -> TensorDictBase:
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                source[key] = value._reduce_dim(fn, dim)
+            elif isinstance(value, torch.Tensor):
+                source[key] = fn(value)
+        bs = list(self.batch_size)
+        del bs[dim]
+        return self._new_like(source, batch_size=torch.Size(bs))
+
+    # ------------------------------------------------------------------ misc
+    def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
+        """A TensorDict of the leaves' ``data_ptr()`` (int64, batch_size ``[]``)."""
+        from tensordict._td import TensorDict
+
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                ptr = value.untyped_storage().data_ptr() if storage else value.data_ptr()
+                source[key] = torch.tensor(ptr)
+            elif isinstance(value, TensorDictBase):
+                source[key] = value.data_ptr(storage=storage)
+        return TensorDict._new_unsafe(source, torch.Size(()), None)
+
+    def fill_(self, key: NestedKey, value: float | bool) -> TensorDictBase:
+        """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` with ``value``."""
+        target = self._get_any_raw(key)
+        if isinstance(target, TensorDictBase):
+            target.apply_leaves_(lambda t: t.fill_(value))
+        else:
+            target.fill_(value)
+        return self
+
+    def apply_leaves_(self, fn: Callable[[torch.Tensor], Any]) -> TensorDictBase:
+        """Calls ``fn`` on every tensor leaf (for in-place tensor methods)."""
+        for _, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                fn(value)
+            elif isinstance(value, TensorDictBase):
+                value.apply_leaves_(fn)
+        return self
+
+    def zero_(self) -> TensorDictBase:
+        """Zeroes every tensor leaf in place."""
+        return self.apply_leaves_(torch.Tensor.zero_)
+
+    def requires_grad_(self, requires_grad: bool = True) -> TensorDictBase:
+        """Sets ``requires_grad`` on every floating-point leaf in place."""
+        return self.apply_leaves_(lambda t: t.requires_grad_(requires_grad))
+
+    def detach_(self) -> TensorDictBase:
+        """Detaches every leaf in place."""
+        return self.apply_leaves_(torch.Tensor.detach_)
+
+    def detach(self) -> TensorDictBase:
+        """A TensorDict of detached leaves (same storage)."""
+        return self._map_leaves(torch.Tensor.detach)
+
+    def contiguous(self) -> TensorDictBase:
+        """A TensorDict of contiguous leaves (copies only what is not contiguous)."""
+        return self._map_leaves(torch.Tensor.contiguous)
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictBase:
+        """A copy. ``recurse=False`` copies the structure but shares the tensors.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.clone()["a"].data_ptr() != td["a"].data_ptr()
+            True
+        """
+        if not recurse:
+            return self._map_leaves(lambda t: t, keep_non_tensor=True)
+        return self._map_leaves(torch.Tensor.clone)
+
+    def _map_leaves(self, fn: Callable, keep_non_tensor: bool = False, **new_kwargs: Any) -> TensorDictBase:
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                source[key] = fn(value)
+            elif isinstance(value, TensorDictBase):
+                source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
+            elif keep_non_tensor:
+                source[key] = value
+            else:
+                source[key] = value.clone()
+        return self._new_like(source, **new_kwargs)
+
+    def copy_(self, tensordict: TensorDictBase, non_blocking: bool = False) -> TensorDictBase:
+        """Copies ``tensordict``'s leaves into ``self`` in place (``update_``)."""
+        return self.update_(tensordict, non_blocking=non_blocking)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
+        """A plain ``TensorDict`` copy of any TensorDict-like (lazy stacks, files, ...)."""
+        from tensordict._td import TensorDict
+
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                source[key] = value.to_tensordict()
+            elif isinstance(value, torch.Tensor):
+                source[key] = value.clone()
+            else:
+                source[key] = value.clone()
+        return TensorDict._new_unsafe(source, self.batch_size, self.device, self.names if self._has_names() else None)
+
+    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
+        """A nested ``dict`` of the leaves (tensors, or Python objects for non-tensor data)."""
+        out = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                out[key] = value.to_dict(convert_tensors=convert_tensors)
+            elif isinstance(value, torch.Tensor):
+                out[key] = value.tolist() if convert_tensors else value
+            else:
+                out[key] = self._unwrap_leaf(value)
+        return out
+
+    def _has_names(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        from tensordict._repr import td_repr
+
+        return td_repr(self)
+
+    __str__ = __repr__
+
+    def __torch_function__(self_or_cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:  # noqa: N805
+        from tensordict._torch_fn import dispatch
+
+        return dispatch(func, types, args, kwargs or {})
+
+    __torch_function__ = classmethod(__torch_function__)  # type: ignore[assignment]
+
+
+def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) -> Any:
+    if isinstance(value, TensorDictBase):
+        return value._compare(other, op)
+    if isinstance(value, torch.Tensor):
+        if isinstance(other, torch.Tensor) and other.ndim and other.shape != value.shape:
+            from tensordict.utils import expand_as_right
+
+            if other.ndim <= value.ndim and other.shape == value.shape[: other.ndim]:
+                other = expand_as_right(other, value)
+        return op(value, other)
+    if isinstance(value, NonTensorData):
+        o = other.data if isinstance(other, NonTensorData) else other
+        same = value == o
+        res = same if op is torch.eq else (not same if op is torch.ne else False)
+        return torch.full(tuple(batch_size), bool(res))
+    if isinstance(value, NonTensorStack):
+        same = value == other
+        return torch.full(tuple(batch_size), bool(same if op is torch.eq else not same))
+    return op(value, other)

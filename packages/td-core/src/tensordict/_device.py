@@ -1,0 +1,174 @@
+"""Device, dtype and memory placement (``DeviceMixin``): ``to``, ``cpu``, ``cuda``,
+dtype casts, ``pin_memory``, ``share_memory_``, ``clear_device_``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["DeviceMixin"]
+
+
+def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
+    from tensordict._base import TensorDictBase
+
+    batch_size = kwargs.pop("batch_size", None)
+    if args and isinstance(args[0], TensorDictBase):
+        other = args[0]
+        return other.device, None, bool(kwargs.get("non_blocking", False)), batch_size
+    if args and isinstance(args[0], int) and not isinstance(args[0], bool):
+        args = (torch.device("cuda", args[0]), *args[1:])
+    device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+    return device, dtype, non_blocking, batch_size
+
+
+class DeviceMixin:
+    """Moves and casts every leaf at once."""
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """Moves and/or casts every leaf; returns a new TensorDict (``self`` if nothing changes).
+
+        Accepts the forms of ``torch.Tensor.to``: ``to(device)``, ``to(dtype)``,
+        ``to(device, dtype)``, ``to(other_tensordict)`` (its device), plus
+        ``non_blocking=``. After a non-blocking copy to the CPU the stream is
+        synchronised before returning, so values read right after are correct.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.to(torch.float64)["a"].dtype
+            torch.float64
+            >>> td.to("cpu").device
+            device(type='cpu')
+        """
+        device, dtype, non_blocking, batch_size = _parse_to(args, dict(kwargs))
+        if device is not None:
+            device = torch.device(device)
+            if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+                device = torch.device("cuda", torch.cuda.current_device())
+        if device is None and dtype is None:
+            if batch_size is not None:
+                out = self.clone(recurse=False)
+                out.batch_size = batch_size
+                return out
+            return self
+        if dtype is None:
+            if device == self.device:
+                return self
+            fn = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
+        elif device is None:
+            fn = lambda t: t.to(dtype, non_blocking=non_blocking)  # noqa: E731
+        else:
+            fn = lambda t: t.to(device, dtype, non_blocking=non_blocking)  # noqa: E731
+        new_device = device if device is not None else self.device
+        out = self._map_leaves(fn, keep_non_tensor=True, device=new_device)
+        if device is not None:
+            out._set_device_tree(device)
+        if non_blocking and device is not None and device.type == "cpu" and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if batch_size is not None:
+            out.batch_size = batch_size
+        return out
+
+    def _set_device_tree(self, device: Any) -> None:
+        from tensordict._base import TensorDictBase
+
+        self._device = device
+        for key, value in list(self._items_raw()):
+            if isinstance(value, TensorDictBase):
+                value._set_device_tree(device)
+            elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
+                self._set_raw(key, value.to(device))
+
+    def cpu(self, **kwargs: Any) -> Any:
+        """``to("cpu")``."""
+        return self.to("cpu", **kwargs)
+
+    def cuda(self, device: Any = None, **kwargs: Any) -> Any:
+        """``to("cuda")`` (or ``cuda:<device>``)."""
+        if device is None:
+            return self.to("cuda", **kwargs)
+        if isinstance(device, int):
+            device = torch.device("cuda", device)
+        return self.to(device, **kwargs)
+
+    def float(self) -> Any:
+        return self.to(torch.float32)
+
+    def double(self) -> Any:
+        return self.to(torch.float64)
+
+    def half(self) -> Any:
+        return self.to(torch.float16)
+
+    def bfloat16(self) -> Any:
+        return self.to(torch.bfloat16)
+
+    def int(self) -> Any:
+        return self.to(torch.int32)
+
+    def long(self) -> Any:
+        return self.to(torch.int64)
+
+    def short(self) -> Any:
+        return self.to(torch.int16)
+
+    def byte(self) -> Any:
+        return self.to(torch.uint8)
+
+    def char(self) -> Any:
+        return self.to(torch.int8)
+
+    def bool(self) -> Any:
+        return self.to(torch.bool)
+
+    def type(self, dst_type: torch.dtype) -> Any:
+        return self.to(dst_type)
+
+    def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
+        """Copies every leaf to page-locked memory (CPU TensorDicts, needs CUDA)."""
+        return self._map_leaves(torch.Tensor.pin_memory, keep_non_tensor=True)
+
+    def is_pinned(self) -> bool:
+        return all(t.is_pinned() for t in self._tensor_leaves())
+
+    def clear_device_(self) -> Any:
+        """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""
+        from tensordict._base import TensorDictBase
+
+        self._device = None
+        for _, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                value.clear_device_()
+        return self
+
+    def _tensor_leaves(self) -> list[torch.Tensor]:
+        from tensordict._base import TensorDictBase
+
+        out = []
+        for _, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                out.append(value)
+            elif isinstance(value, TensorDictBase):
+                out.extend(value._tensor_leaves())
+        return out
+
+    def share_memory_(self) -> Any:
+        """Moves every CPU leaf to shared memory in place (for ``torch.multiprocessing``).
+
+        The TensorDict is locked afterwards, as its storage is now shared.
+        """
+        for t in self._tensor_leaves():
+            t.share_memory_()
+        self._is_shared = True
+        self.lock_()
+        return self
+
+    def is_shared(self) -> bool:
+        """``True`` if the leaves live in shared memory (or on CUDA)."""
+        leaves = self._tensor_leaves()
+        if not leaves:
+            return bool(getattr(self, "_is_shared", False))
+        return all(t.is_shared() or t.is_cuda for t in leaves)

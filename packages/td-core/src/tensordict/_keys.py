@@ -1,0 +1,230 @@
+"""Nested keys: normalisation (``unravel_key``) and the keys/values/items views.
+
+A ``NestedKey`` is a ``str`` or a (possibly nested) tuple of ``str``. Every public
+entry point accepts either; internally a nested key is a flat tuple of at least two
+strings, and a one-element tuple collapses to its string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._base import TensorDictBase
+
+NestedKey = Union[str, tuple["NestedKey", ...]]
+
+__all__ = ["NestedKey", "unravel_key", "unravel_key_list", "unravel_keys"]
+
+
+def _flatten_into(key: tuple, out: list) -> None:
+    for sub in key:
+        cls = sub.__class__
+        if cls is str:
+            out.append(sub)
+        elif cls is tuple:
+            _flatten_into(sub, out)
+        else:
+            msg = (
+                f"Nested key {key!r} holds {sub!r} of type {type(sub).__name__}; "
+                "a key must be a str or a (nested) tuple of str."
+            )
+            raise TypeError(msg)
+
+
+def unravel_key(key: NestedKey) -> NestedKey:
+    """Flattens a nested key into a ``str`` or a flat tuple of ``str``.
+
+    Args:
+        key (NestedKey): a ``str`` or a nested tuple of ``str``.
+
+    Returns:
+        ``key`` itself for a ``str``; the flat tuple otherwise, or its only element
+        when it has one.
+
+    Raises:
+        TypeError: if ``key`` (or any element of it) is not a ``str`` or tuple.
+        ValueError: if ``key`` is an empty tuple.
+
+    Examples:
+        >>> unravel_key(("a", ("b", ("c",))))
+        ('a', 'b', 'c')
+        >>> unravel_key(("a",))
+        'a'
+    """
+    cls = key.__class__
+    if cls is str:
+        return key
+    if cls is tuple:
+        out: list[str] = []
+        _flatten_into(key, out)
+        if not out:
+            msg = f"Got an empty nested key {key!r}: a key needs at least one str."
+            raise ValueError(msg)
+        if len(out) == 1:
+            return out[0]
+        return tuple(out)
+    msg = f"Key {key!r} of type {type(key).__name__} is not a str or a tuple of str."
+    raise TypeError(msg)
+
+
+def unravel_key_list(keys: Sequence[NestedKey]) -> list[NestedKey]:
+    """Unravels every key of a list (see :func:`unravel_key`).
+
+    Examples:
+        >>> unravel_key_list(["a", ("b",), ("c", ("d",))])
+        ['a', 'b', ('c', 'd')]
+    """
+    return [unravel_key(k) for k in keys]
+
+
+def unravel_keys(*keys: NestedKey) -> tuple[NestedKey, ...]:
+    """Unravels several keys at once; returns a tuple of unravelled keys."""
+    return tuple(unravel_key(k) for k in keys)
+
+
+def _as_tuple(key: NestedKey) -> tuple[str, ...]:
+    """Unravelled key as a tuple (a str becomes a 1-tuple)."""
+    key = unravel_key(key)
+    return (key,) if key.__class__ is str else key
+
+
+def _default_is_leaf(cls: type) -> bool:
+    from tensordict._base import TensorDictBase
+
+    return not issubclass(cls, TensorDictBase)
+
+
+class _KeysView:
+    """Live view over a TensorDict's keys (see :meth:`TensorDictBase.keys`).
+
+    Iterating yields ``str`` for top-level keys and flat tuples for nested ones.
+    ``in`` accepts any nested key form.
+    """
+
+    __slots__ = ("_td", "include_nested", "leaves_only", "is_leaf")
+
+    def __init__(
+        self,
+        td: TensorDictBase,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+    ) -> None:
+        self._td = td
+        self.include_nested = include_nested
+        self.leaves_only = leaves_only
+        self.is_leaf = is_leaf
+
+    def _walk(self, td: TensorDictBase, prefix: tuple) -> Iterator[tuple[NestedKey, Any]]:
+        from tensordict._base import TensorDictBase
+
+        is_leaf = self.is_leaf
+        for key, value in td._items_raw():
+            full = key if not prefix else prefix + (key,)
+            if is_leaf is None:
+                is_coll = isinstance(value, TensorDictBase)
+                leaf = not is_coll
+            else:
+                is_coll = isinstance(value, TensorDictBase)
+                leaf = is_leaf(type(value))
+            if not self.leaves_only or leaf:
+                yield full, value
+            if self.include_nested and is_coll:
+                yield from self._walk(value, full if prefix else (key,))
+
+    def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
+        if not self.include_nested and not self.leaves_only:
+            return iter(self._td._items_raw())
+        return self._walk(self._td, ())
+
+    def __iter__(self) -> Iterator[NestedKey]:
+        if not self.include_nested and not self.leaves_only:
+            return iter(self._td._keys_raw())
+        return (k for k, _ in self._walk(self._td, ()))
+
+    def __len__(self) -> int:
+        if not self.include_nested and not self.leaves_only:
+            return len(self._td._keys_raw())
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        from tensordict._base import TensorDictBase
+
+        if key.__class__ is str:
+            if not self.leaves_only:
+                return key in self._td._keys_raw()
+            key = (key,)
+        elif key.__class__ is tuple:
+            try:
+                key = _as_tuple(key)
+            except (TypeError, ValueError):
+                return False
+        else:
+            return False
+        if len(key) > 1 and not self.include_nested:
+            return False
+        td = self._td
+        for sub in key[:-1]:
+            td = td._get_raw(sub, None)
+            if not isinstance(td, TensorDictBase):
+                return False
+        value = td._get_raw(key[-1], _MISSING)
+        if value is _MISSING:
+            return False
+        if self.leaves_only:
+            is_leaf = self.is_leaf or _default_is_leaf
+            return is_leaf(type(value))
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return set(self) == set(other)  # type: ignore[arg-type]
+        except TypeError:
+            return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"_KeysView({list(self)!r}, include_nested={self.include_nested}, leaves_only={self.leaves_only})"
+
+
+class _ValuesView(_KeysView):
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        td_get = self._td._unwrap_leaf
+        return (td_get(v) for _, v in self._pairs())
+
+    def __contains__(self, value: object) -> bool:  # type: ignore[override]
+        return any(v is value for v in self)
+
+    def __repr__(self) -> str:
+        return f"_ValuesView(keys={list(_KeysView.__iter__(self))!r})"
+
+
+class _ItemsView(_KeysView):
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:  # type: ignore[override]
+        td_get = self._td._unwrap_leaf
+        return ((k, td_get(v)) for k, v in self._pairs())
+
+    def __contains__(self, item: object) -> bool:  # type: ignore[override]
+        return any(k == item[0] and v is item[1] for k, v in self)  # type: ignore[index]
+
+    def __repr__(self) -> str:
+        return f"_ItemsView(keys={list(_KeysView.__iter__(self))!r})"
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_MISSING: Any = _Missing()
+NO_DEFAULT: Any = _MISSING

@@ -1,0 +1,177 @@
+"""The long ``repr`` of TensorDicts and its inverse, ``parse_tensor_dict_string``.
+
+Format (keys sorted, nested containers indented by four spaces)::
+
+    TensorDict(
+        fields={
+            a: Tensor(shape=torch.Size([3]), device=cpu, dtype=torch.float32, is_shared=False)},
+        batch_size=torch.Size([3]),
+        device=None,
+        is_shared=False)
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any
+
+import torch
+
+__all__ = ["td_repr", "leaf_repr", "fields_repr", "parse_tensor_dict_string"]
+
+
+def leaf_repr(value: Any) -> str:
+    """One field's repr: ``Tensor(shape=..., device=..., dtype=..., is_shared=...)``."""
+    if isinstance(value, torch.Tensor):
+        name = type(value).__name__
+        try:
+            shared = value.is_shared() or value.is_cuda
+        except Exception:  # meta / fake tensors
+            shared = False
+        return f"{name}(shape={value.shape}, device={value.device}, dtype={value.dtype}, is_shared={shared})"
+    return repr(value)
+
+
+def fields_repr(items: Any, name: str = "fields") -> str:
+    """``fields={...}`` block for ``(key, value)`` pairs, sorted by key."""
+    lines = []
+    for key, value in sorted(items, key=lambda kv: str(kv[0])):
+        lines.append(f"{key}: {leaf_repr(value)}")
+    body = textwrap.indent(",\n".join(lines), " " * 4)
+    return f"{name}={{\n{body}}}" if lines else f"{name}={{\n}}"
+
+
+def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | None = None) -> str:
+    """Full repr of a TensorDict-like ``td``."""
+    parts = [fields_repr(td._items_raw())]
+    parts.extend(extra_fields or [])
+    parts.append(f"batch_size={td.batch_size}")
+    parts.append(f"device={td.device}")
+    parts.append(f"is_shared={td.is_shared() if list(td._keys_raw()) else False}")
+    parts.extend(tail or [])
+    body = textwrap.indent(",\n".join(parts), " " * 4)
+    return f"{type(td).__name__}(\n{body})"
+
+
+# ---------------------------------------------------------------------- parsing
+_TENSOR_RE = re.compile(
+    r"(?P<cls>\w+)\(shape=torch\.Size\(\[(?P<shape>[^\]]*)\]\), device=(?P<device>[^,]+), "
+    r"dtype=torch\.(?P<dtype>\w+), is_shared=(?P<shared>True|False)\)"
+)
+_NONTENSOR_RE = re.compile(
+    r"NonTensorData\(data=(?P<data>.*), batch_size=torch\.Size\(\[(?P<bs>[^\]]*)\]\), device=(?P<device>[^)]*)\)"
+)
+_TAIL_RE = re.compile(
+    r",\s*batch_size=torch\.Size\(\[(?P<bs>[^\]]*)\]\),\s*device=(?P<device>[^,\s]+),\s*is_shared=(?:True|False)"
+    r"(?:,\s*stack_dim=\d+)?\)"
+)
+_HEAD_RE = re.compile(r"\s*(?P<cls>\w+)\(\s*fields=\{")
+
+
+def _size(text: str) -> list[int]:
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        msg = f"parse_tensor_dict_string: invalid size [{text}]."
+        raise ValueError(msg) from None
+
+
+def _device(text: str) -> torch.device | None:
+    text = text.strip()
+    if text == "None":
+        return None
+    try:
+        return torch.device(text)
+    except RuntimeError:
+        msg = f"parse_tensor_dict_string: invalid device {text!r}."
+        raise ValueError(msg) from None
+
+
+def _parse_td(s: str, pos: int) -> tuple[Any, int]:
+    from tensordict._td import TensorDict
+
+    m = _HEAD_RE.match(s, pos)
+    if m is None:
+        msg = f"parse_tensor_dict_string: expected 'TensorDict(\\n    fields={{' at position {pos}."
+        raise ValueError(msg)
+    pos = m.end()
+    fields: dict = {}
+    while True:
+        while pos < len(s) and s[pos] in " \n\t,":
+            pos += 1
+        if pos >= len(s):
+            msg = "parse_tensor_dict_string: unexpected end of string inside fields."
+            raise ValueError(msg)
+        if s[pos] == "}":
+            pos += 1
+            break
+        sep = s.find(": ", pos)
+        newline = s.find("\n", pos)
+        if sep < 0 or (0 <= newline < sep):
+            msg = f"parse_tensor_dict_string: expected 'key: value' at position {pos}."
+            raise ValueError(msg)
+        key = s[pos:sep]
+        pos = sep + 2
+        line_end = s.find("\n", pos)
+        line = s[pos : line_end if line_end >= 0 else len(s)]
+        mt = _TENSOR_RE.match(line)
+        mn = _NONTENSOR_RE.match(line)
+        if mt is not None:
+            dtype = getattr(torch, mt["dtype"], None)
+            if not isinstance(dtype, torch.dtype):
+                msg = f"parse_tensor_dict_string: unknown dtype {mt['dtype']!r} for key {key!r}."
+                raise ValueError(msg)
+            device = _device(mt["device"]) or torch.device("cpu")
+            if device.type == "cuda" and not torch.cuda.is_available():
+                device = torch.device("cpu")
+            fields[key] = torch.zeros(_size(mt["shape"]), dtype=dtype, device=device)
+            pos += mt.end()
+        elif mn is not None:
+            from tensordict._nontensor import NonTensorData
+
+            fields[key] = NonTensorData(mn["data"], _size(mn["bs"]))
+            pos += mn.end()
+        else:
+            fields[key], pos = _parse_td(s, pos)
+    mt = _TAIL_RE.match(s, pos)
+    if mt is None:
+        msg = f"parse_tensor_dict_string: expected 'batch_size=..., device=..., is_shared=...)' at position {pos}."
+        raise ValueError(msg)
+    bs = _size(mt["bs"])
+    device = _device(mt["device"])
+    if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+        device = None
+    td = TensorDict._new_unsafe({}, torch.Size(bs), device)
+    for key, value in fields.items():
+        td.set(key, value)
+    return td, mt.end()
+
+
+def parse_tensor_dict_string(string: str) -> Any:
+    """Rebuilds a TensorDict from its ``repr``: same keys, shapes, dtypes, batch sizes.
+
+    Tensor values are zero-filled (the repr holds no data); non-tensor values come
+    back as the strings shown.
+
+    Raises:
+        ValueError: ``string`` is not a TensorDict repr.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, parse_tensor_dict_string
+        >>> td = TensorDict({"a": torch.ones(3), "b": {"c": torch.ones(3, 2)}}, [3])
+        >>> parse_tensor_dict_string(repr(td))["b", "c"].shape
+        torch.Size([3, 2])
+    """
+    if not isinstance(string, str):
+        msg = f"parse_tensor_dict_string expects a str, got {type(string).__name__}."
+        raise TypeError(msg)
+    td, pos = _parse_td(string, 0)
+    if string[pos:].strip():
+        msg = f"parse_tensor_dict_string: unexpected trailing text at position {pos}."
+        raise ValueError(msg)
+    return td

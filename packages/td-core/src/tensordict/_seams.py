@@ -1,0 +1,106 @@
+"""Lazy seams to the sibling distributions.
+
+td-core never imports a sibling at import time. Methods that need one
+(``td.memmap``, ``td.to_h5``, ``td.send``, ``td.map``, ...) import the sibling's
+``tensordict.<sub>._td_methods`` module when called and forward to the function of
+the same name, passing the TensorDict (or, for class methods, the class) first.
+A missing sibling raises ``ImportError`` naming the distribution to install.
+
+Contract for a sibling: ``tensordict/<sub>/_td_methods.py`` defines one function per
+name listed in ``_SIBLING_METHODS`` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["SiblingMixin", "import_sibling", "SIBLINGS"]
+
+#: subpackage -> distribution that provides it
+SIBLINGS = {
+    "memmap": "td-memmap",
+    "persistent": "td-h5",
+    "nn": "td-nn",
+    "distributed": "td-distributed",
+    "tensorclass": "td-tensorclass",
+    "prototype": "td-tensorclass",
+}
+
+
+def import_sibling(sub: str, module: str | None = None) -> Any:
+    """Imports ``tensordict.<sub>[.<module>]``; ImportError names the distribution if absent."""
+    name = f"tensordict.{sub}" + (f".{module}" if module else "")
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name is not None and not (name == err.name or name.startswith(err.name + ".")):
+            raise
+        dist = SIBLINGS.get(sub, "td-core[all]")
+        msg = (
+            f"`tensordict.{sub}` is provided by the `{dist}` distribution, which is not installed. "
+            f"Install it with `pip install {dist}` (or `pip install \"td-core[all]\"`)."
+        )
+        raise ImportError(msg) from err
+
+
+#: (sub, method name, is_classmethod)
+_SIBLING_METHODS = [
+    ("memmap", "memmap", False),
+    ("memmap", "memmap_", False),
+    ("memmap", "memmap_like", False),
+    ("memmap", "load_memmap", True),
+    ("memmap", "load_memmap_", False),
+    ("memmap", "memmap_refresh_", False),
+    ("memmap", "save", False),
+    ("memmap", "dumps", False),
+    ("memmap", "load", True),
+    ("memmap", "load_", False),
+    ("memmap", "is_memmap", False),
+    ("persistent", "to_h5", False),
+    ("persistent", "from_h5", True),
+    ("distributed", "send", False),
+    ("distributed", "recv", False),
+    ("distributed", "isend", False),
+    ("distributed", "irecv", False),
+    ("distributed", "init_remote", False),
+    ("distributed", "from_remote_init", True),
+    ("distributed", "broadcast", False),
+    ("distributed", "all_reduce", False),
+    ("distributed", "reduce", False),
+    ("distributed", "all_gather", False),
+    ("distributed", "gather_and_stack", False),
+    ("distributed", "scatter", False),
+    ("distributed", "map", False),
+    ("distributed", "map_iter", False),
+]
+
+
+def _make_method(sub: str, name: str, is_cls: bool) -> Any:
+    dist = SIBLINGS[sub]
+
+    def method(self_or_cls: Any, *args: Any, **kwargs: Any) -> Any:
+        mod = import_sibling(sub, "_td_methods")
+        return getattr(mod, name)(self_or_cls, *args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"TensorDictBase.{name}"
+    method.__doc__ = (
+        f"Provided by the ``{dist}`` distribution (``tensordict.{sub}``); see its documentation.\n\n"
+        f"Raises:\n    ImportError: ``{dist}`` is not installed."
+    )
+    return classmethod(method) if is_cls else method
+
+
+class SiblingMixin:
+    """Methods implemented by sibling distributions, imported when first called."""
+
+    @property
+    def saved_path(self) -> Any:
+        """Folder this TensorDict was memory-mapped to (td-memmap), or ``None``."""
+        return getattr(self, "_saved_path", None)
+
+
+for _sub, _name, _is_cls in _SIBLING_METHODS:
+    setattr(SiblingMixin, _name, _make_method(_sub, _name, _is_cls))
+del _sub, _name, _is_cls

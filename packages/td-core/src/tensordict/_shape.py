@@ -1,0 +1,410 @@
+"""Indexing and shape operations over the batch dims (``ShapeMixin``).
+
+Every op is a function ``fn(value, nd)`` acting on the first ``nd`` dims of a leaf
+(feature dims stay trailing), applied to each leaf by ``_batch_transform``. The new
+``batch_size`` is read off the first transformed leaf, so no shape is computed twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["ShapeMixin"]
+
+
+def _norm_dim(dim: int, nd: int, what: str = "dim") -> int:
+    if not -nd <= dim < nd if nd else dim not in (0, -1):
+        msg = f"{what}={dim} is out of range for a TensorDict with {nd} batch dims."
+        raise IndexError(msg)
+    return dim + nd if dim < 0 else dim
+
+
+def _shape_arg(shape: tuple) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size)):
+        return tuple(shape[0])
+    return shape
+
+
+def _infer_shape(shape: Sequence[int], numel: int, batch_size: torch.Size, op: str) -> torch.Size:
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    known = math.prod(s for s in shape if s != -1)
+    if len(neg) > 1:
+        msg = f"{op}: only one dimension can be inferred, got shape {tuple(shape)}."
+        raise RuntimeError(msg)
+    if neg:
+        if known == 0 or numel % known:
+            msg = f"{op}: shape {tuple(shape)} is invalid for a TensorDict of batch_size {tuple(batch_size)} ({numel} elements)."
+            raise RuntimeError(msg)
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        msg = f"{op}: shape {tuple(shape)} is invalid for a TensorDict of batch_size {tuple(batch_size)} ({numel} elements)."
+        raise RuntimeError(msg)
+    return torch.Size(shape)
+
+
+def _to_index_part(idx: Any) -> Any:
+    if isinstance(idx, (list, range)):
+        return torch.as_tensor(list(idx))
+    mod = type(idx).__module__
+    if mod == "numpy" or mod.startswith("numpy."):
+        if hasattr(idx, "shape") and idx.shape == ():
+            return idx.item()
+        return torch.as_tensor(idx)
+    return idx
+
+
+class ShapeMixin:
+    """Indexing and batch-dim shape operations shared by every TensorDict."""
+
+    # -------------------------------------------------------------- core engines
+    def _normalize_index(self, index: Any) -> tuple:
+        if index.__class__ is not tuple:
+            index = (index,)
+        index = tuple(_to_index_part(i) for i in index)
+        nd = len(self.batch_size)
+        consumed = 0
+        n_ellipsis = 0
+        for idx in index:
+            if idx is None:
+                continue
+            if idx is Ellipsis:
+                n_ellipsis += 1
+                continue
+            if isinstance(idx, torch.Tensor) and idx.dtype is torch.bool:
+                consumed += max(idx.ndim, 1) if idx.ndim else 0
+            elif isinstance(idx, (str,)):
+                msg = f"Cannot index a TensorDict with a mix of keys and indices: {index!r}."
+                raise IndexError(msg)
+            else:
+                consumed += 1
+        if n_ellipsis > 1:
+            msg = "an index can only have a single ellipsis ('...')"
+            raise IndexError(msg)
+        if consumed > nd:
+            msg = (
+                f"too many indices for TensorDict: batch_size {tuple(self.batch_size)} has {nd} dims "
+                f"but {consumed} were indexed by {index!r}."
+            )
+            raise IndexError(msg)
+        if n_ellipsis:
+            out = []
+            for idx in index:
+                if idx is Ellipsis:
+                    out.extend([slice(None)] * (nd - consumed))
+                else:
+                    out.append(idx)
+            index = tuple(out)
+        return index
+
+    def _batch_transform(self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None) -> Any:
+        from tensordict._base import TensorDictBase
+
+        bd = len(self.batch_size)
+        if nd is None:
+            nd = bd
+        source = {}
+        new_bs = None
+        for key, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                out = fn(value, nd)
+                if new_bs is None:
+                    new_bs = out.shape[: out.ndim - (value.ndim - bd)]
+            elif isinstance(value, TensorDictBase):
+                out = value._batch_transform(fn, nd)
+                if new_bs is None:
+                    new_bs = out.batch_size[: out.batch_dims - (value.batch_dims - bd)]
+            else:
+                out = value._batch_transform(fn, nd)
+            source[key] = out
+        if new_bs is None:
+            new_bs = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd).shape
+        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
+
+    def _index(self, index: Any) -> Any:
+        from tensordict._base import TensorDictBase
+
+        bs = self.batch_size
+        cls = index.__class__
+        if cls is int and bs:
+            n = bs[0]
+            if not -n <= index < n:
+                msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
+                raise IndexError(msg)
+            new_bs = bs[1:]
+        elif cls is slice and bs:
+            new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
+        else:
+            index = self._normalize_index(index)
+            if len(index) == 1:
+                index = index[0]
+            new_bs = None
+        source = {}
+        bd = len(bs)
+        for key, value in self._items_raw():
+            out = value[index] if not isinstance(value, TensorDictBase) else value._index(index)
+            if new_bs is None and isinstance(out, torch.Tensor):
+                new_bs = out.shape[: out.ndim - (value.ndim - bd)]
+            source[key] = out
+        if new_bs is None:
+            new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
+        return self._new_like(source, batch_size=torch.Size(new_bs), names=None)
+
+    # -------------------------------------------------------------- reshaping
+    def view(self, *shape: Any, size: Any = None) -> Any:
+        """A TensorDict whose leaves are viewed to ``shape + feature_shape``.
+
+        Raises:
+            RuntimeError: ``shape`` does not fit ``batch_size`` (or a leaf is not viewable).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4, 5)}, [3, 4])
+            >>> td.view(-1)["a"].shape
+            torch.Size([12, 5])
+        """
+        if size is not None:
+            shape = (size,)
+        shape = _shape_arg(shape)
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            dtype = shape[0]
+            return self._map_leaves(lambda t: t.view(dtype))
+        new = _infer_shape(shape, self.numel(), self.batch_size, "view")
+        if new == self.batch_size:
+            return self
+        nd = len(self.batch_size)
+        return self._batch_transform(lambda t, n: t.view(*new, *t.shape[n:]), nd)
+
+    def reshape(self, *shape: Any, size: Any = None) -> Any:
+        """Like :meth:`view` but copies when a view is impossible."""
+        if size is not None:
+            shape = (size,)
+        shape = _shape_arg(shape)
+        new = _infer_shape(shape, self.numel(), self.batch_size, "reshape")
+        nd = len(self.batch_size)
+        return self._batch_transform(lambda t, n: t.reshape(*new, *t.shape[n:]), nd)
+
+    def permute(self, *dims: Any) -> Any:
+        """Permutes the batch dims (feature dims stay in place).
+
+        Raises:
+            RuntimeError: ``dims`` is not a permutation of the batch dims.
+        """
+        dims = _shape_arg(dims)
+        nd = len(self.batch_size)
+        if len(dims) != nd:
+            msg = f"permute: expected {nd} dims for batch_size {tuple(self.batch_size)}, got {tuple(dims)}."
+            raise RuntimeError(msg)
+        try:
+            dims = tuple(_norm_dim(d, nd) for d in dims)
+        except IndexError as err:
+            raise RuntimeError(f"permute: {err}") from None
+        if sorted(dims) != list(range(nd)):
+            msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims."
+            raise RuntimeError(msg)
+        names = [self.names[d] for d in dims] if self._has_names() else None
+        return self._batch_transform(lambda t, n: t.permute(*dims, *range(n, t.ndim)), nd, names=names)
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swaps two batch dims."""
+        nd = len(self.batch_size)
+        d0, d1 = _norm_dim(dim0, nd), _norm_dim(dim1, nd)
+        names = None
+        if self._has_names():
+            names = list(self.names)
+            names[d0], names[d1] = names[d1], names[d0]
+        return self._batch_transform(lambda t, n: t.transpose(d0, d1), nd, names=names)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        """Removes batch dims of size 1 (only ``dim`` when given)."""
+        nd = len(self.batch_size)
+        if dim is None:
+            dims = tuple(i for i, s in enumerate(self.batch_size) if s == 1)
+        else:
+            d = _norm_dim(dim, nd)
+            dims = (d,) if self.batch_size[d] == 1 else ()
+        if not dims:
+            return self
+        return self._batch_transform(lambda t, n: t.squeeze(dims), nd)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd + 1)
+        return self._batch_transform(lambda t, n: t.unsqueeze(d), nd)
+
+    def expand(self, *shape: Any) -> Any:
+        """Expands the batch dims to ``shape`` (new leading dims allowed); no copy."""
+        shape = _shape_arg(shape)
+        nd = len(self.batch_size)
+        if len(shape) < nd:
+            msg = f"expand: shape {tuple(shape)} has fewer dims than batch_size {tuple(self.batch_size)}."
+            raise RuntimeError(msg)
+        shape = tuple(
+            self.batch_size[i - (len(shape) - nd)] if s == -1 else s for i, s in enumerate(shape)
+        )
+        return self._batch_transform(lambda t, n: t.expand(*shape, *t.shape[n:]), nd)
+
+    def expand_as(self, other: Any) -> Any:
+        """Expands to ``other.batch_size`` (a TensorDict) or ``other.shape`` (a tensor)."""
+        shape = other.batch_size if hasattr(other, "batch_size") else other.shape
+        return self.expand(shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Flattens batch dims ``start_dim..end_dim`` into one."""
+        nd = len(self.batch_size)
+        s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
+        if e <= s:
+            return self
+        return self._batch_transform(lambda t, n: t.flatten(s, e), nd)
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Splits batch dim ``dim`` into ``unflattened_size``."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return self._batch_transform(lambda t, n: t.unflatten(d, unflattened_size), nd)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+        """Moves batch dims (``torch.movedim`` restricted to the batch dims)."""
+        nd = len(self.batch_size)
+        src = tuple(_norm_dim(s, nd) for s in ((source,) if isinstance(source, int) else source))
+        dst = tuple(_norm_dim(s, nd) for s in ((destination,) if isinstance(destination, int) else destination))
+        order = [d for d in range(nd) if d not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return self.permute(*order)
+
+    moveaxis = movedim
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Repeats along the batch dims (``torch.Tensor.repeat`` on the batch dims)."""
+        repeats = _shape_arg(repeats)
+        nd = len(self.batch_size)
+        if len(repeats) < nd:
+            msg = f"repeat: {len(repeats)} repeats for {nd} batch dims."
+            raise RuntimeError(msg)
+        return self._batch_transform(lambda t, n: t.repeat(*repeats, *([1] * (t.ndim - n))), nd)
+
+    def repeat_interleave(self, repeats: Any, dim: int = 0, *, output_size: int | None = None) -> Any:
+        """Repeats each element along batch dim ``dim``."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return self._batch_transform(lambda t, n: t.repeat_interleave(repeats, d, output_size=output_size), nd)
+
+    def flip(self, dims: Any) -> Any:
+        """Reverses the order along the given batch dims."""
+        nd = len(self.batch_size)
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        dims = tuple(_norm_dim(d, nd) for d in dims)
+        return self._batch_transform(lambda t, n: t.flip(dims), nd)
+
+    def roll(self, shifts: Any, dims: Any) -> Any:
+        """Rolls along the given batch dims."""
+        nd = len(self.batch_size)
+        if isinstance(dims, int):
+            dims = _norm_dim(dims, nd)
+        else:
+            dims = tuple(_norm_dim(d, nd) for d in dims)
+        return self._batch_transform(lambda t, n: t.roll(shifts, dims), nd)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """A view of ``length`` elements from ``start`` along batch dim ``dim``."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return self._batch_transform(lambda t, n: t.narrow(d, start, length), nd)
+
+    def gather(self, dim: int, index: torch.Tensor, out: Any = None) -> Any:
+        """Gathers along batch dim ``dim`` with ``index`` (shape = new batch shape)."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        if index.ndim != nd:
+            msg = f"gather: index has {index.ndim} dims, expected {nd} (the batch dims)."
+            raise RuntimeError(msg)
+
+        def fn(t: torch.Tensor, n: int) -> torch.Tensor:
+            idx = index.reshape(*index.shape, *([1] * (t.ndim - n))).expand(*index.shape, *t.shape[n:])
+            return torch.gather(t, d, idx)
+
+        res = self._batch_transform(fn, nd)
+        if out is not None:
+            out.update_(res)
+            return out
+        return res
+
+    # -------------------------------------------------------------- splitting
+    def _split_leaves(self, fn: Callable[[Any, int], Sequence[Any]], nd: int) -> list:
+        from tensordict._base import TensorDictBase
+
+        bd = len(self.batch_size)
+        keys = []
+        columns = []
+        shapes = None
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                parts = value._split_leaves(fn, nd)
+                if shapes is None and parts:
+                    shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]
+            elif isinstance(value, torch.Tensor):
+                parts = fn(value, nd)
+                if shapes is None:
+                    shapes = [p.shape[: p.ndim - (value.ndim - bd)] for p in parts]
+            elif hasattr(value, "_split_leaves"):
+                parts = value._split_leaves(fn, nd)
+            else:
+                idx_parts = fn(torch.arange(value.numel()).view(value.batch_size), nd)
+                if hasattr(value, "_from_index"):
+                    parts = [value._from_index(ip) for ip in idx_parts]
+                else:
+                    parts = [value._with_batch(ip.shape) for ip in idx_parts]
+            keys.append(key)
+            columns.append(parts)
+        if shapes is None:
+            probe = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd)
+            shapes = [p.shape for p in probe]
+        new_like = self._new_like
+        return [
+            new_like(dict(zip(keys, [c[i] for c in columns])), batch_size=torch.Size(shapes[i]), names=None)
+            for i in range(len(shapes))
+        ]
+
+    def unbind(self, dim: int = 0) -> tuple:
+        """Splits along batch dim ``dim`` into a tuple of TensorDicts (views).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> a, b = TensorDict({"x": torch.arange(2)}, [2]).unbind(0)
+            >>> a["x"], b["x"]
+            (tensor(0), tensor(1))
+        """
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return tuple(self._split_leaves(lambda t, n: t.unbind(d), nd))
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
+        """Splits along batch dim ``dim`` into chunks of ``split_size`` (or the given sizes)."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        if not isinstance(split_size, int):
+            split_size = list(split_size)
+            if sum(split_size) != self.batch_size[d]:
+                msg = f"split sizes {split_size} do not add up to batch dim {d} of size {self.batch_size[d]}."
+                raise RuntimeError(msg)
+        return tuple(self._split_leaves(lambda t, n: t.split(split_size, d), nd))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """Splits into ``chunks`` pieces along batch dim ``dim``."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return tuple(self._split_leaves(lambda t, n: t.chunk(chunks, d), nd))
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        """``torch.tensor_split`` along batch dim ``dim``."""
+        nd = len(self.batch_size)
+        d = _norm_dim(dim, nd)
+        return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd))

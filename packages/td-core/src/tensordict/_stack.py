@@ -1,0 +1,240 @@
+"""``stack`` and ``cat`` of TensorDicts (dense). ``torch.stack``/``torch.cat`` on
+TensorDicts land here through ``__torch_function__``; under
+``set_lazy_legacy(True)`` ``stack`` builds a ``LazyStackedTensorDict`` instead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase
+from tensordict._nontensor import NonTensorData, NonTensorStack, _cat_non_tensor, _stack_non_tensor
+
+__all__ = ["stack", "cat", "set_lazy_legacy", "lazy_legacy"]
+
+_LAZY_LEGACY = [False]
+
+
+def _lazy_module() -> Any:
+    try:
+        from tensordict import _lazy
+    except ImportError:  # pragma: no cover - part of td-core
+        return None
+    return _lazy
+
+
+def _common_device(tds: Sequence[TensorDictBase]) -> torch.device | None:
+    device = tds[0].device
+    for td in tds[1:]:
+        if td.device != device:
+            return None
+    return device
+
+
+def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
+    keys = list(tds[0]._keys_raw())
+    ref = set(keys)
+    for i, td in enumerate(tds[1:], 1):
+        other = td._keys_raw()
+        if len(other) != len(ref) or not ref.issuperset(other):
+            missing = sorted(ref - set(other))
+            extra = sorted(set(other) - ref)
+            msg = (
+                f"{op}: TensorDict {i} has different keys than TensorDict 0 "
+                f"(missing {missing}, extra {extra}). Use `tensordict.lazy_stack` for heterogeneous keys."
+            )
+            raise KeyError(msg)
+    return keys
+
+
+def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, maybe_dense_stack: bool = False) -> TensorDictBase:
+    """Stacks TensorDicts along a new batch dim ``dim``.
+
+    Every TensorDict must have the same ``batch_size`` and keys. The result has
+    ``batch_size[:dim] + [len(list)] + batch_size[dim:]``. Differing non-tensor
+    values become a :class:`~tensordict.NonTensorStack`. Under
+    ``set_lazy_legacy(True)`` a lazy stack is returned.
+
+    Raises:
+        RuntimeError: empty list, or the batch sizes differ (both shapes named).
+        KeyError: the key sets differ.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, stack
+        >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(2)]
+        >>> stack(tds, 1).batch_size
+        torch.Size([3, 2])
+    """
+    tds = list(list_of_tensordicts)
+    if not tds:
+        msg = "stack expects a non-empty sequence of TensorDicts."
+        raise RuntimeError(msg)
+    bs = tds[0].batch_size
+    for i, td in enumerate(tds[1:], 1):
+        if td.batch_size != bs:
+            msg = (
+                f"stack expects every TensorDict to have the same batch_size, got {tuple(bs)} "
+                f"(TensorDict 0) and {tuple(td.batch_size)} (TensorDict {i})."
+            )
+            raise RuntimeError(msg)
+    nd = len(bs)
+    if not -nd - 1 <= dim <= nd:
+        msg = f"stack: dim={dim} is out of range for batch_size {tuple(bs)}."
+        raise IndexError(msg)
+    if dim < 0:
+        dim += nd + 1
+    lazy = _lazy_module()
+    if lazy is not None and _LAZY_LEGACY[0]:
+        return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+    try:
+        keys = _check_keys(tds, "stack")
+    except KeyError:
+        if maybe_dense_stack and lazy is not None:
+            return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+        raise
+    source = {}
+    for key in keys:
+        values = [td._get_raw(key) for td in tds]
+        first = values[0]
+        if isinstance(first, torch.Tensor):
+            try:
+                source[key] = torch.stack(values, dim)
+            except RuntimeError as err:
+                shapes = sorted({tuple(v.shape) for v in values})
+                if maybe_dense_stack and lazy is not None:
+                    return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+                msg = f"stack: cannot stack key {key!r}, shapes differ: {shapes} ({err})."
+                raise RuntimeError(msg) from None
+        elif isinstance(first, TensorDictBase):
+            source[key] = stack(values, dim, maybe_dense_stack=maybe_dense_stack)
+        elif isinstance(first, (NonTensorData, NonTensorStack)):
+            source[key] = _stack_non_tensor(values, dim)
+        else:
+            source[key] = torch.stack(values, dim)
+    new_bs = torch.Size((*bs[:dim], len(tds), *bs[dim:]))
+    from tensordict._td import TensorDict
+
+    names = None
+    if tds[0]._has_names() and all(td.names == tds[0].names for td in tds):
+        names = list(tds[0].names)
+        names.insert(dim, None)
+    result = TensorDict._new_unsafe(source, new_bs, _common_device(tds), names)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None) -> TensorDictBase:
+    """Concatenates TensorDicts along existing batch dim ``dim``.
+
+    Raises:
+        RuntimeError: empty list, or batch sizes differ outside ``dim``.
+        KeyError: the key sets differ.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, cat
+        >>> tds = [TensorDict({"a": torch.zeros(3, 4)}, [3, 4]) for _ in range(2)]
+        >>> cat(tds, 0).batch_size
+        torch.Size([6, 4])
+    """
+    tds = list(list_of_tensordicts)
+    if not tds:
+        msg = "cat expects a non-empty sequence of TensorDicts."
+        raise RuntimeError(msg)
+    bs = tds[0].batch_size
+    nd = len(bs)
+    if not nd:
+        msg = "cat: TensorDicts with batch_size [] cannot be concatenated; use stack."
+        raise RuntimeError(msg)
+    if not -nd <= dim < nd:
+        msg = f"cat: dim={dim} is out of range for batch_size {tuple(bs)}."
+        raise IndexError(msg)
+    if dim < 0:
+        dim += nd
+    for i, td in enumerate(tds[1:], 1):
+        obs = td.batch_size
+        if len(obs) != nd or any(a != b for j, (a, b) in enumerate(zip(bs, obs)) if j != dim):
+            msg = (
+                f"cat expects batch sizes that match outside dim {dim}, got {tuple(bs)} "
+                f"(TensorDict 0) and {tuple(obs)} (TensorDict {i})."
+            )
+            raise RuntimeError(msg)
+    keys = _check_keys(tds, "cat")
+    source = {}
+    for key in keys:
+        values = [td._get_raw(key) for td in tds]
+        first = values[0]
+        if isinstance(first, torch.Tensor):
+            source[key] = torch.cat(values, dim)
+        elif isinstance(first, TensorDictBase):
+            source[key] = cat(values, dim)
+        elif isinstance(first, (NonTensorData, NonTensorStack)):
+            source[key] = _cat_non_tensor(values, dim)
+        else:
+            source[key] = torch.cat(values, dim)
+    new_bs = list(bs)
+    new_bs[dim] = sum(td.batch_size[dim] for td in tds)
+    from tensordict._td import TensorDict
+
+    names = tds[0].names if tds[0]._has_names() else None
+    result = TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def lazy_legacy(allow_none: bool = False) -> bool:
+    """``True`` if ``torch.stack`` of TensorDicts builds lazy stacks (see :class:`set_lazy_legacy`)."""
+    return _LAZY_LEGACY[0]
+
+
+class set_lazy_legacy:  # noqa: N801 - public name of the tensordict API
+    """Makes ``torch.stack`` of TensorDicts lazy (``True``) or dense (``False``, the default).
+
+    Usable as a function call (sets the mode globally), a context manager or a
+    decorator (both restore the previous mode on exit).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, set_lazy_legacy
+        >>> tds = [TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(3)]
+        >>> with set_lazy_legacy(True):
+        ...     type(torch.stack(tds)).__name__
+        'LazyStackedTensorDict'
+        >>> type(torch.stack(tds)).__name__
+        'TensorDict'
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._prev = _LAZY_LEGACY[0]
+        _LAZY_LEGACY[0] = self.mode
+
+    def __enter__(self) -> set_lazy_legacy:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _LAZY_LEGACY[0] = self._prev
+
+    def __call__(self, func: Any) -> Any:
+        import functools
+
+        _LAZY_LEGACY[0] = self._prev
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            prev = _LAZY_LEGACY[0]
+            _LAZY_LEGACY[0] = mode
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _LAZY_LEGACY[0] = prev
+
+        return wrapper

@@ -1,0 +1,337 @@
+"""``TensorDict``: the dense container, a ``dict`` of leaves plus ``batch_size``,
+``device`` and ``names``. The hot paths (get, set, ``td[k]``) are written out here
+so that a str key costs one dict lookup and one shape check."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase
+from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey
+from tensordict._nontensor import NonTensorData, NonTensorStack
+
+__all__ = ["TensorDict"]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+
+
+def _to_size(batch_size: Any) -> torch.Size:
+    if batch_size is None:
+        return _Size(())
+    if batch_size.__class__ is _Size:
+        return batch_size
+    if isinstance(batch_size, int):
+        return _Size((batch_size,))
+    try:
+        return _Size(batch_size)
+    except TypeError:
+        msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
+        raise TypeError(msg) from None
+
+
+def _to_device(device: Any) -> torch.device | None:
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+class TensorDict(TensorDictBase):
+    """A dictionary of tensors sharing leading ``batch_size`` dims.
+
+    Args:
+        source (Mapping, optional): initial content; nested dicts become nested
+            TensorDicts, tuple keys are nested keys, non-tensor values become
+            :class:`~tensordict.NonTensorData`. Keyword arguments are added too.
+        batch_size (int, sequence of int or torch.Size, optional): leading dims shared
+            by every leaf. Defaults to ``[]``.
+        device (torch.device, str or int, optional): if given, every value is moved
+            there on write. Defaults to ``None`` (leaves may live anywhere).
+        names (list of str, optional): names of the batch dims.
+        non_blocking (bool, optional): use non-blocking copies when moving values.
+        lock (bool, optional): lock the TensorDict after construction.
+
+    Keyword Args:
+        auto_batch_size (bool): compute ``batch_size`` as the longest leading shape
+            shared by every leaf. Defaults to ``False``.
+
+    Raises:
+        RuntimeError: a value's leading dims do not match ``batch_size``.
+        TypeError: a key is not a str or tuple of str.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.ones(3)}}, batch_size=[3])
+        >>> td["b", "c"].shape
+        torch.Size([3])
+        >>> td[1:]["a"].shape
+        torch.Size([2, 4])
+    """
+
+    _names: list | None = None
+    _device: torch.device | None = None
+
+    def __init__(
+        self,
+        source: Mapping | None = None,
+        batch_size: Any = None,
+        device: Any = None,
+        names: Sequence[str] | None = None,
+        non_blocking: bool | None = None,
+        lock: bool = False,
+        *,
+        auto_batch_size: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self._tensordict = {}
+        self._batch_size = bs = _to_size(batch_size)
+        self._device = dev = _to_device(device)
+        if source is None:
+            source = kwargs
+        elif kwargs:
+            source = {**source, **kwargs}
+        if isinstance(source, TensorDictBase):
+            source = dict(source._items_raw())
+        elif not isinstance(source, Mapping):
+            msg = f"TensorDict source must be a mapping (dict or TensorDict), got {type(source).__name__}."
+            raise TypeError(msg)
+        n = len(bs)
+        store = self._tensordict
+        if auto_batch_size:
+            self._batch_size = _Size(())
+        check = n and not auto_batch_size
+        for key, value in source.items():
+            if key.__class__ is str and value.__class__ is _Tensor:
+                if check and value.shape[:n] != bs:
+                    raise batch_mismatch_error(key, value.shape, bs)
+                if dev is not None and value.device != dev:
+                    value = value.to(dev, non_blocking=bool(non_blocking))
+                store[key] = value
+            else:
+                self.set(key, value)
+        if auto_batch_size:
+            self.auto_batch_size_()
+        if names is not None:
+            self.names = names
+        if lock:
+            self.lock_()
+
+    @classmethod
+    def _new_unsafe(
+        cls, source: dict, batch_size: torch.Size, device: torch.device | None = None, names: Any = None
+    ) -> TensorDict:
+        """Builds without validation: the caller guarantees every leaf fits."""
+        obj = TensorDict.__new__(TensorDict)
+        obj._tensordict = source
+        obj._batch_size = batch_size
+        obj._device = device
+        if names is not None:
+            obj._names = list(names)
+        return obj
+
+    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+        if batch_size is None:
+            batch_size = self._batch_size
+            if names is NO_DEFAULT:
+                names = self._names
+        elif names is NO_DEFAULT:
+            names = None
+        return TensorDict._new_unsafe(
+            source, batch_size, self._device if device is NO_DEFAULT else device, names
+        )
+
+    # ------------------------------------------------------------------ storage
+    def _keys_raw(self):
+        return self._tensordict.keys()
+
+    def _items_raw(self):
+        return self._tensordict.items()
+
+    def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
+        return self._tensordict.get(key, default)
+
+    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
+        self._tensordict[key] = value
+
+    def _del_raw(self, key: str) -> None:
+        del self._tensordict[key]
+
+    # ------------------------------------------------------------------ batch size
+    @property
+    def batch_size(self) -> torch.Size:
+        """Leading dims shared by every leaf. Setting it re-checks every leaf.
+
+        Raises:
+            RuntimeError: (setter) a leaf's leading dims do not match the new size.
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, new_size: Any) -> None:
+        new_size = _to_size(new_size)
+        if new_size == self._batch_size:
+            return
+        if self._is_locked:
+            raise locked_error("change the batch_size")
+        n = len(new_size)
+        for key, value in self._tensordict.items():
+            if isinstance(value, TensorDictBase):
+                if value.batch_size[:n] != new_size:
+                    try:
+                        value.batch_size = new_size
+                    except RuntimeError:
+                        raise batch_mismatch_error(key, value.batch_size, new_size) from None
+            elif isinstance(value, _Tensor):
+                if value.shape[:n] != new_size:
+                    raise batch_mismatch_error(key, value.shape, new_size)
+            elif isinstance(value, (NonTensorData,)):
+                value._batch_size = new_size
+            elif value.batch_size[:n] != new_size:
+                raise batch_mismatch_error(key, value.batch_size, new_size)
+        if self._names is not None and len(self._names) != n:
+            self._names = None
+        self._batch_size = new_size
+
+    @property
+    def device(self) -> torch.device | None:
+        """Device every leaf lives on, or ``None`` if not fixed."""
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = "device cannot be set directly; use `td = td.to(device)` or `td.clear_device_()`."
+        raise RuntimeError(msg)
+
+    # ------------------------------------------------------------------ names
+    def _has_names(self) -> bool:
+        return self._names is not None
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (``None`` for unnamed dims)."""
+        if self._names is None:
+            return [None] * len(self._batch_size)
+        return list(self._names)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is None:
+            self._names = None
+            return
+        value = list(value)
+        if len(value) != len(self._batch_size):
+            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)} (batch_size {tuple(self._batch_size)})."
+            raise ValueError(msg)
+        named = [v for v in value if v is not None]
+        if len(set(named)) != len(named):
+            msg = f"names must be unique, got {value}."
+            raise ValueError(msg)
+        self._names = value if named else None
+
+    def refine_names(self, *names: Any) -> TensorDict:
+        """Fills unnamed batch dims with ``names`` in place (``...`` keeps names as they are).
+
+        Raises:
+            RuntimeError: a name would replace a different existing name.
+        """
+        nd = len(self._batch_size)
+        if Ellipsis in names:
+            i = names.index(Ellipsis)
+            names = (*names[:i], *([None] * (nd - len(names) + 1)), *names[i + 1 :])
+        current = self.names
+        new = []
+        for old, name in zip(current, names):
+            if old is not None and name is not None and old != name:
+                msg = f"refine_names: cannot rename dim named {old!r} to {name!r}."
+                raise RuntimeError(msg)
+            new.append(old if name is None else name)
+        self.names = new
+        return self
+
+    def rename(self, *names: Any, **rename_map: Any) -> TensorDict:
+        """A shallow copy with renamed batch dims."""
+        out = self.clone(recurse=False)
+        return out.rename_(*names, **rename_map)
+
+    def rename_(self, *names: Any, **rename_map: Any) -> TensorDict:
+        """Renames batch dims in place (positional names, or ``old=new`` keywords)."""
+        if names:
+            self.names = list(names)
+        else:
+            self.names = [rename_map.get(n, n) for n in self.names]
+        return self
+
+    # ------------------------------------------------------------------ hot paths
+    def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:  # noqa: D102
+        if key.__class__ is str:
+            value = self._tensordict.get(key, _MISSING)
+            if value.__class__ is _Tensor:
+                return value
+            if value is _MISSING:
+                if default is NO_DEFAULT:
+                    if _GET_DEFAULTS_TO_NONE[0]:
+                        return None
+                    raise missing_key_error(key, self._tensordict)
+                return default
+            return self._unwrap_leaf(value)
+        return TensorDictBase.get(self, key, default)
+
+    get.__doc__ = TensorDictBase.get.__doc__
+
+    def __getitem__(self, index: Any) -> Any:
+        if index.__class__ is str:
+            value = self._tensordict.get(index, _MISSING)
+            if value.__class__ is _Tensor:
+                return value
+            if value is _MISSING:
+                raise missing_key_error(index, self._tensordict)
+            return self._unwrap_leaf(value)
+        return TensorDictBase.__getitem__(self, index)
+
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False, **kwargs: Any) -> TensorDict:  # noqa: D102
+        if key.__class__ is str and item.__class__ is _Tensor and not inplace:
+            if self._is_locked:
+                raise locked_error("set a new value", key)
+            bs = self._batch_size
+            if bs and item.shape[: len(bs)] != bs:
+                raise batch_mismatch_error(key, item.shape, bs)
+            dev = self._device
+            if dev is not None and item.device != dev:
+                item = item.to(dev, non_blocking=non_blocking)
+            self._tensordict[key] = item
+            return self
+        return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking)
+
+    set.__doc__ = TensorDictBase.set.__doc__
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if index.__class__ is str and value.__class__ is _Tensor:
+            if self._is_locked:
+                raise locked_error("set a new value", index)
+            bs = self._batch_size
+            if bs and value.shape[: len(bs)] != bs:
+                raise batch_mismatch_error(index, value.shape, bs)
+            dev = self._device
+            if dev is not None and value.device != dev:
+                value = value.to(dev)
+            self._tensordict[index] = value
+            return
+        TensorDictBase.__setitem__(self, index, value)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock_stack", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)

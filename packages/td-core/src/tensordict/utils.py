@@ -1,0 +1,137 @@
+"""Public helpers of the ``tensordict`` API: key utilities and tensor shape helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from tensordict._base import is_tensor_collection
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_keys
+
+__all__ = [
+    "NestedKey",
+    "expand_as_right",
+    "expand_right",
+    "is_batchedtensor",
+    "is_tensor_collection",
+    "isin",
+    "remove_duplicates",
+    "unravel_key",
+    "unravel_key_list",
+    "unravel_keys",
+]
+
+
+def expand_as_right(tensor: torch.Tensor, dest: torch.Tensor | Any) -> torch.Tensor:
+    """Expands ``tensor`` on the right (trailing dims) to ``dest``'s shape.
+
+    ``tensor.shape`` must be a prefix of ``dest.shape``.
+
+    Raises:
+        RuntimeError: ``tensor`` has more dims than ``dest`` or its shape is not a prefix.
+
+    Examples:
+        >>> import torch
+        >>> expand_as_right(torch.zeros(3, 4), torch.zeros(3, 4, 5, 6)).shape
+        torch.Size([3, 4, 5, 6])
+    """
+    shape = dest.batch_size if is_tensor_collection(dest) else dest.shape
+    if tensor.ndim > len(shape):
+        msg = f"expand_as_right: tensor of shape {tuple(tensor.shape)} has more dims than {tuple(shape)}."
+        raise RuntimeError(msg)
+    if tuple(shape[: tensor.ndim]) != tuple(tensor.shape) and any(
+        a != b and a != 1 for a, b in zip(tensor.shape, shape)
+    ):
+        msg = f"expand_as_right: shape {tuple(tensor.shape)} is not a prefix of {tuple(shape)}."
+        raise RuntimeError(msg)
+    view = tensor.reshape(*tensor.shape, *([1] * (len(shape) - tensor.ndim)))
+    return view.expand(shape)
+
+
+def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """Expands ``tensor`` on the right to ``shape`` (``tensor.shape`` a prefix of it).
+
+    Examples:
+        >>> import torch
+        >>> expand_right(torch.zeros(3), (3, 2)).shape
+        torch.Size([3, 2])
+    """
+    shape = torch.Size(shape)
+    view = tensor.reshape(*tensor.shape, *([1] * (len(shape) - tensor.ndim)))
+    return view.expand(shape)
+
+
+def is_batchedtensor(tensor: torch.Tensor) -> bool:
+    """``True`` if ``tensor`` is a functorch batched tensor (inside ``torch.vmap``).
+
+    Examples:
+        >>> import torch
+        >>> is_batchedtensor(torch.zeros(3))
+        False
+    """
+    if not isinstance(tensor, torch.Tensor):
+        return False
+    return bool(torch._C._functorch.is_batchedtensor(tensor))
+
+
+def _rows(tensor: torch.Tensor, dim: int) -> torch.Tensor:
+    return tensor.movedim(dim, 0).reshape(tensor.shape[dim], -1)
+
+
+def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tensor:
+    """Which elements of ``input[key]`` along ``dim`` also appear in ``reference[key]``.
+
+    Args:
+        input (TensorDictBase): the TensorDict to test.
+        reference (TensorDictBase): the TensorDict to look in.
+        key (NestedKey): the key compared.
+        dim (int): the batch dim along which elements are taken. Defaults to 0.
+
+    Returns:
+        a bool tensor of shape ``[input.batch_size[dim]]``.
+
+    Raises:
+        KeyError: ``key`` is missing from either TensorDict.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = TensorDict({"x": torch.tensor([1, 2, 3])}, [3])
+        >>> b = TensorDict({"x": torch.tensor([3, 1])}, [2])
+        >>> isin(a, b, "x")
+        tensor([ True, False,  True])
+    """
+    x = _rows(input.get(key), dim)
+    r = _rows(reference.get(key), dim)
+    if x.shape[1:] != r.shape[1:]:
+        msg = f"isin: key {key!r} has element shape {tuple(x.shape[1:])} in input and {tuple(r.shape[1:])} in reference."
+        raise RuntimeError(msg)
+    return (x[:, None] == r[None]).all(-1).any(-1)
+
+
+def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indices: bool = False) -> Any:
+    """Keeps the first occurrence of each distinct element of ``input[key]`` along ``dim``.
+
+    Returns:
+        the de-duplicated TensorDict, and (``return_indices=True``) the kept indices.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"x": torch.tensor([1, 2, 1, 3]), "y": torch.arange(4)}, [4])
+        >>> remove_duplicates(td, "x")["y"]
+        tensor([0, 1, 3])
+    """
+    rows = _rows(input.get(key), dim)
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    n = rows.shape[0]
+    first = torch.full((int(inverse.max()) + 1 if n else 0,), n, dtype=torch.long)
+    first = first.scatter_reduce(0, inverse, torch.arange(n), reduce="amin")
+    keep = first.sort().values
+    index = (slice(None),) * dim + (keep,)
+    out = input[index]
+    if return_indices:
+        return out, keep
+    return out
