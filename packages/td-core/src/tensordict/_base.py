@@ -16,8 +16,12 @@ from typing import Any
 
 import torch
 
+from tensordict._apply import ApplyMixin
+from tensordict._consolidate import ConsolidateMixin
+from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._module_params import ModuleParamsMixin
 from tensordict._keys import (
     _MISSING,
     NO_DEFAULT,
@@ -29,6 +33,7 @@ from tensordict._keys import (
     unravel_key,
 )
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._ops import MathMixin
 from tensordict._seams import SiblingMixin
 from tensordict._shape import ShapeMixin
 
@@ -100,7 +105,16 @@ def _index_dims_consumed(index: Any) -> int:
     return n
 
 
-class TensorDictBase(ShapeMixin, DeviceMixin, SiblingMixin):
+class TensorDictBase(
+    ShapeMixin,
+    DeviceMixin,
+    ApplyMixin,
+    MathMixin,
+    ConvertMixin,
+    ModuleParamsMixin,
+    ConsolidateMixin,
+    SiblingMixin,
+):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 
     Every value's shape starts with ``batch_size``. Keys are ``str`` or nested
