@@ -40,6 +40,7 @@ from tensordict._shape import ShapeMixin
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection"]
 
 _GET_DEFAULTS_TO_NONE = [False]
+_ABSENT: Any = object()
 _TENSOR_COLLECTIONS: list[type] = []
 _NUMPY_TYPES: tuple = ()
 
@@ -409,6 +410,8 @@ class TensorDictBase(
     def _create_nested(self, key: str) -> TensorDictBase:
         out = self._get_raw(key, _MISSING)
         if out is _MISSING:
+            if self.is_locked:
+                raise locked_error("create a nested TensorDict", key)
             from tensordict._td import TensorDict
 
             out = TensorDict._new_unsafe({}, self.batch_size, self.device)
@@ -420,9 +423,21 @@ class TensorDictBase(
 
     def _set_tuple(self, key: tuple, value: Any, inplace: bool, validated: bool = False) -> None:
         td = self
-        for sub in key[:-1]:
+        depth = len(key) - 1
+        for i, sub in enumerate(key[:-1]):
+            nxt = td._get_raw(sub, _MISSING)
+            if nxt is _MISSING:
+                depth = i
+                break
+            if not isinstance(nxt, TensorDictBase):
+                msg = f"Cannot write nested key {key!r}: {sub!r} holds a {type(nxt).__name__}, not a TensorDict."
+                raise KeyError(msg)
+            td = nxt
+        if not validated:
+            value = td._convert_value(key, value)
+        for sub in key[depth:-1]:
             td = td._create_nested(sub)
-        td._set_str(key[-1], value, inplace, validated)
+        td._set_str(key[-1], value, inplace, validated=True)
 
     def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
         if not validated:
@@ -452,6 +467,16 @@ class TensorDictBase(
             existing.update_(value)
         elif isinstance(existing, NonTensorStack):
             existing[...] = value
+        elif isinstance(existing, NonTensorData):
+            if not isinstance(value, (NonTensorData, NonTensorStack)):
+                value = NonTensorData(value, existing.batch_size, existing.device)
+            parent = self
+            if key.__class__ is tuple and len(key) > 1:
+                parent = self._get_any_raw(key[:-1])
+                key = key[-1]
+            elif key.__class__ is tuple:
+                key = key[0]
+            parent._set_raw(key, value)
         else:
             self._set_raw(key, value)
 
@@ -554,45 +579,50 @@ class TensorDictBase(
         probe = torch.zeros((), dtype=torch.uint8).expand(self.batch_size)
         return probe[self._normalize_index(index)].shape
 
-    def _write_at(self, index: Any, value: Any) -> None:
-        """``td[index] = value``: validates every key first, pre-allocates missing keys."""
-        index = self._normalize_index(index)
-        plan = []
+    def _plan_write_at(self, index: tuple, value: Any, plan: list) -> None:
         vbd = value.batch_dims
-        target_bs = None
+        bd = self.batch_dims
         for key, v in value._items_raw():
             dest = self._get_raw(key, _MISSING)
             if dest is _MISSING:
-                if target_bs is None:
-                    target_bs = self._index_batch_size(index)
-                plan.append((key, None, v))
+                plan.append((self, key, None, v, vbd))
+                continue
+            if isinstance(dest, TensorDictBase) and isinstance(v, TensorDictBase):
+                dest._plan_write_at(index, v, plan)
                 continue
             if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
-                if dest.shape[self.batch_dims :] != v.shape[vbd:]:
+                df, vf = dest.shape[bd:], v.shape[vbd:]
+                if df != vf:
                     try:
-                        torch.broadcast_shapes(v.shape[vbd:], dest.shape[self.batch_dims :])
+                        ok = torch.broadcast_shapes(vf, df) == df
                     except RuntimeError:
+                        ok = False
+                    if not ok:
                         msg = (
                             f"cannot write key {key!r} at index {index!r}: expected feature shape "
-                            f"{tuple(dest.shape[self.batch_dims:])}, got {tuple(v.shape[vbd:])}."
+                            f"{tuple(df)}, got {tuple(vf)}."
                         )
-                        raise RuntimeError(msg) from None
-            plan.append((key, dest, v))
-        if self.is_locked and any(dest is None for _, dest, _ in plan):
-            raise locked_error("pre-allocate new keys at an index")
-        bs = self.batch_size
-        for key, dest, v in plan:
+                        raise RuntimeError(msg)
+            plan.append((self, key, dest, v, vbd))
+
+    def _write_at(self, index: Any, value: Any) -> None:
+        """``td[index] = value``: validates every key first, pre-allocates missing keys."""
+        index = self._normalize_index(index)
+        plan: list = []
+        self._plan_write_at(index, value, plan)
+        for owner, key, dest, _, _ in plan:
+            if dest is None and owner.is_locked:
+                raise locked_error("pre-allocate new keys at an index", key)
+        for owner, key, dest, v, vbd in plan:
             if dest is None:
-                dest = self._preallocate(key, v, vbd, bs)
-            if isinstance(dest, torch.Tensor):
-                dest[index] = v
-            elif isinstance(dest, (TensorDictBase, NonTensorStack)):
+                dest = owner._preallocate(key, v, vbd, owner.batch_size)
+            if isinstance(dest, (torch.Tensor, TensorDictBase, NonTensorStack)):
                 dest[index] = v
             elif isinstance(dest, NonTensorData):
                 if not (isinstance(v, NonTensorData) and v == dest):
                     stack = NonTensorStack._from_flat([dest.data] * dest.numel(), dest.batch_size, dest.device)
                     stack[index] = v
-                    self._set_raw(key, stack)
+                    owner._set_raw(key, stack)
             else:
                 dest[index] = v
 
@@ -636,8 +666,8 @@ class TensorDictBase(
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
         """Removes ``key`` and returns its value (or ``default`` when missing)."""
         key = unravel_key(key)
-        value = self._get_any_raw(key, _MISSING)
-        if value is _MISSING:
+        value = self._get_any_raw(key, _ABSENT)
+        if value is _ABSENT:
             if default is not NO_DEFAULT:
                 return default
             raise missing_key_error(key, self.keys(True))
@@ -738,7 +768,7 @@ class TensorDictBase(
         try:
             if self.is_locked and not inplace:
                 for full, _ in checked:
-                    if self._get_any_raw(full, _MISSING) is _MISSING or not inplace:
+                    if self._get_any_raw(full, _ABSENT) is _ABSENT or not inplace:
                         raise locked_error("update", full)
             for full, value in checked:
                 if len(full) == 1:
@@ -759,12 +789,11 @@ class TensorDictBase(
         keys_to_update: Sequence[NestedKey] | None = None,
     ) -> TensorDictBase:
         """In-place update: every key must already exist (KeyError otherwise)."""
-        items = input_dict_or_td.items(True, True) if isinstance(input_dict_or_td, TensorDictBase) else None
-        if items is None:
+        if not isinstance(input_dict_or_td, TensorDictBase):
             from tensordict._td import TensorDict
 
-            src = TensorDict(dict(input_dict_or_td), batch_size=[])
-            items = src.items(True, True)
+            input_dict_or_td = TensorDict(dict(input_dict_or_td), batch_size=[])
+        items = _KeysView(input_dict_or_td, True, True)._pairs()
         ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
         pairs = []
         for key, value in items:

@@ -1,0 +1,175 @@
+"""Nox sessions for the td-* monorepo.
+
+- ``tests(<dist>, <device>)``: one distribution's tests, with that distribution and the
+  in-repo distributions it declares installed as built wheels (so an undeclared import of
+  a sibling fails). ``device`` is ``cpu`` or ``cuda``; cuda sessions skip without a GPU.
+- ``tests_all(<device>)``: every suite with every distribution installed editable.
+- ``wheels``: builds every wheel and fails if two ship the same file.
+- ``lint`` (ruff), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
+  ``demo`` (the end-to-end example), ``fuzz`` (long property-test profile).
+
+``nox -t tests`` runs the whole test matrix (the README's test command).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+import zipfile
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))  # torch==2.13.0: the local CPU wheel
+PYTEST = ("pytest", "--import-mode=importlib", "-q", "-p", "no:cacheprovider")
+TEST_DEPS = ("pytest", "pytest-timeout", "hypothesis", "numpy")
+DEVICES = ["cpu", "cuda"]
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests", "tests_all", "wheels", "lint"]
+
+
+def _project(path: Path) -> dict:
+    return tomllib.loads((path / "pyproject.toml").read_text())["project"]
+
+
+DISTS = {
+    _project(p)["name"]: p
+    for p in sorted((ROOT / "packages").iterdir())
+    if (p / "pyproject.toml").is_file()
+}
+
+
+def _closure(dist: str) -> list[str]:
+    """``dist`` plus every in-repo distribution it depends on, transitively."""
+    seen: list[str] = []
+    todo = [dist]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for req in _project(DISTS[name]).get("dependencies", []):
+            dep = re.split(r"[\s\[<>=!~;]", req, maxsplit=1)[0]
+            if dep in DISTS:
+                todo.append(dep)
+    return seen
+
+
+def _extra_test_deps(dist: str) -> list[str]:
+    """Third-party test-only requirements a package lists in [tool.td] test-deps."""
+    data = tomllib.loads((DISTS[dist] / "pyproject.toml").read_text())
+    return list(data.get("tool", {}).get("td", {}).get("test-deps", []))
+
+
+def _device_env(session: nox.Session, device: str) -> dict:
+    if device == "cuda":
+        has_gpu = session.run(
+            "python", "-c", "import torch,sys; sys.stdout.write(str(torch.cuda.is_available()))",
+            silent=True,
+        )
+        if "True" not in str(has_gpu):
+            session.skip("cuda: no GPU on this machine")
+    return {"TD_TEST_DEVICE": device}
+
+
+@nox.session(tags=["tests"])
+@nox.parametrize("device", DEVICES, ids=DEVICES)
+@nox.parametrize("dist", [nox.param(d, id=d.removeprefix("td-"), tags=[d]) for d in DISTS])
+def tests(session: nox.Session, dist: str, device: str) -> None:
+    """One distribution's tests against wheels of it and its declared td-* deps."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    session.install(*CONSTRAINTS, *TEST_DEPS, *_extra_test_deps(dist))
+    closure = [str(DISTS[d]) for d in _closure(dist)]
+    session.install(*CONSTRAINTS, *closure)
+    # a reused environment already has version 0.1.0: rebuild the wheels from the tree
+    session.install(*CONSTRAINTS, "--force-reinstall", "--no-deps", *closure)
+    env = _device_env(session, device)
+    session.run(*PYTEST, str(DISTS[dist] / "tests"), *session.posargs, env=env)
+
+
+@nox.session(tags=["tests"])
+@nox.parametrize("device", DEVICES, ids=DEVICES)
+def tests_all(session: nox.Session, device: str) -> None:
+    """Every test suite with every distribution installed editable (includes the demo test)."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    extras = [x for d in DISTS for x in _extra_test_deps(d)]
+    session.install(*CONSTRAINTS, *TEST_DEPS, *extras, "scikit-learn", "matplotlib", "tqdm")
+    session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
+    env = _device_env(session, device)
+    session.run(*PYTEST, *(str(d / "tests") for d in DISTS.values()), "tests", *session.posargs, env=env)
+
+
+@nox.session(tags=["tests"])
+def wheels(session: nox.Session) -> None:
+    """Build all wheels; fail if two wheels ship the same file (e.g. tensordict/__init__.py)."""
+    session.install("build")
+    out = Path(session.create_tmp()) / "dist"
+    for whl in out.glob("*.whl"):
+        whl.unlink()
+    for d in DISTS.values():
+        session.run("python", "-m", "build", "--wheel", "--outdir", str(out), str(d), silent=True)
+    owners: dict[str, str] = {}
+    for whl in sorted(out.glob("*.whl")):
+        for name in zipfile.ZipFile(whl).namelist():
+            if ".dist-info/" in name:
+                continue
+            if name in owners:
+                session.error(f"{name} is shipped by both {owners[name]} and {whl.name}")
+            owners[name] = whl.name
+    session.log(f"{len(owners)} files in {len(list(out.glob('*.whl')))} wheels, no duplicates")
+
+
+@nox.session(tags=["tests"])
+def lint(session: nox.Session) -> None:
+    """ruff over every package, the benchmarks and the examples."""
+    session.install("ruff")
+    session.run("ruff", "check", "packages", "benchmarks", "examples", "noxfile.py")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the Sphinx site with warnings as errors, and run its doctests."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    session.install(*CONSTRAINTS, "sphinx", "numpy", "h5py", "tqdm", "myst-parser")
+    session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
+    build = str(ROOT / "docs" / "_build")
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", f"{build}/html")
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "doctest", "docs", f"{build}/doctest")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """pytest-benchmark suites; JSON saved to .benchmarks/latest.json."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    session.install(*CONSTRAINTS, "pytest", "pytest-benchmark", "numpy", "h5py", "tqdm")
+    session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
+    out = ROOT / ".benchmarks"
+    out.mkdir(exist_ok=True)
+    session.run(
+        *PYTEST, "benchmarks", "--benchmark-only", "--benchmark-min-rounds=5",
+        f"--benchmark-json={out / 'latest.json'}", *session.posargs,
+    )
+    session.run("python", str(ROOT / "benchmarks" / "report.py"), str(out / "latest.json"))
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The end-to-end demo (the README's main command)."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    session.install(*CONSTRAINTS, "numpy", "h5py", "tqdm", "scikit-learn", "matplotlib")
+    session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
+    session.run("python", str(ROOT / "examples" / "demo.py"), *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Long hypothesis profile of the property tests (local runs)."""
+    session.install(*CONSTRAINTS, "torch==2.13.0")
+    session.install(*CONSTRAINTS, *TEST_DEPS, "h5py")
+    session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
+    env = {"HYPOTHESIS_PROFILE": "fuzz", **os.environ}
+    session.run(*PYTEST, "-k", "property or fuzz", *(str(d / "tests") for d in DISTS.values()), env=env)

@@ -1,0 +1,33 @@
+"""Test helpers shared by the sibling test suites (importable in ``--import-mode=importlib``).
+
+``available_devices()`` is what every package's ``device`` fixture iterates over:
+``cpu`` always, ``cuda`` when a GPU is present. The nox test sessions set
+``TD_TEST_DEVICE`` to ``cpu`` or ``cuda`` so that each session runs one device.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import torch
+
+__all__ = ["available_devices", "free_port"]
+
+
+def available_devices() -> list[str]:
+    """Devices to run device-aware tests on (honours ``TD_TEST_DEVICE``)."""
+    wanted = os.environ.get("TD_TEST_DEVICE")
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    if wanted:
+        return [d for d in devices if d == wanted]
+    return devices
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1, chosen at run time."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,71 @@
+"""Nested keys and the keys/values/items views."""
+
+import pytest
+import torch
+
+from tensordict import TensorDict, unravel_key, unravel_key_list
+
+
+def make():
+    return TensorDict(
+        {"a": torch.zeros(3), "b": {"c": torch.ones(3), "d": {"e": torch.ones(3)}}, "s": "x"}, [3]
+    )
+
+
+def test_unravel_key():
+    assert unravel_key("a") == "a"
+    assert unravel_key(("a",)) == "a"
+    assert unravel_key(("a", ("b", ("c",)))) == ("a", "b", "c")
+    assert unravel_key_list(["a", ("b", ("c",))]) == ["a", ("b", "c")]
+
+
+def test_nested_set_get_unravel():
+    data = TensorDict({}, [3, 4])
+    data["nested", "key"] = torch.zeros(3, 4)
+    data["nested", ("supernested", ("key",))] = torch.zeros(3, 4)
+    assert (data["nested", "supernested", "key"] == 0).all()
+    assert (("nested",), "supernested", (("key",),)) in data.keys(include_nested=True)
+
+
+def test_keys_views():
+    td = make()
+    assert list(td.keys()) == ["a", "b", "s"]
+    assert set(td.keys(True)) == {"a", "b", ("b", "c"), ("b", "d"), ("b", "d", "e"), "s"}
+    assert set(td.keys(True, True)) == {"a", ("b", "c"), ("b", "d", "e"), "s"}
+    assert ("b", "c") in td.keys(True)
+    assert ("b", "c") not in td.keys()
+    assert "b" not in td.keys(True, True)
+    assert len(td.keys(True, True)) == 4
+    assert td.keys(sort=True) == ["a", "b", "s"]
+    keys = td.keys()
+    td["z"] = torch.zeros(3)
+    assert "z" in keys  # live view
+
+
+def test_values_items():
+    td = make()
+    items = dict(td.items(True, True))
+    assert items["s"] == "x"
+    assert torch.equal(items[("b", "d", "e")], torch.ones(3))
+    assert len(list(td.values())) == 3
+
+
+def test_is_leaf():
+    td = make()
+    keys = set(td.keys(True, True, is_leaf=lambda cls: issubclass(cls, TensorDict) or not issubclass(cls, TensorDict)))
+    assert "b" in keys
+
+
+def test_contains_and_sorted_keys():
+    td = make()
+    assert "a" in td and ("b", "c") in td and "zz" not in td
+    assert td.sorted_keys == ["a", "b", "s"]
+
+
+@pytest.mark.parametrize("bad", [1, None, (), ("a", 1), 1.5])
+def test_bad_keys(bad):
+    td = make()
+    with pytest.raises((TypeError, ValueError)):
+        td.get(bad)
+    with pytest.raises((TypeError, ValueError)):
+        td.set(bad, torch.zeros(3))
