@@ -1,9 +1,657 @@
-"""TensorDictBase methods for apply, named_apply, apply_ and the tree helpers (``ApplyMixin``)."""
+"""``apply``, ``named_apply``, ``apply_`` and the leaf tree helpers (``ApplyMixin``).
+
+Two engines live here:
+
+* ``apply`` walks the tree node by node, calls ``fn`` on each leaf and builds a new
+  TensorDict of the results (or writes them in place / into ``out``). The common
+  call (one TensorDict, no keyword) takes a short loop without any bookkeeping.
+* ``_flatten_tensors`` / ``_unflatten_tensors`` turn a TensorDict into a flat list of
+  its tensor leaves plus a *spec* (the nodes and their keys, in order) and back.
+  The math in ``_ops.py`` uses them to hand every leaf to one ``torch._foreach_*``
+  kernel. A spec is built per call and holds no tensor, so nothing can go stale.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict._keys import _MISSING, NO_DEFAULT
+
 __all__ = ["ApplyMixin"]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+
+# spec entry kinds (besides a plain ``str``, which is a tensor leaf)
+_NESTED = 1
+_PASS = 2
+
+
+# ---------------------------------------------------------------------- tree helpers
+def _flatten_tensors(td: Any, leaves: list) -> tuple:
+    """Appends every tensor leaf of ``td`` (depth first, in key order) to ``leaves``.
+
+    Returns:
+        the spec ``(td, entries, simple)``: ``entries`` holds, in key order, a str for
+        a tensor leaf, ``(key, _NESTED, child_spec)`` for a nested TensorDict and
+        ``(key, _PASS, value)`` for anything else (non-tensor data), which the math
+        passes through unchanged. ``simple`` is ``True`` when every entry is a tensor.
+    """
+    from tensordict._base import TensorDictBase
+
+    entries: list = []
+    simple = True
+    append = leaves.append
+    add = entries.append
+    for key, value in td._items_raw():
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            add(key)
+            append(value)
+        elif isinstance(value, TensorDictBase):
+            simple = False
+            add((key, _NESTED, _flatten_tensors(value, leaves)))
+        else:
+            simple = False
+            add((key, _PASS, value))
+    return (td, entries, simple)
+
+
+def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any, int]:
+    """Rebuilds the tree of ``spec`` with ``results[start:]`` as its tensor leaves.
+
+    Returns:
+        ``(tensordict, next_position)``; every node keeps its batch size and device.
+    """
+    td, entries, simple = spec
+    if simple:
+        n = len(entries)
+        if start == 0 and n == len(results):
+            return td._new_like(dict(zip(entries, results))), n
+        return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
+    source = {}
+    for entry in entries:
+        if entry.__class__ is str:
+            source[entry] = results[start]
+            start += 1
+        elif entry[1] == _NESTED:
+            source[entry[0]], start = _unflatten_tensors(entry[2], results, start)
+        else:
+            source[entry[0]] = entry[2]
+    return td._new_like(source), start
+
+
+def _spec_keys(spec: tuple, prefix: tuple = ()) -> list:
+    """The full nested key of every tensor leaf of ``spec``, in leaf order."""
+    out = []
+    for entry in spec[1]:
+        if entry.__class__ is str:
+            out.append(prefix + (entry,) if prefix else entry)
+        elif entry[1] == _NESTED:
+            out.extend(_spec_keys(entry[2], prefix + (entry[0],)))
+    return out
+
+
+def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple = ()) -> None:
+    """Appends ``other``'s tensors in the order of ``spec``'s leaves.
+
+    Raises:
+        KeyError: ``other`` lacks a key of ``spec`` or holds extra keys.
+        TypeError: ``other`` holds a nested TensorDict where ``spec`` has a tensor (or
+            the reverse).
+    """
+    from tensordict._base import TensorDictBase
+
+    td, entries, _ = spec
+    get = other._get_raw
+    for entry in entries:
+        key = entry if entry.__class__ is str else entry[0]
+        value = get(key, _MISSING)
+        if value is _MISSING:
+            full = prefix + (key,) if prefix else key
+            msg = (
+                f"{what}: key {full!r} is missing from the other TensorDict. Both TensorDicts "
+                "must have the same keys; pass `default=` to fill missing entries, or "
+                "`default='intersection'` to use only the shared keys."
+            )
+            raise KeyError(msg)
+        if entry.__class__ is str:
+            if not isinstance(value, _Tensor):
+                full = prefix + (key,) if prefix else key
+                msg = (
+                    f"{what}: key {full!r} is a tensor in the TensorDict but a "
+                    f"{type(value).__name__} in the other one."
+                )
+                raise TypeError(msg)
+            out.append(value)
+        elif entry[1] == _NESTED:
+            if not isinstance(value, TensorDictBase):
+                full = prefix + (key,) if prefix else key
+                msg = (
+                    f"{what}: key {full!r} is a TensorDict in the TensorDict but a "
+                    f"{type(value).__name__} in the other one."
+                )
+                raise TypeError(msg)
+            _collect_like(entry[2], value, out, what, prefix + (key,))
+    n_other = len(other._keys_raw())
+    if n_other != len(entries):
+        mine = {e if e.__class__ is str else e[0] for e in entries}
+        extra = [k for k in other._keys_raw() if k not in mine]
+        extra = [prefix + (k,) if prefix else k for k in extra]
+        msg = (
+            f"{what}: the other TensorDict has keys {extra} that the TensorDict lacks. "
+            "Pass `default=` to fill missing entries, or `default='intersection'`."
+        )
+        raise KeyError(msg)
+
+
+# ---------------------------------------------------------------------- apply engine
+def _bad_leaf(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
+    msg = (
+        f"apply: the result for key {key!r} has shape {tuple(shape)}, whose leading dims do "
+        f"not match the batch_size {tuple(batch_size)} of the result. Return values whose "
+        "shape starts with the batch size, or pass `batch_size=` with the new batch size."
+    )
+    return RuntimeError(msg)
+
+
+def _missing_in_other(key: Any, index: int) -> KeyError:
+    msg = (
+        f"apply: key {key!r} is missing from the TensorDict number {index} passed in `*others`. "
+        "Give the TensorDicts the same keys, or pass `default=` to use a value for missing entries."
+    )
+    return KeyError(msg)
+
+
+def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
+    """A non-tensor leaf following a batch-size change of its TensorDict."""
+    if value.batch_size == new_bs:
+        return value
+    if hasattr(value, "_with_batch"):
+        if value.__class__.__name__ == "NonTensorData" or value.numel() == _Size(new_bs).numel():
+            return value._with_batch(new_bs)
+    msg = (
+        f"apply: the non-tensor entry {key!r} has batch_size {tuple(value.batch_size)} and "
+        f"cannot take the new batch_size {tuple(new_bs)}: its number of elements differs. "
+        "Exclude it before calling apply (`td.exclude(key).apply(...)`)."
+    )
+    raise RuntimeError(msg)
+
+
+def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
+    """``apply(fn)`` with one TensorDict and no keyword: the hot path."""
+    from tensordict._base import TensorDictBase
+
+    bs = td.batch_size
+    n = len(bs)
+    source = {}
+    for key, value in td._items_raw():
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            res = fn(value)
+            if res is None:
+                continue
+            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, TensorDictBase)):
+                res = td._convert_value(prefix + (key,) if prefix else key, res)
+            elif n and res.shape[:n] != bs:
+                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+        elif isinstance(value, TensorDictBase):
+            res = _apply_simple(value, fn, filter_empty, prefix + (key,))
+            if res is None:
+                continue
+        else:
+            res = value
+        source[key] = res
+    if not source and filter_empty is not False:
+        if filter_empty or not td.is_empty():
+            return None
+    return td._new_like(source)
+
+
+class _Ctx:
+    """The settings of one ``apply`` call, shared by every node of the walk."""
+
+    __slots__ = (
+        "fn",
+        "named",
+        "nested_keys",
+        "default",
+        "filter_empty",
+        "inplace",
+        "call_on_nested",
+        "is_leaf",
+        "device",
+        "new_bs",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        for name, value in kwargs.items():
+            setattr(self, name, value)
+
+
+class _Missing:
+    """Stands for a nested TensorDict that one of the walked TensorDicts lacks
+    (with ``default=``): every key reads as the default."""
+
+    __slots__ = ("batch_size",)
+
+    def __init__(self, batch_size: torch.Size) -> None:
+        self.batch_size = batch_size
+
+    def _keys_raw(self) -> tuple:
+        return ()
+
+    def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
+        return _MISSING
+
+
+def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | None) -> Any:
+    """One node of the general ``apply``: ``tds[0]`` is the TensorDict (or a ``_Missing``)
+    and ``tds[1:]`` the others. Returns the new node, ``None`` (filtered) or, in place,
+    the node written to."""
+    from tensordict._base import TensorDictBase, is_tensor_collection
+
+    main = tds[0]
+    if main.__class__ is _Missing:
+        main = next(t for t in tds if t.__class__ is not _Missing)
+    bs = main.batch_size
+    nd = len(bs)
+    target_bs = bs if new_bs is None else new_bs
+    n_target = len(target_bs)
+    default = ctx.default
+    keys = list(tds[0]._keys_raw())
+    if default is not NO_DEFAULT and len(tds) > 1:
+        seen = set(keys)
+        for other in tds[1:]:
+            for k in other._keys_raw():
+                if k not in seen:
+                    seen.add(k)
+                    keys.append(k)
+    fn = ctx.fn
+    inplace = ctx.inplace
+    device = ctx.device
+    source = {} if not inplace and out is None else None
+    for key in keys:
+        full = prefix + (key,) if prefix else key
+        values = []
+        for i, t in enumerate(tds):
+            v = t._get_raw(key, _MISSING)
+            if v is _MISSING:
+                if default is NO_DEFAULT:
+                    raise _missing_in_other(full, i)
+                v = None
+            values.append(v)
+        first = next(v for v in values if v is not None)
+        nested = isinstance(first, TensorDictBase) and not ctx.call_on_nested
+        if nested and ctx.is_leaf is not None and ctx.is_leaf(type(first)):
+            nested = False
+        if nested:
+            subs = []
+            for i, v in enumerate(values):
+                if v is None:
+                    subs.append(_Missing(first.batch_size))
+                elif isinstance(v, TensorDictBase):
+                    subs.append(v)
+                else:
+                    msg = (
+                        f"apply: key {full!r} is a TensorDict in one TensorDict but a "
+                        f"{type(v).__name__} in TensorDict number {i}."
+                    )
+                    raise TypeError(msg)
+            sub_bs = None if new_bs is None else _Size((*new_bs, *first.batch_size[nd:]))
+            sub_out = None
+            if out is not None:
+                sub_out = out._get_raw(key, _MISSING)
+                if sub_out is _MISSING:
+                    sub_out = out._create_nested(key)
+            res = _walk(ctx, subs, sub_out, prefix + (key,), sub_bs)
+            if res is None:
+                continue
+            if source is not None:
+                source[key] = res
+            continue
+        is_tensor = isinstance(first, _Tensor) or (
+            ctx.is_leaf is not None and ctx.is_leaf(type(first))
+        ) or (ctx.call_on_nested and isinstance(first, TensorDictBase))
+        if not is_tensor:
+            if is_tensor_collection(first) and hasattr(first, "apply") and not hasattr(first, "_with_batch"):
+                # a tensorclass-like collection: let it apply fn to its own leaves
+                others = [v for v in values[1:]]
+                res = first.apply(fn, *others) if not ctx.named else first
+            else:
+                res = first if new_bs is None else _rebatch_non_tensor(full, first, target_bs)
+            if source is not None:
+                source[key] = res
+            elif out is not None:
+                out._set_raw(key, res)
+            continue
+        args = [default if v is None else v for v in values]
+        if ctx.named:
+            res = fn(full if ctx.nested_keys else key, *args)
+        else:
+            res = fn(*args)
+        if res is None:
+            continue
+        if isinstance(res, (_Tensor, TensorDictBase)):
+            if n_target and res.shape[:n_target] != target_bs:
+                raise _bad_leaf(full, res.shape, target_bs)
+            if device is not NO_DEFAULT and device is not None and res.device != device:
+                res = res.to(device)
+        elif source is not None:
+            res = main._convert_value(full, res) if new_bs is None else res
+        if inplace:
+            dest = values[0]
+            if dest is not None and res is not dest:
+                tds[0]._write_inplace(full, dest, res)
+            elif dest is None:
+                tds[0]._set_str(key, res, False)
+        elif out is not None:
+            dest = out._get_raw(key, _MISSING)
+            if dest is _MISSING:
+                out._set_str(key, res, False)
+            elif res is not dest:
+                out._write_inplace(full, dest, res)
+        else:
+            source[key] = res
+    if source is None:
+        return out if out is not None else tds[0]
+    if not source and ctx.filter_empty is not False:
+        if ctx.filter_empty or not _all_empty_nodes(tds[0]):
+            return None
+    if new_bs is None and device is NO_DEFAULT:
+        return main._new_like(source)
+    dev = main.device if device is NO_DEFAULT else device
+    return main._new_like(source, batch_size=new_bs, device=dev)
+
+
+def _all_empty_nodes(td: Any) -> bool:
+    """``True`` when ``td`` holds no leaf at all (only, possibly, empty sub-TensorDicts)."""
+    if td.__class__ is _Missing:
+        return True
+    return td.is_empty()
+
+
+def _device_arg(device: Any) -> Any:
+    if device is NO_DEFAULT or device is None:
+        return device
+    from tensordict._td import _to_device
+
+    return _to_device(device)
+
+
+_CONSTRUCTOR_KWARGS = frozenset({"lock", "non_blocking", "checked", "nested_keys_only"})
 
 
 class ApplyMixin:
     """Mixed into TensorDictBase: apply, named_apply, apply_ and the tree helpers."""
+
+    def apply(
+        self,
+        fn: Callable,
+        *others: Any,
+        batch_size: Any = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        propagate_lock: bool = False,
+        call_on_nested: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        out: Any = None,
+        **constructor_kwargs: Any,
+    ) -> Any:
+        """Applies ``fn`` to every tensor leaf and returns a TensorDict of the results.
+
+        ``fn`` is called on each tensor leaf, nested TensorDicts included, and its
+        result is stored under the same key. A ``None`` result leaves the entry out,
+        which filters the TensorDict. Non-tensor entries pass through unchanged.
+
+        Args:
+            fn (Callable): ``fn(leaf, *other_leaves) -> Tensor | TensorDict | None``.
+            *others (TensorDictBase): TensorDicts walked together with this one; ``fn``
+                receives their leaf under the same key after this one's.
+
+        Keyword Args:
+            batch_size (torch.Size or sequence of int, optional): the batch size of the
+                result, for an ``fn`` that changes the leading dims. A nested TensorDict
+                gets ``batch_size`` followed by its own extra batch dims.
+            device (torch.device, optional): the device of the result (results on
+                another device are moved there). ``None`` gives a result without device.
+            names (list of str, optional): the batch dim names of the result.
+            inplace (bool): write the results into the existing leaves (as ``set_``)
+                and return ``self``. Defaults to ``False``.
+            default (Any, optional): the value used for an entry that one of the walked
+                TensorDicts lacks. Without it a missing entry raises ``KeyError``.
+            filter_empty (bool, optional): ``True`` drops every nested TensorDict left
+                without leaves (and returns ``None`` if the result is empty); ``False``
+                keeps them; ``None`` (default) drops the ones emptied by ``fn``.
+            propagate_lock (bool): lock the result if ``self`` is locked.
+            call_on_nested (bool): call ``fn`` on the nested TensorDicts themselves
+                instead of on their leaves.
+            is_leaf (callable, optional): ``is_leaf(type) -> bool``; a value whose type
+                it accepts is handed to ``fn`` whole.
+            out (TensorDictBase, optional): write the results into ``out`` (in place
+                where ``out`` has the key) and return it.
+            **constructor_kwargs: ``lock=True`` locks the result.
+
+        Returns:
+            a new TensorDict with the batch size of ``self`` (or ``batch_size``),
+            ``self`` when ``inplace=True``, ``out`` when given, or ``None`` when
+            ``filter_empty=True`` and no leaf remains.
+
+        Raises:
+            RuntimeError: a result's leading dims do not match the batch size.
+            KeyError: an entry is missing from one of ``others`` and no ``default``
+                is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(3, 2)}}, [3])
+            >>> td.apply(lambda x: x + 1)["b", "c"].shape
+            torch.Size([3, 2])
+            >>> td.apply(lambda x: x[:2], batch_size=[2]).batch_size
+            torch.Size([2])
+            >>> "a" in td.apply(lambda x: None if x.ndim == 1 else x).keys()
+            False
+            >>> td.apply(lambda x, y: x + y, td)["a"]
+            tensor([0., 0., 0.])
+        """
+        return self._apply_call(
+            fn,
+            others,
+            False,
+            False,
+            (),
+            batch_size,
+            device,
+            names,
+            inplace,
+            default,
+            filter_empty,
+            propagate_lock,
+            call_on_nested,
+            is_leaf,
+            out,
+            constructor_kwargs,
+        )
+
+    def named_apply(
+        self,
+        fn: Callable,
+        *others: Any,
+        nested_keys: bool = False,
+        prefix: tuple = (),
+        batch_size: Any = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        propagate_lock: bool = False,
+        call_on_nested: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        out: Any = None,
+        **constructor_kwargs: Any,
+    ) -> Any:
+        """Like :meth:`apply`, with the key passed first: ``fn(key, leaf, *other_leaves)``.
+
+        Args:
+            fn (Callable): ``fn(key, leaf, *other_leaves) -> Tensor | TensorDict | None``.
+            *others (TensorDictBase): TensorDicts walked together with this one.
+
+        Keyword Args:
+            nested_keys (bool): pass the full nested key (a tuple for nested entries)
+                instead of the last string. Defaults to ``False``.
+            prefix (tuple): prepended to the nested keys passed to ``fn``.
+            **kwargs: every keyword of :meth:`apply`.
+
+        Returns:
+            see :meth:`apply`.
+
+        Raises:
+            RuntimeError: a result's leading dims do not match the batch size.
+            KeyError: an entry is missing from one of ``others`` and no ``default``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])
+            >>> seen = []
+            >>> _ = td.named_apply(lambda k, x: seen.append(k), nested_keys=True)
+            >>> seen
+            ['a', ('b', 'c')]
+            >>> list(td.named_apply(lambda k, x: x if k != "a" else None).keys(True, True))
+            [('b', 'c')]
+        """
+        return self._apply_call(
+            fn,
+            others,
+            True,
+            nested_keys,
+            tuple(prefix),
+            batch_size,
+            device,
+            names,
+            inplace,
+            default,
+            filter_empty,
+            propagate_lock,
+            call_on_nested,
+            is_leaf,
+            out,
+            constructor_kwargs,
+        )
+
+    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
+        """Applies ``fn`` to every tensor leaf and writes the result into the leaf.
+
+        Same as :meth:`apply` with ``inplace=True``: each result is copied into the
+        leaf it comes from, so the leaves keep their storage.
+
+        Args:
+            fn (Callable): ``fn(leaf, *other_leaves) -> Tensor``; the result must
+                broadcast to the leaf's shape.
+            *others (TensorDictBase): TensorDicts walked together with this one.
+            **kwargs: the keywords of :meth:`apply`.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: a result does not broadcast to its leaf.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(3)}}, [3])
+            >>> a = td["a"]
+            >>> _ = td.apply_(lambda x: x + 1)
+            >>> a
+            tensor([1., 1., 1.])
+        """
+        kwargs["inplace"] = True
+        return self.apply(fn, *others, **kwargs)
+
+    def _fast_apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
+        """Alias of :meth:`apply` (kept for code written against the reference API)."""
+        return self.apply(fn, *others, **kwargs)
+
+    def _apply_call(
+        self,
+        fn: Callable,
+        others: tuple,
+        named: bool,
+        nested_keys: bool,
+        prefix: tuple,
+        batch_size: Any,
+        device: Any,
+        names: Any,
+        inplace: bool,
+        default: Any,
+        filter_empty: bool | None,
+        propagate_lock: bool,
+        call_on_nested: bool,
+        is_leaf: Any,
+        out: Any,
+        constructor_kwargs: dict,
+    ) -> Any:
+        from tensordict._base import TensorDictBase
+
+        unknown = set(constructor_kwargs) - _CONSTRUCTOR_KWARGS
+        if unknown:
+            msg = f"apply() got unexpected keyword arguments {sorted(unknown)}."
+            raise TypeError(msg)
+        for i, other in enumerate(others):
+            if not isinstance(other, TensorDictBase):
+                msg = (
+                    f"apply: `*others` must be TensorDicts, got a {type(other).__name__} at "
+                    f"position {i}. Pass extra non-TensorDict arguments through a closure."
+                )
+                raise TypeError(msg)
+        new_bs = None if batch_size is None else _Size(batch_size)
+        if new_bs is not None and new_bs == self.batch_size:
+            new_bs = None
+        device = _device_arg(device)
+        if (
+            not others
+            and not named
+            and new_bs is None
+            and device is NO_DEFAULT
+            and not inplace
+            and out is None
+            and not call_on_nested
+            and is_leaf is None
+        ):
+            result = _apply_simple(self, fn, filter_empty, prefix)
+        else:
+            ctx = _Ctx(
+                fn=fn,
+                named=named,
+                nested_keys=nested_keys,
+                default=default,
+                filter_empty=filter_empty,
+                inplace=inplace,
+                call_on_nested=call_on_nested,
+                is_leaf=is_leaf,
+                device=device,
+                new_bs=new_bs,
+            )
+            result = _walk(ctx, [self, *others], out, prefix, new_bs)
+            if inplace or out is not None:
+                return result
+        if result is None:
+            if filter_empty:
+                return None
+            result = self._new_like(
+                {}, batch_size=new_bs, device=self.device if device is NO_DEFAULT else device
+            )
+        if names is not NO_DEFAULT:
+            result.names = names
+        elif new_bs is None and self._has_names() and not result._has_names():
+            result.names = self.names
+        if constructor_kwargs.get("lock") or (propagate_lock and self.is_locked):
+            result.lock_()
+        return result

@@ -18,6 +18,7 @@ import torch
 
 from tensordict._apply import ApplyMixin
 from tensordict._consolidate import ConsolidateMixin
+from tensordict._compare import CompareMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
@@ -35,6 +36,7 @@ from tensordict._keys import (
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._ops import MathMixin
 from tensordict._seams import SiblingMixin
+from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection"]
@@ -107,6 +109,8 @@ def _index_dims_consumed(index: Any) -> int:
 
 
 class TensorDictBase(
+    SelectMixin,
+    CompareMixin,
     ShapeMixin,
     DeviceMixin,
     ApplyMixin,
@@ -813,238 +817,6 @@ class TensorDictBase(
             self.set_at_(key, value, index)
         return self
 
-    # ------------------------------------------------------------------ selection
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:
-        """A TensorDict with only ``keys`` (nested keys select inside sub-TensorDicts).
-
-        Raises:
-            KeyError: a key is missing and ``strict=True``.
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(()), "d": torch.zeros(())}})
-            >>> list(td.select("a", ("b", "c")).keys(True, True))
-            ['a', ('b', 'c')]
-        """
-        if len(keys) == 1 and isinstance(keys[0], list):
-            keys = tuple(keys[0])
-        tree: dict = {}
-        for key in keys:
-            t = _as_tuple(key)
-            node = tree
-            for sub in t[:-1]:
-                node = node.setdefault(sub, {})
-                if node is True:
-                    break
-            else:
-                node[t[-1]] = True
-        out = self._select_tree(tree, strict)
-        if inplace:
-            for key in list(self._keys_raw()):
-                if key not in tree:
-                    self._del_raw(key)
-            for key, value in out._items_raw():
-                self._set_raw(key, value)
-            return self
-        return out
-
-    def _select_tree(self, tree: dict, strict: bool) -> TensorDictBase:
-        source = {}
-        for key, sub in tree.items():
-            value = self._get_raw(key, _MISSING)
-            if value is _MISSING:
-                if strict:
-                    raise missing_key_error(key, self._keys_raw())
-                continue
-            if sub is True:
-                source[key] = value
-            elif isinstance(value, TensorDictBase):
-                source[key] = value._select_tree(sub, strict)
-            elif strict:
-                raise missing_key_error(key, self._keys_raw())
-        return self._new_like(source)
-
-    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
-        """A TensorDict without ``keys`` (missing keys are ignored)."""
-        if len(keys) == 1 and isinstance(keys[0], list):
-            keys = tuple(keys[0])
-        tree: dict = {}
-        for key in keys:
-            t = _as_tuple(key)
-            node = tree
-            for sub in t[:-1]:
-                nxt = node.setdefault(sub, {})
-                if nxt is True:
-                    break
-                node = nxt
-            else:
-                node[t[-1]] = True
-        if inplace:
-            if self.is_locked:
-                raise locked_error("exclude keys in place")
-            self._exclude_inplace(tree)
-            return self
-        return self._exclude_tree(tree)
-
-    def _exclude_inplace(self, tree: dict) -> None:
-        for key, sub in tree.items():
-            value = self._get_raw(key, _MISSING)
-            if value is _MISSING:
-                continue
-            if sub is True:
-                self._del_raw(key)
-            elif isinstance(value, TensorDictBase):
-                value._exclude_inplace(sub)
-
-    def _exclude_tree(self, tree: dict) -> TensorDictBase:
-        source = {}
-        for key, value in self._items_raw():
-            sub = tree.get(key)
-            if sub is True:
-                continue
-            if sub and isinstance(value, TensorDictBase):
-                value = value._exclude_tree(sub)
-            source[key] = value
-        return self._new_like(source)
-
-    def split_keys(
-        self, *key_sets: Sequence[NestedKey], inplace: bool = False, default: Any = None, strict: bool = True
-    ) -> tuple[TensorDictBase, ...]:
-        """Splits into one TensorDict per key set, plus one with the remaining keys.
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": torch.zeros(()), "b": torch.zeros(()), "c": torch.zeros(())})
-            >>> ab, rest = td.split_keys(["a", "b"])
-            >>> sorted(ab.keys()), list(rest.keys())
-            (['a', 'b'], ['c'])
-        """
-        outs = []
-        used: list[NestedKey] = []
-        for ks in key_sets:
-            ks = list(ks)
-            if not strict:
-                ks = [k for k in ks if k in self.keys(True)]
-            outs.append(self.select(*ks, strict=strict))
-            used.extend(ks)
-        rest = self.exclude(*used)
-        if inplace:
-            self.exclude(*used, inplace=True)
-            return (*outs, self)
-        return (*outs, rest)
-
-    def filter_empty_(self) -> TensorDictBase:
-        """Removes, in place, every nested TensorDict without leaves."""
-        for key, value in list(self._items_raw()):
-            if isinstance(value, TensorDictBase):
-                value.filter_empty_()
-                if value.is_empty():
-                    self._del_raw(key)
-        return self
-
-    def is_empty(self) -> bool:
-        """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
-        for _, value in self._items_raw():
-            if not isinstance(value, TensorDictBase) or not value.is_empty():
-                return False
-        return True
-
-    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDictBase:
-        """A TensorDict with the same batch size and device and no keys.
-
-        With ``recurse=True`` the nested TensorDicts are kept (empty).
-        """
-        from tensordict._td import TensorDict
-
-        source = {}
-        if recurse:
-            source = {k: v.empty(recurse=True) for k, v in self._items_raw() if isinstance(v, TensorDictBase)}
-        return TensorDict._new_unsafe(
-            source,
-            torch.Size(batch_size) if batch_size is not None else self.batch_size,
-            self.device if device is NO_DEFAULT else (torch.device(device) if device is not None else None),
-        )
-
-    # ------------------------------------------------------------------ key rewriting
-    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDictBase:
-        """Renames ``old_key`` to ``new_key`` in place.
-
-        Raises:
-            KeyError: ``old_key`` is missing, or ``safe=True`` and ``new_key`` exists.
-            RuntimeError: the TensorDict is locked.
-        """
-        if self.is_locked:
-            raise locked_error("rename a key", old_key)
-        old_key, new_key = unravel_key(old_key), unravel_key(new_key)
-        value = self._get_any_raw(old_key)
-        if safe and new_key in self.keys(True):
-            msg = f"key {new_key!r} already present in TensorDict (safe=True)."
-            raise KeyError(msg)
-        self.del_(old_key)
-        self.set(new_key, value)
-        return self
-
-    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
-        """Flattens nested keys into single keys joined by ``separator``.
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": {"b": torch.zeros(())}})
-            >>> list(td.flatten_keys().keys())
-            ['a.b']
-        """
-        source: dict = {}
-        self._flatten_into(source, "", separator)
-        if inplace:
-            if self.is_locked:
-                raise locked_error("flatten keys in place")
-            for key in list(self._keys_raw()):
-                self._del_raw(key)
-            for key, value in source.items():
-                self._set_raw(key, value)
-            return self
-        return self._new_like(source)
-
-    def _flatten_into(self, source: dict, prefix: str, separator: str) -> None:
-        for key, value in self._items_raw():
-            full = prefix + key
-            if isinstance(value, TensorDictBase):
-                if value.is_empty() and not list(value._keys_raw()):
-                    source[full] = value
-                else:
-                    value._flatten_into(source, full + separator, separator)
-            else:
-                source[full] = value
-
-    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
-        """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
-        from tensordict._td import TensorDict
-
-        out = TensorDict._new_unsafe({}, self.batch_size, self.device)
-        for key, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
-                value = value.unflatten_keys(separator)
-            parts = tuple(key.split(separator))
-            if len(parts) == 1:
-                out._set_raw(key, value)
-            else:
-                node = out
-                for sub in parts[:-1]:
-                    node = node._create_nested(sub)
-                node._set_raw(parts[-1], value)
-        if inplace:
-            if self.is_locked:
-                raise locked_error("unflatten keys in place")
-            for key in list(self._keys_raw()):
-                self._del_raw(key)
-            for key, value in out._items_raw():
-                self._set_raw(key, value)
-            return self
-        return out
-
     @classmethod
     def fromkeys(cls, keys: Sequence[NestedKey], value: Any = 0) -> TensorDictBase:
         """A TensorDict (``batch_size=[]``) with every key set to ``value``.
@@ -1118,84 +890,6 @@ class TensorDictBase(
             self._set_lock_flag(op[1])
         elif op[0] == "callback":
             op[1]()
-
-    # ------------------------------------------------------------------ comparisons
-    def _compare(self, other: Any, op: Callable) -> TensorDictBase:
-        if isinstance(other, TensorDictBase) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
-            source = {}
-            for key, value in self._items_raw():
-                o = other._get_raw(key, _MISSING) if isinstance(other, TensorDictBase) else other.get(key, _MISSING)
-                if o is _MISSING:
-                    msg = f"key {key!r} is missing from the other TensorDict in a comparison."
-                    raise KeyError(msg)
-                source[key] = _compare_leaf(value, o, op, self.batch_size)
-            return self._new_like(source, device=self.device)
-        source = {k: _compare_leaf(v, other, op, self.batch_size) for k, v in self._items_raw()}
-        return self._new_like(source)
-
-    def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
-        return self._compare(other, torch.eq)
-
-    def __ne__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
-        return self._compare(other, torch.ne)
-
-    def __lt__(self, other: Any) -> TensorDictBase:
-        return self._compare(other, torch.lt)
-
-    def __le__(self, other: Any) -> TensorDictBase:
-        return self._compare(other, torch.le)
-
-    def __gt__(self, other: Any) -> TensorDictBase:
-        return self._compare(other, torch.gt)
-
-    def __ge__(self, other: Any) -> TensorDictBase:
-        return self._compare(other, torch.ge)
-
-    __hash__ = object.__hash__
-
-    def all(self, dim: int | None = None) -> bool | TensorDictBase:
-        """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
-        reduced over that batch dim."""
-        if dim is None:
-            for _, v in self._items_raw():
-                if isinstance(v, torch.Tensor):
-                    if not bool(v.all()):
-                        return False
-                elif isinstance(v, TensorDictBase):
-                    if not v.all():
-                        return False
-                elif isinstance(v, NonTensorData) and not bool(v.data):
-                    return False
-            return True
-        if dim < 0:
-            dim += self.batch_dims
-        return self._reduce_dim(lambda t: t.all(dim=dim), dim)
-
-    def any(self, dim: int | None = None) -> bool | TensorDictBase:
-        """``True`` if any element of any leaf is true; with ``dim``, reduced over it."""
-        if dim is None:
-            for _, v in self._items_raw():
-                if isinstance(v, torch.Tensor):
-                    if bool(v.any()):
-                        return True
-                elif isinstance(v, TensorDictBase):
-                    if v.any():
-                        return True
-            return False
-        if dim < 0:
-            dim += self.batch_dims
-        return self._reduce_dim(lambda t: t.any(dim=dim), dim)
-
-    def _reduce_dim(self, fn: Callable, dim: int) -> TensorDictBase:
-        source = {}
-        for key, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
-                source[key] = value._reduce_dim(fn, dim)
-            elif isinstance(value, torch.Tensor):
-                source[key] = fn(value)
-        bs = list(self.batch_size)
-        del bs[dim]
-        return self._new_like(source, batch_size=torch.Size(bs))
 
     # ------------------------------------------------------------------ misc
     def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
@@ -1322,24 +1016,3 @@ class TensorDictBase(
         return dispatch(func, types, args, kwargs or {})
 
     __torch_function__ = classmethod(__torch_function__)  # type: ignore[assignment]
-
-
-def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) -> Any:
-    if isinstance(value, TensorDictBase):
-        return value._compare(other, op)
-    if isinstance(value, torch.Tensor):
-        if isinstance(other, torch.Tensor) and other.ndim and other.shape != value.shape:
-            from tensordict.utils import expand_as_right
-
-            if other.ndim <= value.ndim and other.shape == value.shape[: other.ndim]:
-                other = expand_as_right(other, value)
-        return op(value, other)
-    if isinstance(value, NonTensorData):
-        o = other.data if isinstance(other, NonTensorData) else other
-        same = value == o
-        res = same if op is torch.eq else (not same if op is torch.ne else False)
-        return torch.full(tuple(batch_size), bool(res))
-    if isinstance(value, NonTensorStack):
-        same = value == other
-        return torch.full(tuple(batch_size), bool(same if op is torch.eq else not same))
-    return op(value, other)

@@ -12,7 +12,7 @@ import torch
 from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData
 
 __all__ = ["TensorDict"]
 

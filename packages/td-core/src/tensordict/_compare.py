@@ -1,0 +1,126 @@
+"""Comparison operators returning TensorDicts of bools, and ``all``/``any`` (``CompareMixin``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._base import TensorDictBase
+
+import torch
+
+from tensordict._keys import _MISSING
+from tensordict._nontensor import NonTensorData, NonTensorStack
+
+__all__ = ["CompareMixin"]
+
+
+class CompareMixin:
+    """``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` leaf by leaf; ``all``/``any``."""
+
+    # ------------------------------------------------------------------ comparisons
+    def _compare(self, other: Any, op: Callable) -> TensorDictBase:
+        if _is_td(other) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
+            source = {}
+            for key, value in self._items_raw():
+                o = other._get_raw(key, _MISSING) if _is_td(other) else other.get(key, _MISSING)
+                if o is _MISSING:
+                    msg = f"key {key!r} is missing from the other TensorDict in a comparison."
+                    raise KeyError(msg)
+                source[key] = _compare_leaf(value, o, op, self.batch_size)
+            return self._new_like(source, device=self.device)
+        source = {k: _compare_leaf(v, other, op, self.batch_size) for k, v in self._items_raw()}
+        return self._new_like(source)
+
+    def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        return self._compare(other, torch.eq)
+
+    def __ne__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        return self._compare(other, torch.ne)
+
+    def __lt__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.lt)
+
+    def __le__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.le)
+
+    def __gt__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.gt)
+
+    def __ge__(self, other: Any) -> TensorDictBase:
+        return self._compare(other, torch.ge)
+
+    __hash__ = object.__hash__
+
+    def all(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
+        reduced over that batch dim."""
+        if dim is None:
+            for _, v in self._items_raw():
+                if isinstance(v, torch.Tensor):
+                    if not bool(v.all()):
+                        return False
+                elif _is_td(v):
+                    if not v.all():
+                        return False
+                elif isinstance(v, NonTensorData) and not bool(v.data):
+                    return False
+            return True
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.all(dim=dim), dim)
+
+    def any(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if any element of any leaf is true; with ``dim``, reduced over it."""
+        if dim is None:
+            for _, v in self._items_raw():
+                if isinstance(v, torch.Tensor):
+                    if bool(v.any()):
+                        return True
+                elif _is_td(v):
+                    if v.any():
+                        return True
+            return False
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.any(dim=dim), dim)
+
+    def _reduce_dim(self, fn: Callable, dim: int) -> TensorDictBase:
+        source = {}
+        for key, value in self._items_raw():
+            if _is_td(value):
+                source[key] = value._reduce_dim(fn, dim)
+            elif isinstance(value, torch.Tensor):
+                source[key] = fn(value)
+        bs = list(self.batch_size)
+        del bs[dim]
+        return self._new_like(source, batch_size=torch.Size(bs))
+
+
+
+def _is_td(value: Any) -> bool:
+    from tensordict._base import TensorDictBase
+
+    return isinstance(value, TensorDictBase)
+
+
+def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) -> Any:
+    if _is_td(value):
+        return value._compare(other, op)
+    if isinstance(value, torch.Tensor):
+        if isinstance(other, torch.Tensor) and other.ndim and other.shape != value.shape:
+            from tensordict.utils import expand_as_right
+
+            if other.ndim <= value.ndim and other.shape == value.shape[: other.ndim]:
+                other = expand_as_right(other, value)
+        return op(value, other)
+    if isinstance(value, NonTensorData):
+        o = other.data if isinstance(other, NonTensorData) else other
+        same = value == o
+        res = same if op is torch.eq else (not same if op is torch.ne else False)
+        return torch.full(tuple(batch_size), bool(res))
+    if isinstance(value, NonTensorStack):
+        same = value == other
+        return torch.full(tuple(batch_size), bool(same if op is torch.eq else not same))
+    return op(value, other)

@@ -1,0 +1,260 @@
+"""Key selection and rewriting (``SelectMixin``): select, exclude, split_keys,
+filter_empty_, rename_key_, flatten_keys, unflatten_keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._base import TensorDictBase
+
+from tensordict._errors import locked_error, missing_key_error
+import torch
+
+from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
+
+__all__ = ["SelectMixin"]
+
+
+class SelectMixin:
+    """Selecting, excluding and renaming keys."""
+
+    # ------------------------------------------------------------------ selection
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:
+        """A TensorDict with only ``keys`` (nested keys select inside sub-TensorDicts).
+
+        Raises:
+            KeyError: a key is missing and ``strict=True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(()), "d": torch.zeros(())}})
+            >>> list(td.select("a", ("b", "c")).keys(True, True))
+            ['a', ('b', 'c')]
+        """
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        tree: dict = {}
+        for key in keys:
+            t = _as_tuple(key)
+            node = tree
+            for sub in t[:-1]:
+                node = node.setdefault(sub, {})
+                if node is True:
+                    break
+            else:
+                node[t[-1]] = True
+        out = self._select_tree(tree, strict)
+        if inplace:
+            for key in list(self._keys_raw()):
+                if key not in tree:
+                    self._del_raw(key)
+            for key, value in out._items_raw():
+                self._set_raw(key, value)
+            return self
+        return out
+
+    def _select_tree(self, tree: dict, strict: bool) -> TensorDictBase:
+        source = {}
+        for key, sub in tree.items():
+            value = self._get_raw(key, _MISSING)
+            if value is _MISSING:
+                if strict:
+                    raise missing_key_error(key, self._keys_raw())
+                continue
+            if sub is True:
+                source[key] = value
+            elif _is_td(value):
+                source[key] = value._select_tree(sub, strict)
+            elif strict:
+                raise missing_key_error(key, self._keys_raw())
+        return self._new_like(source)
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
+        """A TensorDict without ``keys`` (missing keys are ignored)."""
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        tree: dict = {}
+        for key in keys:
+            t = _as_tuple(key)
+            node = tree
+            for sub in t[:-1]:
+                nxt = node.setdefault(sub, {})
+                if nxt is True:
+                    break
+                node = nxt
+            else:
+                node[t[-1]] = True
+        if inplace:
+            if self.is_locked:
+                raise locked_error("exclude keys in place")
+            self._exclude_inplace(tree)
+            return self
+        return self._exclude_tree(tree)
+
+    def _exclude_inplace(self, tree: dict) -> None:
+        for key, sub in tree.items():
+            value = self._get_raw(key, _MISSING)
+            if value is _MISSING:
+                continue
+            if sub is True:
+                self._del_raw(key)
+            elif _is_td(value):
+                value._exclude_inplace(sub)
+
+    def _exclude_tree(self, tree: dict) -> TensorDictBase:
+        source = {}
+        for key, value in self._items_raw():
+            sub = tree.get(key)
+            if sub is True:
+                continue
+            if sub and _is_td(value):
+                value = value._exclude_tree(sub)
+            source[key] = value
+        return self._new_like(source)
+
+    def split_keys(
+        self, *key_sets: Sequence[NestedKey], inplace: bool = False, default: Any = None, strict: bool = True
+    ) -> tuple[TensorDictBase, ...]:
+        """Splits into one TensorDict per key set, plus one with the remaining keys.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": torch.zeros(()), "c": torch.zeros(())})
+            >>> ab, rest = td.split_keys(["a", "b"])
+            >>> sorted(ab.keys()), list(rest.keys())
+            (['a', 'b'], ['c'])
+        """
+        outs = []
+        used: list[NestedKey] = []
+        for ks in key_sets:
+            ks = list(ks)
+            if not strict:
+                ks = [k for k in ks if k in self.keys(True)]
+            outs.append(self.select(*ks, strict=strict))
+            used.extend(ks)
+        rest = self.exclude(*used)
+        if inplace:
+            self.exclude(*used, inplace=True)
+            return (*outs, self)
+        return (*outs, rest)
+
+    def filter_empty_(self) -> TensorDictBase:
+        """Removes, in place, every nested TensorDict without leaves."""
+        for key, value in list(self._items_raw()):
+            if _is_td(value):
+                value.filter_empty_()
+                if value.is_empty():
+                    self._del_raw(key)
+        return self
+
+    def is_empty(self) -> bool:
+        """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
+        for _, value in self._items_raw():
+            if not _is_td(value) or not value.is_empty():
+                return False
+        return True
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDictBase:
+        """A TensorDict with the same batch size and device and no keys.
+
+        With ``recurse=True`` the nested TensorDicts are kept (empty).
+        """
+        from tensordict._td import TensorDict
+
+        source = {}
+        if recurse:
+            source = {k: v.empty(recurse=True) for k, v in self._items_raw() if _is_td(v)}
+        return TensorDict._new_unsafe(
+            source,
+            torch.Size(batch_size) if batch_size is not None else self.batch_size,
+            self.device if device is NO_DEFAULT else (torch.device(device) if device is not None else None),
+        )
+
+    # ------------------------------------------------------------------ key rewriting
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDictBase:
+        """Renames ``old_key`` to ``new_key`` in place.
+
+        Raises:
+            KeyError: ``old_key`` is missing, or ``safe=True`` and ``new_key`` exists.
+            RuntimeError: the TensorDict is locked.
+        """
+        if self.is_locked:
+            raise locked_error("rename a key", old_key)
+        old_key, new_key = unravel_key(old_key), unravel_key(new_key)
+        value = self._get_any_raw(old_key)
+        if safe and new_key in self.keys(True):
+            msg = f"key {new_key!r} already present in TensorDict (safe=True)."
+            raise KeyError(msg)
+        self.del_(old_key)
+        self.set(new_key, value)
+        return self
+
+    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
+        """Flattens nested keys into single keys joined by ``separator``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": {"b": torch.zeros(())}})
+            >>> list(td.flatten_keys().keys())
+            ['a.b']
+        """
+        source: dict = {}
+        self._flatten_into(source, "", separator)
+        if inplace:
+            if self.is_locked:
+                raise locked_error("flatten keys in place")
+            for key in list(self._keys_raw()):
+                self._del_raw(key)
+            for key, value in source.items():
+                self._set_raw(key, value)
+            return self
+        return self._new_like(source)
+
+    def _flatten_into(self, source: dict, prefix: str, separator: str) -> None:
+        for key, value in self._items_raw():
+            full = prefix + key
+            if _is_td(value):
+                if value.is_empty() and not list(value._keys_raw()):
+                    source[full] = value
+                else:
+                    value._flatten_into(source, full + separator, separator)
+            else:
+                source[full] = value
+
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
+        """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
+        from tensordict._td import TensorDict
+
+        out = TensorDict._new_unsafe({}, self.batch_size, self.device)
+        for key, value in self._items_raw():
+            if _is_td(value):
+                value = value.unflatten_keys(separator)
+            parts = tuple(key.split(separator))
+            if len(parts) == 1:
+                out._set_raw(key, value)
+            else:
+                node = out
+                for sub in parts[:-1]:
+                    node = node._create_nested(sub)
+                node._set_raw(parts[-1], value)
+        if inplace:
+            if self.is_locked:
+                raise locked_error("unflatten keys in place")
+            for key in list(self._keys_raw()):
+                self._del_raw(key)
+            for key, value in out._items_raw():
+                self._set_raw(key, value)
+            return self
+        return out
+
+
+
+def _is_td(value: Any) -> bool:
+    from tensordict._base import TensorDictBase
+
+    return isinstance(value, TensorDictBase)

@@ -1,0 +1,2 @@
+from tensordict.memmap._tensor import MemoryMappedTensor
+def memmap(*a, **k): pass

@@ -1,0 +1,233 @@
+"""Bytes between tensors and files: dtype names, sparse allocation, large
+sequential writes, and mapping a file as a tensor storage.
+
+Writes go through ``os.pwrite`` on a zero-copy ``memoryview`` of the tensor's
+memory (``ctypes`` over ``data_ptr()``), so no numpy and no intermediate copy are
+needed; the GIL is released while the kernel copies, so several threads write in
+parallel. Files are mapped with ``torch.UntypedStorage.from_file(shared=True)``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import torch
+
+__all__ = [
+    "DTYPES",
+    "dtype_from_name",
+    "dtype_name",
+    "map_storage",
+    "allocate",
+    "write_tensor_jobs",
+    "check_file",
+]
+
+#: canonical name ("float32") -> dtype. Built from torch's own dtype objects, so a
+#: name read from untrusted metadata can only ever resolve to a dtype.
+DTYPES: dict[str, torch.dtype] = {}
+for _name in dir(torch):
+    _obj = getattr(torch, _name, None)
+    if isinstance(_obj, torch.dtype):
+        DTYPES.setdefault(str(_obj).rsplit(".", 1)[-1], _obj)
+del _name, _obj
+
+#: bytes per ``pwrite`` call and per threaded job
+CHUNK = 16 << 20
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def dtype_from_name(name: Any, where: str) -> torch.dtype:
+    """The dtype called ``name``; ``where`` (a file) is named in the error.
+
+    Raises:
+        RuntimeError: ``name`` is not the name of a torch dtype.
+    """
+    if isinstance(name, str):
+        dtype = DTYPES.get(name)
+        if dtype is not None:
+            return dtype
+    msg = f"{where}: unknown dtype {name!r} in the metadata (expected one of torch's dtypes, e.g. 'float32')."
+    raise RuntimeError(msg)
+
+
+def nbytes_of(shape: Sequence[int], dtype: torch.dtype) -> int:
+    return math.prod(shape) * dtype.itemsize
+
+
+def check_file(path: str, nbytes: int, *, exact: bool = True) -> None:
+    """Checks that ``path`` is a regular file of ``nbytes`` bytes (at least, if not ``exact``).
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        RuntimeError: the file is not a regular file, or its size differs.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        msg = f"memory-mapped data file {path!r} is missing (expected {nbytes} bytes)."
+        raise FileNotFoundError(msg) from None
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        msg = f"{path!r} is not a regular file; cannot memory-map it."
+        raise RuntimeError(msg)
+    if (st.st_size != nbytes) if exact else (st.st_size < nbytes):
+        what = "truncated" if st.st_size < nbytes else "resized"
+        msg = (
+            f"memory-mapped data file {path!r} was {what}: it holds {st.st_size} bytes, the metadata "
+            f"expects {'' if exact else 'at least '}{nbytes} bytes. The store is damaged or incomplete; "
+            "save it again."
+        )
+        raise RuntimeError(msg)
+
+
+def map_storage(path: str, nbytes: int) -> torch.UntypedStorage:
+    """Maps the first ``nbytes`` bytes of the existing file ``path`` (shared, writable)."""
+    if nbytes == 0:
+        return torch.UntypedStorage(0)
+    return torch.UntypedStorage.from_file(path, True, nbytes)
+
+
+def tensor_on(storage: torch.UntypedStorage, dtype: torch.dtype, shape: Sequence[int],
+              offset: int = 0, stride: Sequence[int] | None = None) -> torch.Tensor:
+    """A tensor of ``dtype``/``shape`` viewing ``storage`` at element ``offset``."""
+    out = torch.empty(0, dtype=dtype)
+    if stride is None:
+        return out.set_(storage, offset, tuple(shape))
+    return out.set_(storage, offset, tuple(shape), tuple(stride))
+
+
+def allocate(path: str, nbytes: int, *, existsok: bool) -> None:
+    """Creates ``path`` as a sparse file of ``nbytes`` zero bytes (no data written).
+
+    Raises:
+        RuntimeError: the file exists and ``existsok`` is False.
+    """
+    flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if existsok else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
+        raise RuntimeError(msg) from None
+    try:
+        if nbytes:
+            os.ftruncate(fd, nbytes)
+    finally:
+        os.close(fd)
+
+
+def _byte_view(tensor: torch.Tensor) -> memoryview:
+    """A zero-copy byte view of a contiguous CPU tensor (keep ``tensor`` alive while used)."""
+    n = tensor.numel() * tensor.element_size()
+    if n == 0:
+        return memoryview(b"")
+    return memoryview((ctypes.c_char * n).from_address(tensor.data_ptr())).cast("B")
+
+
+def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+    pos = 0
+    n = len(view)
+    while pos < n:
+        pos += os.pwrite(fd, view[pos : pos + CHUNK], offset + pos)
+
+
+def _contiguous_pieces(t: torch.Tensor, offset: int) -> Iterator[tuple[torch.Tensor | None, int, int]]:
+    """Yields ``(contiguous_piece_or_None, byte_offset, nbytes)`` covering ``t``.
+
+    A contiguous ``t`` is one piece. Otherwise pieces are slices along dim 0 made
+    contiguous one at a time (``None`` plus a thunk is not needed: each piece is
+    small), so an expanded tensor is never materialised whole.
+    """
+    nbytes = t.numel() * t.element_size()
+    if t.is_contiguous() or nbytes <= CHUNK or t.ndim == 0:
+        yield t, offset, nbytes
+        return
+    row = nbytes // t.shape[0]
+    rows = max(1, CHUNK // max(row, 1))
+    for start in range(0, t.shape[0], rows):
+        piece = t[start : start + rows]
+        if rows == 1 and not piece.is_contiguous() and row > CHUNK:
+            yield from _contiguous_pieces(piece[0], offset + start * row)
+        else:
+            yield piece, offset + start * row, piece.numel() * t.element_size()
+
+
+def _write_piece(path: str, piece: torch.Tensor, offset: int) -> None:
+    piece = piece.contiguous()
+    view = _byte_view(piece)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        _pwrite_all(fd, view, offset)
+    finally:
+        os.close(fd)
+    del view
+
+
+def write_tensor_jobs(path: str, tensor: torch.Tensor) -> list[Callable[[], None]]:
+    """Creates ``path`` (sized, sparse) and returns jobs that write ``tensor``'s bytes.
+
+    The jobs are independent (each ``pwrite``s its own byte range) and may run in
+    any order, in any thread. The tensor is brought to the CPU first if needed;
+    conjugate/negative views are resolved so the bytes on disk are the values.
+    """
+    if tensor.layout is not torch.strided or tensor.is_nested:
+        msg = f"cannot memory-map a {tensor.layout} tensor (only dense, strided tensors are supported)."
+        raise TypeError(msg)
+    if tensor.device.type == "meta":
+        msg = "cannot write a tensor on the 'meta' device (it has no data); use memmap_like() instead."
+        raise RuntimeError(msg)
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.resolve_conj().resolve_neg()
+    nbytes = t.numel() * t.element_size()
+    allocate(path, nbytes, existsok=True)
+    if nbytes == 0:
+        return []
+    jobs: list[Callable[[], None]] = []
+    for piece, off, n in _contiguous_pieces(t, 0):
+        if piece.is_contiguous() and n > CHUNK:
+            # split one large contiguous piece into CHUNK-sized byte ranges
+            flat = piece.reshape(-1).view(torch.uint8)
+            for start in range(0, n, CHUNK):
+                sub = flat[start : start + CHUNK]
+                jobs.append(_job(path, sub, off + start))
+        else:
+            jobs.append(_job(path, piece, off))
+    return jobs
+
+
+def _job(path: str, piece: torch.Tensor, offset: int) -> Callable[[], None]:
+    def run() -> None:
+        _write_piece(path, piece, offset)
+
+    return run
+
+
+def run_jobs(jobs: list[Callable[[], None]], num_threads: int, executor: Executor | None = None) -> None:
+    """Runs ``jobs`` (in this thread if ``num_threads <= 1``); re-raises the first error."""
+    if num_threads <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    if executor is not None:
+        futures = [executor.submit(job) for job in jobs]
+        for f in futures:
+            f.result()
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(num_threads, len(jobs))) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        for f in futures:
+            f.result()

@@ -1,0 +1,536 @@
+"""``MemoryMappedTensor``: a ``torch.Tensor`` whose storage is a file mapped in
+memory, or anonymous shared memory when no file is given.
+
+Design:
+
+- The object *is* a tensor (``torch.Tensor`` subclass sharing the mapped storage),
+  so every torch op works on it. Results that are views of the same storage
+  (indexing with slices/ints, ``view``, ``permute``, ``unbind``...) come back as
+  ``MemoryMappedTensor`` with the same file; results with new storage (arithmetic,
+  advanced indexing, ``clone``) are plain tensors.
+- Pickling a file-backed tensor (or any view of one) sends the file name, the
+  storage size, the dtype, the storage offset, the shape and the strides; never the
+  data. The receiver maps the same file. Anonymous tensors are shared through
+  ``torch.multiprocessing`` (their storage's file descriptor) and copied by plain
+  ``pickle``.
+- Small anonymous tensors are carved out of shared-memory slabs, so that creating
+  one costs about as much as ``torch.empty`` rather than a ``shm_open`` each.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+import torch
+
+from tensordict.memmap._fileio import (
+    allocate,
+    check_file,
+    dtype_from_name,
+    dtype_name,
+    map_storage,
+    run_jobs,
+    tensor_on,
+    write_tensor_jobs,
+)
+
+__all__ = ["MemoryMappedTensor"]
+
+_DisableTF = torch._C.DisableTorchFunctionSubclass
+_Tensor = torch.Tensor
+
+
+# --------------------------------------------------------------------------- shared memory
+class _SlabPool:
+    """Bump allocator over shared-memory slabs for small anonymous tensors.
+
+    A slab lives as long as one tensor cut from it lives (tensors hold the
+    storage). Slabs are never reused, so no tensor can see another's bytes.
+    """
+
+    SLAB = 4 << 20
+    MAX = 256 << 10
+    ALIGN = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slab: torch.UntypedStorage | None = None
+        self._pos = 0
+        self._pid = os.getpid()
+
+    def alloc(self, nbytes: int) -> tuple[torch.UntypedStorage, int]:
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the parent keeps allocating from its slab
+                self._slab, self._pid = None, os.getpid()
+            slab = self._slab
+            size = -(-nbytes // self.ALIGN) * self.ALIGN
+            if slab is None or self._pos + size > self.SLAB:
+                slab = self._slab = _new_shared(self.SLAB)
+                self._pos = 0
+            pos = self._pos
+            self._pos = pos + size
+            return slab, pos
+
+
+def _new_shared(nbytes: int) -> torch.UntypedStorage:
+    try:
+        return torch.UntypedStorage._new_shared(nbytes)
+    except (AttributeError, RuntimeError):  # pragma: no cover - older/other torch builds
+        return torch.UntypedStorage(nbytes).share_memory_()
+
+
+_POOL = _SlabPool()
+
+
+def _anonymous(shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """A zero-filled tensor in shared memory (a plain ``torch.Tensor``)."""
+    itemsize = dtype.itemsize
+    nbytes = math.prod(shape) * itemsize
+    if nbytes == 0:
+        return torch.empty(shape, dtype=dtype)
+    if nbytes <= _SlabPool.MAX:
+        slab, pos = _POOL.alloc(nbytes)
+        out = torch.empty(0, dtype=dtype).set_(slab, pos // itemsize, shape)
+        return out
+    return torch.empty(0, dtype=dtype).set_(_new_shared(nbytes), 0, shape)
+
+
+# --------------------------------------------------------------------------- helpers
+def _parse_shape(size: tuple, shape: Any = None) -> tuple:
+    if shape is not None:
+        if size:
+            msg = "pass the shape either positionally or as `shape=`, not both."
+            raise TypeError(msg)
+        size = (shape,)
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = tuple(size[0])
+    out = tuple(int(s) for s in size)
+    if any(s < 0 for s in out):
+        msg = f"negative dimension in shape {out}."
+        raise ValueError(msg)
+    return out
+
+
+def _check_device(device: Any) -> None:
+    if device is not None and torch.device(device).type != "cpu":
+        msg = (
+            f"a MemoryMappedTensor lives in CPU memory (a mapped file or shared memory); got device={device!r}. "
+            "Create it on the CPU and move the result with `.to(device)`."
+        )
+        raise ValueError(msg)
+
+
+def _abs(filename: Any) -> str:
+    return os.path.abspath(os.fspath(filename))
+
+
+def _wrap(tensor: torch.Tensor, filename: str | None) -> MemoryMappedTensor:
+    out = _Tensor._make_subclass(MemoryMappedTensor, tensor)
+    out._filename = filename
+    return out
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    pa = a.untyped_storage().data_ptr()
+    return pa != 0 and pa == b.untyped_storage().data_ptr()
+
+
+def _first_memmap(args: tuple) -> MemoryMappedTensor | None:
+    for a in args:
+        if isinstance(a, MemoryMappedTensor):
+            return a
+    return None
+
+
+def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
+    cls = ret.__class__
+    if cls is _Tensor:
+        if _same_storage(ret, src):
+            return _wrap(ret, src._filename)
+        return ret
+    if cls is tuple or cls is list:
+        return cls(_rewrap(r, src) if r.__class__ is _Tensor else r for r in ret)
+    return ret
+
+
+# --------------------------------------------------------------------------- pickling
+def _rebuild_from_file(filename: str, nbytes: int, dtype: str, offset: int, shape: tuple, stride: tuple) -> MemoryMappedTensor:
+    dt = dtype_from_name(dtype, filename)
+    check_file(filename, nbytes, exact=False)
+    storage = map_storage(filename, nbytes)
+    return _wrap(tensor_on(storage, dt, shape, offset, stride), filename)
+
+
+def _rebuild_anonymous(tensor: torch.Tensor) -> MemoryMappedTensor:
+    """Receiver side of ``torch.multiprocessing``: ``tensor`` already maps the shared storage."""
+    return _wrap(tensor, None)
+
+
+def _rebuild_copy(tensor: torch.Tensor) -> MemoryMappedTensor:
+    """Receiver side of plain ``pickle`` for an anonymous tensor: a new shared copy."""
+    return MemoryMappedTensor.from_tensor(tensor)
+
+
+def _plain(t: MemoryMappedTensor) -> torch.Tensor:
+    with _DisableTF():
+        return _Tensor._make_subclass(_Tensor, t)
+
+
+def _reduce_file(t: MemoryMappedTensor) -> tuple:
+    with _DisableTF():
+        storage = t.untyped_storage()
+        args = (
+            t._filename,
+            storage.nbytes(),
+            dtype_name(t.dtype),
+            t.storage_offset(),
+            tuple(t.shape),
+            tuple(t.stride()),
+        )
+    return _rebuild_from_file, args
+
+
+def _reduce_ipc(t: MemoryMappedTensor) -> tuple:
+    """Reducer used by ``torch.multiprocessing`` (``ForkingPickler``)."""
+    if t._filename is not None:
+        return _reduce_file(t)
+    return _rebuild_anonymous, (_plain(t),)
+
+
+# --------------------------------------------------------------------------- the class
+class MemoryMappedTensor(torch.Tensor):
+    """A tensor stored in a memory-mapped file (or anonymous shared memory).
+
+    Build one with the class methods: :meth:`from_tensor`, :meth:`empty`,
+    :meth:`zeros`, :meth:`ones`, :meth:`full` (and their ``*_like`` forms),
+    :meth:`from_filename` and :meth:`from_storage`. The constructor wraps an
+    existing tensor or storage without copying.
+
+    Creating a file-backed tensor costs no RAM (the file is sparse) and reading
+    ``x[:10]`` touches only those rows. Indexing returns a ``MemoryMappedTensor``
+    on the same file wherever torch returns a view; other results are plain
+    tensors. Pickling (including through ``torch.multiprocessing``) sends the file
+    name, offset, shape, strides and dtype, never the data; anonymous tensors are
+    shared by file descriptor through ``torch.multiprocessing``.
+
+    Args:
+        source (torch.Tensor or torch.UntypedStorage): memory to wrap (not copied).
+
+    Keyword Args:
+        dtype (torch.dtype, optional): with a storage source, the element type.
+        shape (torch.Size, optional): with a storage source, the shape.
+        filename (str or Path, optional): the file backing ``source``, if any.
+
+    Examples:
+        >>> import torch, tempfile, os
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     t = MemoryMappedTensor.from_tensor(torch.arange(6.0).view(2, 3), filename=os.path.join(d, "x.memmap"))
+        ...     row = t[1]
+        ...     (type(row).__name__, row.filename == t.filename, row.tolist())
+        ('MemoryMappedTensor', True, [3.0, 4.0, 5.0])
+        >>> MemoryMappedTensor.zeros(2, 2).filename is None
+        True
+    """
+
+    _filename: str | None = None
+
+    @staticmethod
+    def __new__(cls, source: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
+                index: Any = None, device: Any = None, handler: Any = None, filename: Any = None) -> MemoryMappedTensor:
+        _check_device(device)
+        if isinstance(source, (torch.UntypedStorage, torch.TypedStorage)):
+            return cls.from_storage(source, dtype=dtype, shape=shape, index=index, filename=filename)
+        if not isinstance(source, torch.Tensor):
+            msg = f"MemoryMappedTensor(source): expected a tensor or an UntypedStorage, got {type(source).__name__}."
+            raise TypeError(msg)
+        if source.device.type != "cpu":
+            msg = f"MemoryMappedTensor(source) wraps CPU memory; got a tensor on {source.device}. Use from_tensor()."
+            raise ValueError(msg)
+        with _DisableTF():
+            out = _wrap(source.detach(), _abs(filename) if filename is not None else getattr(source, "_filename", None))
+            if index is not None:
+                out = _wrap(_plain(out)[index], out._filename)
+        return out
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: D107 - built in __new__
+        pass
+
+    # ------------------------------------------------------------------ torch dispatch
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        with _DisableTF():
+            ret = func(*args, **kwargs)
+            if ret is None or ret.__class__ not in (_Tensor, tuple, list):
+                return ret
+            src = _first_memmap(args)
+            if src is None:
+                return ret
+            return _rewrap(ret, src)
+
+    # ------------------------------------------------------------------ info
+    @property
+    def filename(self) -> str | None:
+        """Absolute path of the backing file, or ``None`` for anonymous shared memory."""
+        return self._filename
+
+    @property
+    def handler(self) -> None:
+        """Kept for API compatibility: anonymous memory is a torch shared storage, not a handler."""
+        return None
+
+    def is_memmap(self) -> bool:
+        """Always ``True`` (a :func:`tensordict.is_memmap` counterpart on the instance)."""
+        return True
+
+    # ------------------------------------------------------------------ pickling / copying
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        if self._filename is not None:
+            return _reduce_file(self)
+        with _DisableTF():
+            data = _Tensor._make_subclass(_Tensor, self).clone()
+        return _rebuild_copy, (data,)
+
+    def __deepcopy__(self, memo: dict) -> MemoryMappedTensor:
+        """A deep copy does not alias the file: it copies the values into anonymous shared memory."""
+        out = MemoryMappedTensor.from_tensor(_plain(self))
+        memo[id(self)] = out
+        return out
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_tensor(cls, input: torch.Tensor, filename: Any = None, existsok: bool = False, *,
+                    copy_existing: bool = False, copy_data: bool = True, shape: Any = None) -> MemoryMappedTensor:
+        """Copies ``input`` into a new memory-mapped tensor.
+
+        Args:
+            input (torch.Tensor): the values (any device, any strides).
+            filename (str or Path, optional): the file to create. Defaults to
+                ``None``: anonymous shared memory.
+            existsok (bool): overwrite ``filename`` if it exists. Defaults to ``False``.
+
+        Keyword Args:
+            copy_existing (bool): if ``input`` is already a ``MemoryMappedTensor`` on
+                another file, copy it (``False``: return ``input`` when no ``filename``
+                is given). Defaults to ``False``.
+            copy_data (bool): write the values; ``False`` only allocates (the file is
+                sparse and reads as zeros). Defaults to ``True``.
+            shape (torch.Size, optional): the shape of the result if it differs from
+                ``input.shape`` (same number of elements).
+
+        Returns:
+            MemoryMappedTensor: ``input.shape`` (or ``shape``), ``input.dtype``, on the CPU.
+
+        Raises:
+            RuntimeError: ``filename`` exists and ``existsok`` is False.
+
+        Examples:
+            >>> t = MemoryMappedTensor.from_tensor(torch.ones(2, 3))
+            >>> t.shape, t.is_shared()
+            (torch.Size([2, 3]), True)
+        """
+        if isinstance(input, MemoryMappedTensor) and filename is None and not copy_existing and input._filename is not None:
+            return input
+        if not isinstance(input, torch.Tensor):
+            input = torch.as_tensor(input)
+        out_shape = tuple(input.shape) if shape is None else _parse_shape((), shape)
+        if math.prod(out_shape) != input.numel():
+            msg = f"from_tensor: shape {out_shape} has {math.prod(out_shape)} elements, input has {input.numel()}."
+            raise RuntimeError(msg)
+        if filename is None:
+            with _DisableTF():
+                data = _anonymous(out_shape, input.dtype)
+                if copy_data and data.numel():
+                    src = input if shape is None else input.reshape(out_shape)
+                    data.copy_(src)
+                return _wrap(data, None)
+        path = _abs(filename)
+        if copy_data:
+            with _DisableTF():
+                if os.path.exists(path) and not existsok:
+                    msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
+                    raise RuntimeError(msg)
+                run_jobs(write_tensor_jobs(path, input), 1)
+        else:
+            allocate(path, input.numel() * input.element_size(), existsok=existsok)
+        return cls.from_filename(path, input.dtype, out_shape)
+
+    @classmethod
+    def empty(cls, *size: Any, dtype: torch.dtype | None = None, device: Any = None, filename: Any = None,
+              existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
+        """A new memory-mapped tensor of ``shape`` (``empty(2, 3)`` or ``empty((2, 3))``).
+
+        With a ``filename`` the file is created sparse: no RAM and no disk blocks are
+        used until values are written, and it reads as zeros. Without one, the tensor
+        lives in anonymous shared memory.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
+            device: must be ``None`` or ``"cpu"``.
+            filename (str or Path, optional): the file to create.
+            existsok (bool): overwrite an existing file. Defaults to ``False``.
+
+        Raises:
+            RuntimeError: ``filename`` exists and ``existsok`` is False.
+            ValueError: ``device`` is not the CPU, or a dimension is negative.
+
+        Examples:
+            >>> MemoryMappedTensor.empty((1000, 16), dtype=torch.uint8).shape
+            torch.Size([1000, 16])
+        """
+        if len(size) == 1 and size[0].__class__ is tuple and shape is None and device is None:
+            shp = size[0]
+        else:
+            shp = _parse_shape(size, shape)
+            _check_device(device)
+        if dtype is None:
+            dtype = torch.get_default_dtype()
+        if filename is None:
+            with _DisableTF():
+                out = _Tensor._make_subclass(cls, _anonymous(shp, dtype))
+            return out
+        path = _abs(filename)
+        allocate(path, math.prod(shp) * dtype.itemsize, existsok=existsok)
+        return cls.from_filename(path, dtype, shp)
+
+    @classmethod
+    def zeros(cls, *size: Any, dtype: torch.dtype | None = None, device: Any = None, filename: Any = None,
+              existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
+        """Like :meth:`empty`; the values are zeros (new files and shared memory start zeroed).
+
+        Examples:
+            >>> MemoryMappedTensor.zeros(3).tolist()
+            [0.0, 0.0, 0.0]
+        """
+        return cls.empty(*size, dtype=dtype, device=device, filename=filename, existsok=existsok, shape=shape)
+
+    @classmethod
+    def ones(cls, *size: Any, dtype: torch.dtype | None = None, device: Any = None, filename: Any = None,
+             existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
+        """Like :meth:`empty`, filled with ones.
+
+        Examples:
+            >>> MemoryMappedTensor.ones(2, dtype=torch.int64).tolist()
+            [1, 1]
+        """
+        return cls.full(*size, fill_value=1, dtype=dtype, device=device, filename=filename, existsok=existsok, shape=shape)
+
+    @classmethod
+    def full(cls, *size: Any, fill_value: Any, dtype: torch.dtype | None = None, device: Any = None,
+             filename: Any = None, existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
+        """Like :meth:`empty`, filled with ``fill_value``.
+
+        Examples:
+            >>> MemoryMappedTensor.full((2,), fill_value=7.0).tolist()
+            [7.0, 7.0]
+        """
+        out = cls.empty(*size, dtype=dtype, device=device, filename=filename, existsok=existsok, shape=shape)
+        with _DisableTF():
+            out.fill_(fill_value)
+        return out
+
+    @classmethod
+    def empty_like(cls, input: torch.Tensor, *, filename: Any = None, existsok: bool = False) -> MemoryMappedTensor:
+        """A new memory-mapped tensor with ``input``'s shape and dtype (values not copied)."""
+        return cls.empty(tuple(input.shape), dtype=input.dtype, filename=filename, existsok=existsok)
+
+    @classmethod
+    def zeros_like(cls, input: torch.Tensor, *, filename: Any = None, existsok: bool = False) -> MemoryMappedTensor:
+        """Zeros with ``input``'s shape and dtype."""
+        return cls.zeros(tuple(input.shape), dtype=input.dtype, filename=filename, existsok=existsok)
+
+    @classmethod
+    def ones_like(cls, input: torch.Tensor, *, filename: Any = None, existsok: bool = False) -> MemoryMappedTensor:
+        """Ones with ``input``'s shape and dtype."""
+        return cls.ones(tuple(input.shape), dtype=input.dtype, filename=filename, existsok=existsok)
+
+    @classmethod
+    def full_like(cls, input: torch.Tensor, fill_value: Any, *, filename: Any = None,
+                  existsok: bool = False) -> MemoryMappedTensor:
+        """``fill_value`` with ``input``'s shape and dtype."""
+        return cls.full(tuple(input.shape), fill_value=fill_value, dtype=input.dtype, filename=filename, existsok=existsok)
+
+    @classmethod
+    def from_filename(cls, filename: Any, dtype: torch.dtype, shape: Any, index: Any = None) -> MemoryMappedTensor:
+        """Maps an existing file as a tensor of ``dtype`` and ``shape`` (no data is read).
+
+        Args:
+            filename (str or Path): the file; it must hold at least
+                ``prod(shape) * dtype.itemsize`` bytes.
+            dtype (torch.dtype): element type.
+            shape (torch.Size or sequence of int): shape.
+            index (optional): an index applied to the result (``t[index]``).
+
+        Raises:
+            FileNotFoundError: the file is missing.
+            RuntimeError: the file is smaller than the shape and dtype require.
+
+        Examples:
+            >>> import tempfile, os
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     path = os.path.join(d, "x.memmap")
+            ...     _ = MemoryMappedTensor.from_tensor(torch.arange(4), filename=path)
+            ...     MemoryMappedTensor.from_filename(path, torch.int64, (2, 2)).tolist()
+            [[0, 1], [2, 3]]
+        """
+        path = _abs(filename)
+        shp = _parse_shape((), shape)
+        nbytes = math.prod(shp) * dtype.itemsize
+        check_file(path, nbytes, exact=False)
+        with _DisableTF():
+            out = _wrap(tensor_on(map_storage(path, nbytes), dtype, shp), path)
+            if index is not None:
+                out = _wrap(_plain(out)[index], path)
+        return out
+
+    @classmethod
+    def from_storage(cls, storage: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
+                     index: Any = None, filename: Any = None, handler: Any = None) -> MemoryMappedTensor:
+        """Wraps an existing (file-mapped or shared) storage without copying.
+
+        Args:
+            storage (torch.UntypedStorage or TypedStorage): the memory.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): defaults to the typed storage's dtype, or
+                ``torch.get_default_dtype()``.
+            shape (optional): defaults to every element of the storage, flat.
+            index (optional): an index applied to the result.
+            filename (str or Path, optional): the file mapped by ``storage``
+                (defaults to the storage's own ``filename`` when it names a file).
+
+        Examples:
+            >>> s = torch.UntypedStorage(16).share_memory_()
+            >>> MemoryMappedTensor.from_storage(s, dtype=torch.int32, shape=(2, 2)).shape
+            torch.Size([2, 2])
+        """
+        if isinstance(storage, torch.TypedStorage):
+            dtype = dtype or storage.dtype
+            storage = storage.untyped()
+        if dtype is None:
+            dtype = torch.get_default_dtype()
+        if shape is None:
+            shp: tuple = (storage.nbytes() // dtype.itemsize,)
+        else:
+            shp = _parse_shape((), shape)
+        if math.prod(shp) * dtype.itemsize > storage.nbytes():
+            msg = f"from_storage: shape {shp} of {dtype} needs {math.prod(shp) * dtype.itemsize} bytes, the storage has {storage.nbytes()}."
+            raise RuntimeError(msg)
+        if filename is None:
+            fname = getattr(storage, "filename", None)
+            if fname and os.path.isfile(fname):
+                filename = fname
+        with _DisableTF():
+            out = _wrap(tensor_on(storage, dtype, shp), _abs(filename) if filename is not None else None)
+            if index is not None:
+                out = _wrap(_plain(out)[index], out._filename)
+        return out
+
+
+ForkingPickler.register(MemoryMappedTensor, _reduce_ipc)
