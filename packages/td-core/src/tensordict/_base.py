@@ -749,6 +749,9 @@ class TensorDictBase(
         """
         if input_dict_or_td is self:
             return self
+        if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
+            if self._update_fast(input_dict_or_td, non_blocking):
+                return self
         ktu = None if keys_to_update is None else [_as_tuple(k) for k in keys_to_update]
         plan = self._plan_update(input_dict_or_td, ktu)
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
@@ -783,6 +786,26 @@ class TensorDictBase(
             if ignore_lock and lock_state:
                 self.lock_()
         return self
+
+    def _update_fast(self, source: Any, non_blocking: bool) -> bool:
+        """All-tensor, str-keyed update: validate everything, then assign. False if not applicable."""
+        items = source._items_raw() if isinstance(source, TensorDictBase) else source.items()
+        bs = self.batch_size
+        n = len(bs)
+        dev = self.device
+        staged = []
+        for key, value in items:
+            if key.__class__ is not str or not isinstance(value, torch.Tensor):
+                return False
+            if n and value.shape[:n] != bs:
+                raise batch_mismatch_error(key, value.shape, bs)
+            if dev is not None and value.device != dev:
+                value = value.to(dev, non_blocking=non_blocking)
+            staged.append((key, value))
+        set_raw = self._set_raw
+        for key, value in staged:
+            set_raw(key, value)
+        return True
 
     def update_(
         self,

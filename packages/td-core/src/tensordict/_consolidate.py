@@ -1,9 +1,694 @@
-"""TensorDictBase methods for consolidate / from_consolidated (``ConsolidateMixin``)."""
+"""Consolidation: every leaf of a TensorDict in one contiguous storage (``ConsolidateMixin``).
+
+``td.consolidate()`` copies every tensor leaf into one ``uint8`` storage and returns a
+TensorDict (locked) whose leaves are views into it. ``to(device)``, pickling and
+sending then move one block of bytes. Leaves are grouped by dtype, largest item
+size first, so every leaf starts at a multiple of its item size without padding.
+Non-tensor data stays as Python objects in memory (and is written as JSON in a file).
+
+A consolidated TensorDict remembers its layout (``td._consolidated``). Its
+``to(device)`` moves the storage in one copy and rebuilds the views, *only if* the
+TensorDict still matches that layout: same keys in the same order, the same leaf
+tensor objects, same batch sizes. After a key is added, replaced or deleted (on an
+unlocked copy), ``is_consolidated()`` is ``False`` and ``to`` takes the regular
+leaf-by-leaf path, so nothing is silently lost.
+
+File format (``consolidate(filename=...)``, read by :func:`from_consolidated`), all
+integers little-endian:
+
+====================  =========================================================
+bytes ``0:8``         magic ``b"TDCONSOL"``
+bytes ``8:12``        ``uint32`` format version (``1``)
+bytes ``12:20``       ``uint64`` length ``M`` of the JSON metadata
+bytes ``20:20+M``     UTF-8 JSON metadata (below)
+zero padding          up to ``D = ceil((20 + M) / 64) * 64``
+bytes ``D:D+nbytes``  the raw storage: the leaves' bytes, in native byte order
+====================  =========================================================
+
+The metadata is ``{"format": "tensordict.consolidated", "version": 1, "nbytes": int,
+"leaves": [{"dtype": "float32", "shape": [...], "offset": int}, ...], "root": node}``
+where a node is ``{"batch_size": [...], "device": str | null, "names": [...] | null,
+"entries": [[key, kind, payload], ...]}`` and ``kind`` is ``"tensor"`` (payload: index
+into ``leaves``; ``offset`` is relative to ``D``), ``"td"`` (payload: a node),
+``"data"`` (payload: the JSON value of a ``NonTensorData``) or ``"stack"`` (payload:
+``{"shape": [...], "items": [...]}`` for a ``NonTensorStack``, items in row-major order).
+Loading never unpickles and never imports anything named in the file; a file that is
+not in this format, or is truncated, raises ``ValueError`` naming the file.
+"""
 
 from __future__ import annotations
 
-__all__ = ["ConsolidateMixin"]
+import json
+import os
+import struct
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import torch
+from torch._C._nn import flatten_dense_tensors as _flatten_dense
+from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
+
+__all__ = ["ConsolidateMixin", "from_consolidated"]
+
+MAGIC = b"TDCONSOL"
+VERSION = 1
+_HEADER = struct.Struct("<8sIQ")
+_ALIGN = 64
+_FORMAT = "tensordict.consolidated"
+
+#: dtypes a file may name (anything else is rejected when reading)
+_DTYPES = {
+    str(dt).split(".")[-1]: dt
+    for dt in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16,
+        torch.complex128, torch.complex64,
+        torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+        torch.uint16, torch.uint32, torch.uint64, torch.bool,
+        torch.float8_e4m3fn, torch.float8_e5m2,
+    )
+}
+
+_TENSOR, _TD, _OTHER = 0, 1, 2
 
 
+class _State:
+    """What a consolidated TensorDict knows about its storage.
+
+    ``skeleton`` mirrors the tree: ``(batch_size, device, names, entries)`` with entries
+    ``(key, kind, payload)``: kind ``_TENSOR`` -> index into ``leaves``; ``_TD`` -> a
+    sub-skeleton; ``_OTHER`` -> the non-tensor object. ``runs`` are the contiguous
+    same-dtype stretches of the storage: ``(dtype, byte_start, nbytes, leaf indices)``.
+    """
+
+    __slots__ = ("storage", "skeleton", "runs", "leaves", "filename")
+
+    def __init__(self, storage: torch.Tensor, skeleton: tuple, runs: list, leaves: list, filename: str | None) -> None:
+        self.storage = storage
+        self.skeleton = skeleton
+        self.runs = runs
+        self.leaves = leaves
+        self.filename = filename
+
+    def __getstate__(self) -> tuple:
+        return (self.storage, self.skeleton, self.runs, self.leaves, self.filename)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.storage, self.skeleton, self.runs, self.leaves, self.filename = state
+
+
+def _base() -> Any:
+    from tensordict._base import TensorDictBase
+
+    return TensorDictBase
+
+
+def _td_cls() -> Any:
+    from tensordict._td import TensorDict
+
+    return TensorDict
+
+
+# ---------------------------------------------------------------------- tree walks
+def _collect(td: Any, leaves: list, base: Any) -> tuple:
+    entries = []
+    append = entries.append
+    for key, value in td._items_raw():
+        if isinstance(value, torch.Tensor):
+            append((key, _TENSOR, len(leaves)))
+            leaves.append(value)
+        elif isinstance(value, base):
+            append((key, _TD, _collect(value, leaves, base)))
+        else:
+            append((key, _OTHER, value))
+    names = td.names if td._has_names() else None
+    return (td.batch_size, td.device, names, entries)
+
+
+def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
+    """``True`` if ``td`` still is exactly the tree described by ``node``."""
+    if td.batch_size != node[0]:
+        return False
+    entries = node[3]
+    n = len(entries)
+    i = 0
+    for key, value in td._items_raw():
+        if i >= n:
+            return False
+        k, kind, payload = entries[i]
+        i += 1
+        if key != k:
+            return False
+        if kind == _TENSOR:
+            if value is not leaves[payload]:
+                return False
+        elif kind == _TD:
+            if not isinstance(value, base) or not _matches(value, payload, leaves, base):
+                return False
+        elif value is not payload:
+            return False
+    return i == n
+
+
+def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool) -> tuple:
+    """A TensorDict over ``views`` shaped like ``node``, and its skeleton."""
+    bs, dev, names, entries = node
+    if move:
+        dev = device
+    source = {}
+    new_entries = entries
+    if move:
+        new_entries = []
+    for entry in entries:
+        key, kind, payload = entry
+        if kind == _TENSOR:
+            source[key] = views[payload]
+        elif kind == _TD:
+            sub, sub_node = _build(payload, views, device, td_cls, move)
+            source[key] = sub
+            if move:
+                entry = (key, _TD, sub_node)
+        else:
+            if move and device is not None and hasattr(payload, "to"):
+                payload = payload.to(device)
+                entry = (key, _OTHER, payload)
+            source[key] = payload
+        if move:
+            new_entries.append(entry)
+    out = td_cls._new_unsafe(source, bs, dev, names)
+    return out, (bs, dev, names, new_entries) if move else node
+
+
+def _assign_inplace(td: Any, node: tuple, views: list) -> None:
+    for key, kind, payload in node[3]:
+        if kind == _TENSOR:
+            td._set_raw(key, views[payload])
+        elif kind == _TD:
+            _assign_inplace(td._get_raw(key), payload, views)
+
+
+# ---------------------------------------------------------------------- layout
+def _layout(leaves: list) -> tuple[list, int]:
+    groups: dict = {}
+    for i, t in enumerate(leaves):
+        if t.layout is not torch.strided or t.is_nested:
+            msg = f"consolidate: leaf {i} has layout {t.layout}; only dense (strided) tensors can be consolidated."
+            raise TypeError(msg)
+        idxs = groups.get(t.dtype)
+        if idxs is None:
+            groups[t.dtype] = [i]
+        else:
+            idxs.append(i)
+    runs = []
+    start = 0
+    for dtype in sorted(groups, key=lambda d: -d.itemsize):
+        idxs = groups[dtype]
+        nbytes = sum(leaves[i].numel() for i in idxs) * dtype.itemsize
+        runs.append((dtype, start, nbytes, idxs))
+        start += nbytes
+    return runs, start
+
+
+def _views(storage: torch.Tensor, runs: list, templates: list) -> list:
+    """Views into ``storage`` shaped like ``templates`` (one C++ call per dtype run)."""
+    if len(runs) == 1 and runs[0][3] == list(range(len(templates))):
+        dtype, start, nbytes, _ = runs[0]
+        return list(_unflatten_dense(storage[start : start + nbytes].view(dtype), templates))
+    views: list = [None] * len(templates)
+    for dtype, start, nbytes, idxs in runs:
+        slab = storage[start : start + nbytes].view(dtype)
+        _scatter(views, idxs, _unflatten_dense(slab, [templates[i] for i in idxs]))
+    return views
+
+
+def _scatter(views: list, idxs: list, run_views: Any) -> list:
+    for i, v in zip(idxs, run_views):
+        views[i] = v
+    return views
+
+
+def _copy(views: list, leaves: list, num_threads: int, non_blocking: bool) -> None:
+    if not views:
+        return
+    if num_threads and num_threads > 1 and len(views) > 1:
+        chunks = _balanced_chunks(leaves, num_threads)
+        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+            futures = [
+                pool.submit(torch._foreach_copy_, [views[i] for i in c], [leaves[i] for i in c], non_blocking=non_blocking)
+                for c in chunks
+            ]
+            for f in futures:
+                f.result()
+        return
+    torch._foreach_copy_(views, leaves, non_blocking=non_blocking)
+
+
+def _balanced_chunks(leaves: list, n: int) -> list[list[int]]:
+    total = sum(t.numel() * t.element_size() for t in leaves) or 1
+    target = total / n
+    chunks: list[list[int]] = [[]]
+    acc = 0
+    for i, t in enumerate(leaves):
+        chunks[-1].append(i)
+        acc += t.numel() * t.element_size()
+        if acc >= target * len(chunks) and len(chunks) < n:
+            chunks.append([])
+    return [c for c in chunks if c]
+
+
+# ---------------------------------------------------------------------- file metadata
+def _json_node(node: tuple, path: tuple) -> dict:
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+
+    bs, dev, names, entries = node
+    out_entries = []
+    for key, kind, payload in entries:
+        if kind == _TENSOR:
+            out_entries.append([key, "tensor", payload])
+        elif kind == _TD:
+            out_entries.append([key, "td", _json_node(payload, (*path, key))])
+        else:
+            if isinstance(payload, NonTensorStack):
+                flat = list(payload._items)
+                value: Any = {"shape": list(payload.batch_size), "items": flat}
+                kind_name = "stack"
+            elif isinstance(payload, NonTensorData):
+                value = payload.data
+                kind_name = "data"
+            else:
+                msg = (
+                    f"consolidate(filename=...): key {'.'.join((*path, key))!r} holds a "
+                    f"{type(payload).__name__}, which cannot be written to a consolidated file."
+                )
+                raise TypeError(msg)
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as err:
+                msg = (
+                    f"consolidate(filename=...): the non-tensor value under key {'.'.join((*path, key))!r} "
+                    f"({type(payload.data if kind_name == 'data' else value).__name__}) is not JSON-serializable "
+                    f"({err}). Only JSON values (str, numbers, bool, None, lists, dicts with str keys) can be "
+                    "written; consolidate without a filename to keep arbitrary objects in memory."
+                )
+                raise TypeError(msg) from None
+            out_entries.append([key, kind_name, value])
+    return {
+        "batch_size": list(bs),
+        "device": None if dev is None else str(dev),
+        "names": None if names is None else list(names),
+        "entries": out_entries,
+    }
+
+
+def _leaf_specs(runs: list, leaves: list) -> list:
+    specs: list = [None] * len(leaves)
+    for dtype, start, _, idxs in runs:
+        off = start
+        name = str(dtype).split(".")[-1]
+        for i in idxs:
+            t = leaves[i]
+            specs[i] = {"dtype": name, "shape": list(t.shape), "offset": off}
+            off += t.numel() * dtype.itemsize
+    return specs
+
+
+def _data_offset(meta_len: int) -> int:
+    head = _HEADER.size + meta_len
+    return -(-head // _ALIGN) * _ALIGN
+
+
+def _open_file_storage(path: str, meta: dict, total: int) -> tuple[torch.Tensor, str]:
+    """Writes header + metadata to a temporary file next to ``path`` and maps it."""
+    meta_bytes = json.dumps(meta).encode("utf-8")
+    data_offset = _data_offset(len(meta_bytes))
+    size = data_offset + total
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        msg = f"consolidate: the folder of {path!r} does not exist."
+        raise FileNotFoundError(msg)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(_HEADER.pack(MAGIC, VERSION, len(meta_bytes)))
+        f.write(meta_bytes)
+        f.truncate(size)
+    if total == 0:
+        return torch.empty(0, dtype=torch.uint8), tmp
+    mapped = torch.from_file(tmp, shared=True, size=size, dtype=torch.uint8)
+    return mapped[data_offset:], tmp
+
+
+# ---------------------------------------------------------------------- reading files
+def _bad_file(path: str, why: str) -> ValueError:
+    return ValueError(
+        f"{path!r} is not a readable consolidated TensorDict file: {why}. It must be written by "
+        "`td.consolidate(filename=...)` (see the format in tensordict._consolidate)."
+    )
+
+
+def _int_list(value: Any, path: str, what: str) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise _bad_file(path, f"{what} must be a list of non-negative integers, got {value!r}")
+    return value
+
+
+def _read_node(node: Any, path: str, specs: list, views: list, used: set, parent_bs: list, depth: int) -> tuple:
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+
+    if depth > 1000:
+        raise _bad_file(path, "the tree is nested too deeply")
+    if not isinstance(node, dict):
+        raise _bad_file(path, "a tree node is not an object")
+    bs = _int_list(node.get("batch_size"), path, "batch_size")
+    if bs[: len(parent_bs)] != parent_bs:
+        raise _bad_file(path, f"nested batch_size {bs} does not start with its parent's {parent_bs}")
+    device = node.get("device")
+    if device is not None and not isinstance(device, str):
+        raise _bad_file(path, f"invalid device {device!r}")
+    names = node.get("names")
+    if names is not None and (not isinstance(names, list) or len(names) != len(bs)):
+        raise _bad_file(path, f"invalid names {names!r}")
+    entries_in = node.get("entries")
+    if not isinstance(entries_in, list):
+        raise _bad_file(path, "a tree node has no entry list")
+    batch_size = torch.Size(bs)
+    entries = []
+    seen = set()
+    for entry in entries_in:
+        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], str):
+            raise _bad_file(path, f"invalid entry {entry!r}")
+        key, kind, payload = entry
+        if key in seen:
+            raise _bad_file(path, f"duplicate key {key!r}")
+        seen.add(key)
+        if kind == "tensor":
+            if not isinstance(payload, int) or isinstance(payload, bool) or not 0 <= payload < len(specs) or payload in used:
+                raise _bad_file(path, f"invalid leaf index {payload!r} for key {key!r}")
+            used.add(payload)
+            if list(views[payload].shape[: len(bs)]) != bs:
+                raise _bad_file(path, f"leaf {key!r} of shape {list(views[payload].shape)} does not start with batch_size {bs}")
+            entries.append((key, _TENSOR, payload))
+        elif kind == "td":
+            entries.append((key, _TD, _read_node(payload, path, specs, views, used, bs, depth + 1)))
+        elif kind == "data":
+            entries.append((key, _OTHER, NonTensorData(payload, batch_size, None)))
+        elif kind == "stack":
+            if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
+                raise _bad_file(path, f"invalid non-tensor stack under {key!r}")
+            shape = torch.Size(_int_list(payload.get("shape"), path, "stack shape"))
+            if shape.numel() != len(payload["items"]) or list(shape[: len(bs)]) != bs:
+                raise _bad_file(path, f"non-tensor stack {key!r} does not match its shape {list(shape)}")
+            entries.append((key, _OTHER, NonTensorStack._from_flat(payload["items"], shape, None)))
+        else:
+            raise _bad_file(path, f"unknown entry kind {kind!r} for key {key!r}")
+    return (batch_size, torch.device(device) if device is not None else None, names, entries)
+
+
+def _runs_from_specs(specs: list) -> list:
+    order = sorted(range(len(specs)), key=lambda i: specs[i][2])
+    runs: list = []
+    for i in order:
+        dtype, _, offset, nbytes = specs[i]
+        if runs and runs[-1][0] == dtype and runs[-1][1] + runs[-1][2] == offset:
+            last = runs[-1]
+            runs[-1] = (dtype, last[1], last[2] + nbytes, [*last[3], i])
+        else:
+            runs.append((dtype, offset, nbytes, [i]))
+    return runs
+
+
+def from_consolidated(filename: str | os.PathLike) -> Any:
+    """Reads a TensorDict written by ``td.consolidate(filename=...)``.
+
+    The leaves are views into one copy-on-write memory map of the file: reading is
+    lazy, and in-place writes into the leaves do not reach the file. The result is
+    consolidated (``to(device)`` moves one buffer) and not locked. Batch sizes,
+    devices (as recorded), dim names and JSON non-tensor data are restored.
+
+    Args:
+        filename (str or os.PathLike): the file to read.
+
+    Returns:
+        a ``TensorDict``.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not a consolidated TensorDict file (wrong magic bytes,
+            unknown version, malformed metadata) or is truncated.
+
+    Examples:
+        >>> import tempfile, os
+        >>> import torch
+        >>> from tensordict import TensorDict, from_consolidated
+        >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.ones(3)}, s="hello", batch_size=[3])
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = td.consolidate(filename=os.path.join(d, "td.bin"))
+        ...     loaded = from_consolidated(os.path.join(d, "td.bin"))
+        ...     print(loaded["b", "c"], loaded["s"], loaded.is_consolidated())
+        tensor([1., 1., 1.]) hello True
+    """
+    path = os.fspath(filename)
+    if not os.path.isfile(path):
+        msg = f"from_consolidated: no such file {path!r}."
+        raise FileNotFoundError(msg)
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            raise _bad_file(path, f"it has {size} bytes, fewer than the {_HEADER.size}-byte header")
+        magic, version, meta_len = _HEADER.unpack(head)
+        if magic != MAGIC:
+            raise _bad_file(path, f"wrong magic bytes {magic!r} (expected {MAGIC!r})")
+        if version != VERSION:
+            raise _bad_file(path, f"format version {version} is not supported (this reader knows {VERSION})")
+        if _HEADER.size + meta_len > size:
+            raise _bad_file(path, f"truncated: the header announces {meta_len} bytes of metadata, the file has {size} bytes")
+        meta_bytes = f.read(meta_len)
+    try:
+        meta = json.loads(meta_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise _bad_file(path, f"the metadata is not valid JSON ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT or meta.get("version") != VERSION:
+        raise _bad_file(path, "the metadata does not describe a consolidated TensorDict")
+    nbytes = meta.get("nbytes")
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+        raise _bad_file(path, f"invalid storage size {nbytes!r}")
+    data_offset = _data_offset(meta_len)
+    if data_offset + nbytes > size:
+        raise _bad_file(
+            path, f"truncated: expected {data_offset + nbytes} bytes ({nbytes} bytes of data), found {size} bytes"
+        )
+    raw_specs = meta.get("leaves")
+    if not isinstance(raw_specs, list):
+        raise _bad_file(path, "the metadata has no leaf list")
+    specs = []
+    for spec in raw_specs:
+        if not isinstance(spec, dict):
+            raise _bad_file(path, f"invalid leaf description {spec!r}")
+        dtype = _DTYPES.get(spec.get("dtype")) if isinstance(spec.get("dtype"), str) else None
+        if dtype is None:
+            raise _bad_file(path, f"unsupported dtype {spec.get('dtype')!r}")
+        shape = torch.Size(_int_list(spec.get("shape"), path, "a leaf shape"))
+        offset = spec.get("offset")
+        leaf_bytes = shape.numel() * dtype.itemsize
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % dtype.itemsize:
+            raise _bad_file(path, f"invalid leaf offset {offset!r}")
+        if offset + leaf_bytes > nbytes:
+            raise _bad_file(path, f"a leaf at bytes {offset}:{offset + leaf_bytes} overruns the {nbytes}-byte storage")
+        specs.append((dtype, shape, offset, leaf_bytes))
+    if nbytes:
+        mapped = torch.from_file(path, shared=False, size=data_offset + nbytes, dtype=torch.uint8)
+        storage = mapped[data_offset : data_offset + nbytes]
+    else:
+        storage = torch.empty(0, dtype=torch.uint8)
+    views = [storage[off : off + nb].view(dtype).view(shape) for dtype, shape, off, nb in specs]
+    used: set = set()
+    skeleton = _read_node(meta.get("root"), path, specs, views, used, [], 0)
+    td, skeleton = _build(skeleton, views, None, _td_cls(), False)
+    td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, path)
+    return td
+
+
+# ---------------------------------------------------------------------- the mixin
 class ConsolidateMixin:
     """Mixed into TensorDictBase: consolidate / from_consolidated."""
+
+    _consolidated: _State | None = None
+
+    def consolidate(
+        self,
+        filename: str | os.PathLike | None = None,
+        *,
+        num_threads: int = 0,
+        device: Any = None,
+        non_blocking: bool = False,
+        inplace: bool = False,
+        share_memory: bool = False,
+        pin_memory: bool = False,
+    ) -> Any:
+        """Copies every leaf into one contiguous storage; returns a TensorDict of views of it.
+
+        A consolidated TensorDict moves between devices (``to``) in one copy of one
+        buffer. The result is locked: in-place writes into its leaves are fine (they
+        stay in the storage), adding or removing entries is not. Non-tensor data is
+        kept as is (and written as JSON metadata with ``filename``). A TensorDict that
+        is already consolidated is returned as is (moved with ``device=``). Lazy
+        stacks and other TensorDict types come back as dense ``TensorDict``.
+
+        Args:
+            filename (str or os.PathLike, optional): write the storage to this file
+                (format in :mod:`tensordict._consolidate`) and back the result by a
+                memory map of it; read it later with :func:`tensordict.from_consolidated`.
+                The file is written next to ``filename`` and renamed into place, so
+                an earlier file is replaced only by a complete one. Non-tensor data
+                must then be JSON-serializable.
+
+        Keyword Args:
+            num_threads (int, optional): copy with this many threads. Defaults to ``0``.
+            device (torch.device, optional): where to allocate the storage. Defaults
+                to the TensorDict's device, or the leaves' device.
+            non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
+            inplace (bool, optional): replace the leaves of ``self`` with the views
+                and return ``self``. Defaults to ``False``.
+            share_memory (bool, optional): allocate the storage in shared memory.
+            pin_memory (bool, optional): allocate the storage in pinned memory (ignored
+                when no accelerator is available).
+
+        Returns:
+            the consolidated TensorDict (``batch_size``, names and nesting unchanged;
+            every leaf is a view into one ``uint8`` storage).
+
+        Raises:
+            TypeError: a leaf is sparse or nested, or (with ``filename``) a non-tensor
+                value is not JSON-serializable.
+            ValueError: ``filename`` with a ``device`` other than the CPU.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(3, dtype=torch.int64)}}, [3])
+            >>> ctd = td.consolidate()
+            >>> ctd.is_consolidated(), td.is_consolidated()
+            (True, False)
+            >>> ctd["a"].untyped_storage().data_ptr() == ctd["b", "c"].untyped_storage().data_ptr()
+            True
+            >>> ctd.to("cpu").is_consolidated()
+            True
+        """
+        state = self._consolidated
+        if state is not None and filename is None and not share_memory and not pin_memory:
+            if _matches(self, state.skeleton, state.leaves, _base()):
+                if device is None or torch.device(device) == state.storage.device:
+                    return self
+                return self._to_consolidated(torch.device(device), non_blocking)
+        base = _base()
+        leaves: list = []
+        skeleton = _collect(self, leaves, base)
+        runs, total = _layout(leaves)
+        if device is not None:
+            device = torch.device(device)
+        path = None
+        if filename is not None:
+            path = os.fspath(filename)
+            if device is not None and device.type != "cpu":
+                msg = f"consolidate: a file-backed storage lives on the CPU, got device={device}."
+                raise ValueError(msg)
+        storage_device = device or self.device or (leaves[0].device if leaves else torch.device("cpu"))
+        with torch.no_grad():
+            if path is not None:
+                meta = {
+                    "format": _FORMAT,
+                    "version": VERSION,
+                    "nbytes": total,
+                    "leaves": _leaf_specs(runs, leaves),
+                    "root": _json_node(skeleton, ()),
+                }
+                storage, tmp = _open_file_storage(path, meta, total)
+                try:
+                    views = _views(storage, runs, leaves)
+                    _copy(views, leaves, num_threads, False)
+                    os.replace(tmp, path)
+                except BaseException:
+                    if os.path.exists(tmp):
+                        os.remove(tmp)
+                    raise
+                storage_device = torch.device("cpu")
+            elif (
+                len(runs) == 1
+                and not share_memory
+                and not pin_memory
+                and not num_threads
+                and all(t.device == storage_device for t in leaves)
+            ):
+                # one dtype, one device: one fused C++ flatten builds the storage
+                flat = _flatten_dense(leaves)
+                storage = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
+                views = list(_unflatten_dense(flat, leaves))
+            else:
+                pin = pin_memory and storage_device.type == "cpu" and torch.cuda.is_available()
+                storage = torch.empty(total, dtype=torch.uint8, device=storage_device, pin_memory=pin)
+                if share_memory and storage_device.type == "cpu":
+                    storage.share_memory_()
+                views = _views(storage, runs, leaves)
+                _copy(views, leaves, num_threads, non_blocking)
+                if non_blocking and storage_device.type == "cpu" and torch.cuda.is_available():
+                    torch.cuda.synchronize()
+        move = device is not None or path is not None
+        if inplace:
+            _assign_inplace(self, skeleton, views)
+            if move:
+                self._set_device_tree(storage_device)
+                skeleton = _collect(self, [], base)
+            self._consolidated = _State(storage, skeleton, runs, views, path)
+            self._set_lock_flag(True)
+            return self
+        out, skeleton = _build(skeleton, views, storage_device if device is not None else None, _td_cls(), device is not None)
+        out._consolidated = _State(storage, skeleton, runs, views, path)
+        out._set_lock_flag(True)
+        return out
+
+    def is_consolidated(self) -> bool:
+        """``True`` if the leaves are the views into one storage made by :meth:`consolidate`.
+
+        Becomes ``False`` once the TensorDict no longer matches its storage: an entry
+        added, replaced or deleted (on an unlocked TensorDict), or a batch-size
+        change. In-place writes into the tensor leaves keep it ``True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(3))
+            >>> td.is_consolidated(), td.consolidate().is_consolidated()
+            (False, True)
+        """
+        state = self._consolidated
+        if state is None:
+            return False
+        return _matches(self, state.skeleton, state.leaves, _base())
+
+    def _to_consolidated(self, device: torch.device, non_blocking: bool) -> Any:
+        """``to(device)`` of a consolidated TensorDict: one copy of the storage.
+
+        Returns ``None`` when the TensorDict no longer matches its storage (the caller
+        then takes the regular leaf-by-leaf path).
+        """
+        state = self._consolidated
+        if state is None or not _matches(self, state.skeleton, state.leaves, _base()):
+            return None
+        storage = state.storage
+        if storage.device == device and self.device == device:
+            return self
+        with torch.no_grad():
+            new_storage = storage.to(device, non_blocking=non_blocking)
+        if non_blocking and device.type == "cpu" and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        views = _views(new_storage, state.runs, state.leaves)
+        out, skeleton = _build(state.skeleton, views, device, _td_cls(), True)
+        out._consolidated = _State(new_storage, skeleton, state.runs, views, None)
+        if self.is_locked:
+            out._set_lock_flag(True)
+        return out
+
+    @classmethod
+    def from_consolidated(cls, filename: str | os.PathLike) -> Any:
+        """Reads a file written by ``consolidate(filename=...)``; see :func:`tensordict.from_consolidated`."""
+        return from_consolidated(filename)

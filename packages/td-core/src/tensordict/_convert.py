@@ -1,9 +1,1036 @@
-"""TensorDictBase methods for constructors and conversions (from_dict, from_namedtuple, from_pytree, numpy, ...) (``ConvertMixin``)."""
+"""Constructors and conversions: ``from_dict``, ``from_any``, ``from_namedtuple``,
+``from_tuple``, ``from_dataclass``, ``from_struct_array``, ``from_pytree`` and the way
+back (``to_namedtuple``, ``to_struct_array``, ``to_pytree``, ``tolist``, ``numpy``).
+
+``ConvertMixin`` puts them on every TensorDict; the module-level functions of the same
+names (``tensordict.from_dict``, ...) forward to ``TensorDict``. Every constructor
+goes through one builder (``_build``): values are converted first, nested containers
+become nested TensorDicts, and the batch size is settled last, either the one given,
+the largest one the leaves share (``auto_batch_size``) or ``[]``.
+
+NumPy is imported only inside the functions that need it (``_convert_numpy.py``).
+"""
 
 from __future__ import annotations
 
-__all__ = ["ConvertMixin"]
+import dataclasses
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+__all__ = [
+    "ConvertMixin",
+    "from_any",
+    "from_dataclass",
+    "from_dict",
+    "from_namedtuple",
+    "from_pytree",
+    "from_struct_array",
+    "from_tuple",
+    "fromkeys",
+]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+
+#: classes built while ``tensordict._pytree`` was not loaded yet (see ``__init_subclass__``)
+_PENDING_PYTREE_CLASSES: list[type] = []
 
 
+# ---------------------------------------------------------------------- value kinds
+class _Scalar:
+    """A Python number waiting for the batch size (it is broadcast over it)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _PendingList:
+    """A list that is not a tensor: a ``NonTensorStack`` if it spans the batch, else data."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+
+class _Opts:
+    """Options shared by every level of one conversion."""
+
+    __slots__ = ("batch_size", "auto", "batch_dims", "device", "any_mode")
+
+    def __init__(self, batch_size: Any, auto: bool, batch_dims: int | None, device: Any, any_mode: bool) -> None:
+        self.batch_size = None if batch_size is None else _as_size(batch_size)
+        self.auto = auto
+        self.batch_dims = batch_dims
+        self.device = None if device is None else _as_device(device)
+        self.any_mode = any_mode
+
+
+def _as_size(batch_size: Any) -> torch.Size:
+    if isinstance(batch_size, int):
+        return _Size((batch_size,))
+    try:
+        return _Size(batch_size)
+    except TypeError:
+        msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
+        raise TypeError(msg) from None
+
+
+def _as_device(device: Any) -> torch.device:
+    from tensordict._td import _to_device
+
+    return _to_device(device)
+
+
+def _is_numpy(value: Any) -> bool:
+    mod = type(value).__module__
+    return mod == "numpy" or mod.startswith("numpy.")
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple)
+
+
+def _is_dataclass_instance(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _is_collection(value: Any) -> bool:
+    from tensordict._base import is_tensor_collection
+
+    return is_tensor_collection(value)
+
+
+def _numeric_list(value: list) -> torch.Tensor | None:
+    """``torch.tensor(value)`` when the list holds numbers (nested lists of them) only."""
+
+    def numeric(x: Any) -> bool:
+        if isinstance(x, (list, tuple)):
+            return all(numeric(y) for y in x)
+        return isinstance(x, (bool, numbers.Number)) or (isinstance(x, _Tensor) and x.ndim == 0)
+
+    if not value or not numeric(value):
+        return None
+    try:
+        return torch.tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def _check_options(batch_size: Any, auto_batch_size: bool, batch_dims: int | None, name: str) -> bool:
+    """Validates the keyword combination of every constructor but ``from_dict``."""
+    if auto_batch_size and batch_size is not None:
+        msg = f"{name}: auto_batch_size=True and batch_size={batch_size!r} are exclusive; pass one of them."
+        raise TypeError(msg)
+    if batch_dims is not None and not auto_batch_size:
+        warnings.warn(
+            f"{name}: batch_dims={batch_dims} is ignored without auto_batch_size=True. "
+            "Pass auto_batch_size=True to compute a batch size of at most batch_dims dims.",
+            FutureWarning,
+            stacklevel=3,
+        )
+    return bool(auto_batch_size)
+
+
+# ---------------------------------------------------------------------- the builder
+def _to_device(value: Any, device: torch.device | None) -> Any:
+    if device is not None and value.device != device:
+        return value.to(device)
+    return value
+
+
+def _value(key: str, value: Any, opts: _Opts) -> Any:
+    """Converts one input value to a storage value (or a pending placeholder)."""
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+
+    if isinstance(value, _Tensor):
+        return _to_device(value, opts.device)
+    if isinstance(value, (NonTensorData, NonTensorStack)):
+        return value
+    if _is_collection(value):
+        return _to_device(value, opts.device)
+    if isinstance(value, Mapping):
+        return _build(_normalize_items(value), opts)
+    if isinstance(value, (bool, numbers.Number)):
+        return _Scalar(value)
+    if opts.any_mode:
+        if _is_namedtuple(value):
+            return _build(zip(type(value)._fields, value), opts)
+        if isinstance(value, tuple):
+            return _build(((str(i), v) for i, v in enumerate(value)), opts)
+        if _is_dataclass_instance(value):
+            return _build(((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), opts)
+    if _is_numpy(value):
+        from tensordict._convert_numpy import numpy_value
+
+        out = numpy_value(key, value, opts)
+        if isinstance(out, _Tensor):
+            return _to_device(out, opts.device)
+        return out
+    if isinstance(value, list):
+        tensor = _numeric_list(value)
+        if tensor is not None:
+            return _to_device(tensor, opts.device)
+        return _PendingList(value)
+    return NonTensorData(value, (), opts.device)
+
+
+def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
+    """Top-level ``(str, value)`` pairs; tuple keys become nested dicts."""
+    from tensordict._keys import unravel_key
+
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if key.__class__ is str:
+            if key in out and isinstance(out[key], dict) and isinstance(value, Mapping):
+                out[key] = {**out[key], **value}
+            else:
+                out[key] = value
+            continue
+        if not isinstance(key, tuple):
+            msg = (
+                f"from_dict: key {key!r} of type {type(key).__name__} is not a str or a tuple of str. "
+                "Use TensorDict.from_pytree to keep keys of any type."
+            )
+            raise TypeError(msg)
+        key = unravel_key(key)
+        if key.__class__ is str:
+            out[key] = value
+            continue
+        node = out
+        for sub in key[:-1]:
+            nxt = node.get(sub)
+            if not isinstance(nxt, dict):
+                nxt = dict(nxt.items()) if isinstance(nxt, Mapping) else {}
+                node[sub] = nxt
+            node = nxt
+        node[key[-1]] = value
+    return list(out.items())
+
+
+def _build(items: Any, opts: _Opts) -> Any:
+    """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``."""
+    from tensordict._td import TensorDict
+
+    source = {}
+    for key, value in items:
+        if key.__class__ is not str:
+            msg = f"key {key!r} of type {type(key).__name__} is not a str."
+            raise TypeError(msg)
+        source[key] = _value(key, value, opts)
+    if opts.batch_size is not None:
+        batch_size = opts.batch_size
+        check = True
+    elif opts.auto:
+        batch_size = _common_batch(source, opts.batch_dims)
+        check = False
+    else:
+        batch_size = _Size(())
+        check = False
+    _settle(source, batch_size, opts.device, check)
+    return TensorDict._new_unsafe(source, batch_size, opts.device)
+
+
+def _prefix(common: list | None, shape: Sequence[int]) -> list:
+    if common is None:
+        return list(shape)
+    n = 0
+    for a, b in zip(common, shape):
+        if a != b:
+            break
+        n += 1
+    return common[:n]
+
+
+def _common_batch(source: dict, batch_dims: int | None) -> torch.Size:
+    """The longest leading shape shared by the values (non-tensor data and scalars broadcast)."""
+    from tensordict._nontensor import NonTensorData
+
+    common: list | None = None
+    for value in source.values():
+        if isinstance(value, _Tensor):
+            shape = value.shape
+        elif isinstance(value, (_Scalar, NonTensorData)):
+            continue
+        elif isinstance(value, _PendingList):
+            shape = (len(value.items),)
+        else:
+            shape = value.batch_size
+        common = _prefix(common, shape)
+        if not common:
+            break
+    common = common or []
+    if batch_dims is not None:
+        common = common[:batch_dims]
+    return _Size(common)
+
+
+def _settle(source: dict, batch_size: torch.Size, device: torch.device | None, check: bool) -> None:
+    """Gives every value its final form for ``batch_size``; raises if one does not fit."""
+    from tensordict._errors import batch_mismatch_error
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+
+    n = len(batch_size)
+    for key, value in source.items():
+        if isinstance(value, _Tensor):
+            if check and value.shape[:n] != batch_size:
+                raise batch_mismatch_error(key, value.shape, batch_size)
+        elif isinstance(value, _Scalar):
+            tensor = torch.as_tensor(value.value, device=device)
+            source[key] = tensor.expand(batch_size).clone() if n else tensor
+        elif isinstance(value, NonTensorData):
+            if value.batch_size != batch_size:
+                source[key] = NonTensorData(value.data, batch_size, device)
+        elif isinstance(value, _PendingList):
+            items = value.items
+            if n == 1 and batch_size[0] == len(items):
+                source[key] = NonTensorStack._from_flat(list(items), batch_size, device)
+            else:
+                source[key] = NonTensorData(items, batch_size, device)
+        elif isinstance(value, NonTensorStack):
+            if value.batch_size != batch_size:
+                if check:
+                    raise batch_mismatch_error(key, value.batch_size, batch_size)
+                source[key] = NonTensorData(value.tolist(), batch_size, device)
+        elif check and value.batch_size[:n] != batch_size:
+            raise batch_mismatch_error(key, value.batch_size, batch_size)
+
+
+def _finish(td: Any, names: Any) -> Any:
+    if names is not None:
+        td.names = names
+    return td
+
+
+# ---------------------------------------------------------------------- constructors
+def _from_dict(
+    input_dict: Any,
+    batch_size: Any = None,
+    device: Any = None,
+    batch_dims: int | None = None,
+    *,
+    auto_batch_size: bool | None = None,
+    names: Sequence[str] | None = None,
+) -> Any:
+    from tensordict._base import TensorDictBase
+
+    if isinstance(input_dict, TensorDictBase):
+        return input_dict
+    if not isinstance(input_dict, Mapping):
+        msg = f"from_dict expects a dict (or any Mapping), got {type(input_dict).__name__}. Use from_any for other types."
+        raise TypeError(msg)
+    if batch_size is not None and batch_dims is not None:
+        msg = f"from_dict: batch_size={batch_size!r} and batch_dims={batch_dims} are exclusive; pass one of them."
+        raise TypeError(msg)
+    auto = (batch_dims is not None) if auto_batch_size is None else bool(auto_batch_size)
+    opts = _Opts(batch_size, auto and batch_size is None, batch_dims, device, any_mode=False)
+    return _finish(_build(_normalize_items(input_dict), opts), names)
+
+
+def _from_any(obj: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    if isinstance(obj, _Tensor) or _is_collection(obj):
+        return obj
+    if isinstance(obj, Mapping):
+        if batch_size is not None:
+            auto_batch_size = False
+        return _from_dict(obj, batch_size, device, auto_batch_size=auto_batch_size, batch_dims=batch_dims if auto_batch_size else None)
+    auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_any")
+    opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
+    if _is_namedtuple(obj):
+        return _build(zip(type(obj)._fields, obj), opts)
+    if isinstance(obj, tuple):
+        return _build(((str(i), v) for i, v in enumerate(obj)), opts)
+    if _is_dataclass_instance(obj):
+        return _build(((f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)), opts)
+    if _is_numpy(obj):
+        from tensordict._convert_numpy import from_struct_array_impl
+
+        if getattr(getattr(obj, "dtype", None), "names", None):
+            return from_struct_array_impl(obj, opts)
+        return torch.as_tensor(obj, device=opts.device)
+    if type(obj).__module__.startswith("h5py"):
+        from tensordict._seams import import_sibling
+
+        persistent = import_sibling("persistent")
+        return persistent.PersistentTensorDict.from_h5(
+            obj.file.filename, auto_batch_size=auto_batch_size, batch_dims=batch_dims, batch_size=batch_size
+        )
+    if isinstance(obj, list):
+        tensor = _numeric_list(obj)
+        if tensor is not None:
+            return _to_device(tensor, opts.device)
+        from tensordict._nontensor import NonTensorStack
+
+        return NonTensorStack._from_flat(list(obj), (len(obj),), opts.device)
+    return obj
+
+
+def _from_namedtuple(named_tuple: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    if not _is_namedtuple(named_tuple):
+        msg = f"from_namedtuple expects a named tuple, got {type(named_tuple).__name__}."
+        raise TypeError(msg)
+    auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_namedtuple")
+    opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
+    return _build(zip(type(named_tuple)._fields, named_tuple), opts)
+
+
+def _from_tuple(obj: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    if not isinstance(obj, tuple):
+        msg = f"from_tuple expects a tuple, got {type(obj).__name__}."
+        raise TypeError(msg)
+    auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_tuple")
+    opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
+    return _build(((str(i), v) for i, v in enumerate(obj)), opts)
+
+
+def _from_dataclass(
+    dataclass: Any,
+    *,
+    dest_cls: type | None = None,
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    as_tensorclass: bool = False,
+    device: Any = None,
+    batch_size: Any = None,
+) -> Any:
+    if as_tensorclass:
+        from tensordict._seams import import_sibling
+
+        return import_sibling("tensorclass").from_dataclass(
+            dataclass,
+            dest_cls=dest_cls,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            device=device,
+            batch_size=batch_size,
+        )
+    if not _is_dataclass_instance(dataclass):
+        what = "a dataclass type" if isinstance(dataclass, type) else type(dataclass).__name__
+        msg = (
+            f"from_dataclass expects a dataclass instance, got {what}. "
+            "Instantiate the dataclass first, or pass as_tensorclass=True to convert the type."
+        )
+        raise TypeError(msg)
+    auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_dataclass")
+    opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
+    return _build(((f.name, getattr(dataclass, f.name)) for f in dataclasses.fields(dataclass)), opts)
+
+
+# ---------------------------------------------------------------------- the mixin
 class ConvertMixin:
-    """Mixed into TensorDictBase: constructors and conversions (from_dict, from_namedtuple, from_pytree, numpy, ...)."""
+    """Mixed into TensorDictBase: constructors (``from_*``) and conversions (``to_*``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        import sys
+
+        pytree = sys.modules.get("tensordict._pytree")
+        if pytree is not None and hasattr(pytree, "register_td_class"):
+            pytree.register_td_class(cls)
+        else:
+            _PENDING_PYTREE_CLASSES.append(cls)
+
+    # -------------------------------------------------------------- constructors
+    @classmethod
+    def from_dict(
+        cls,
+        input_dict: Any,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        *,
+        auto_batch_size: bool | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Any:
+        """Builds a TensorDict from a (nested) dict.
+
+        Nested dicts become nested TensorDicts, tuple keys are nested keys. Python
+        numbers become tensors broadcast over the batch size, numeric lists become
+        tensors, a list of other objects becomes a ``NonTensorStack`` when it spans
+        a one-dim batch size (non-tensor data otherwise), and other objects become
+        non-tensor data.
+
+        Args:
+            input_dict (dict): the entries. A TensorDict is returned as it is (the
+                keyword arguments are not applied; use ``auto_batch_size_()``).
+            batch_size (torch.Size or sequence of int, optional): the batch size, for
+                the nested TensorDicts too. Wins over ``auto_batch_size``.
+            device (torch.device, optional): leaves are moved there. Defaults to ``None``.
+            batch_dims (int, optional): the maximum number of batch dims of the computed
+                batch size (each nested level too). Passing it turns ``auto_batch_size`` on.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): compute the batch size as the largest
+                leading shape that every entry shares (each nested TensorDict gets its
+                own). Defaults to ``None``: ``True`` if ``batch_dims`` is given,
+                ``False`` (batch size ``[]``) otherwise.
+            names (list of str, optional): names of the batch dims.
+
+        Returns:
+            a ``TensorDict``.
+
+        Raises:
+            TypeError: ``input_dict`` is not a mapping, a key is not a str or a tuple
+                of str, or ``batch_size`` and ``batch_dims`` are both given.
+            RuntimeError: a value does not start with ``batch_size`` (key and shapes named).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> data = {"a": torch.zeros(3, 4), "b": {"c": torch.zeros(3, 4, 5)}}
+            >>> TensorDict.from_dict(data).batch_size
+            torch.Size([])
+            >>> td = TensorDict.from_dict(data, auto_batch_size=True)
+            >>> td.batch_size, td["b"].batch_size
+            (torch.Size([3, 4]), torch.Size([3, 4, 5]))
+            >>> TensorDict.from_dict(data, batch_dims=1).batch_size
+            torch.Size([3])
+        """
+        return _from_dict(input_dict, batch_size, device, batch_dims, auto_batch_size=auto_batch_size, names=names)
+
+    @classmethod
+    def from_any(
+        cls,
+        obj: Any,
+        *,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        device: Any = None,
+        batch_size: Any = None,
+    ) -> Any:
+        """Converts a dict, tuple, named tuple, dataclass, NumPy array or h5py file, recursively.
+
+        Dicts go through :meth:`from_dict`, named tuples through
+        :meth:`from_namedtuple`, tuples through :meth:`from_tuple` (keys ``"0"``,
+        ``"1"``, ...), dataclass instances through :meth:`from_dataclass`, NumPy
+        structured arrays through :meth:`from_struct_array` and h5py files through
+        ``from_h5`` (td-h5). A tensor or a tensor collection is returned as it is; a
+        numeric list or a NumPy array becomes a tensor, another list a
+        ``NonTensorStack``; any other object is returned unchanged.
+
+        Keyword Args:
+            auto_batch_size (bool): compute the batch size (the largest leading shape
+                the entries share). Exclusive with ``batch_size`` except for a dict,
+                where ``batch_size`` wins. Defaults to ``False``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of
+                batch dims. Ignored (with a FutureWarning) otherwise.
+            device (torch.device, optional): leaves are moved there.
+            batch_size (torch.Size, optional): the batch size, for nested levels too.
+
+        Raises:
+            TypeError: ``auto_batch_size=True`` together with ``batch_size`` (not for a dict).
+
+        Examples:
+            >>> import torch
+            >>> from collections import namedtuple
+            >>> from tensordict import TensorDict
+            >>> Point = namedtuple("Point", ["x", "y"])
+            >>> td = TensorDict.from_any({"p": Point(torch.zeros(2), torch.ones(2)), "t": (1, 2)})
+            >>> sorted(td.keys(True, True))
+            [('p', 'x'), ('p', 'y'), ('t', '0'), ('t', '1')]
+        """
+        return _from_any(obj, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+    @classmethod
+    def from_namedtuple(
+        cls,
+        named_tuple: Any,
+        *,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        device: Any = None,
+        batch_size: Any = None,
+    ) -> Any:
+        """Converts a named tuple to a TensorDict, recursively (fields become keys).
+
+        Nested named tuples, tuples, dicts and dataclasses become nested
+        TensorDicts (see :meth:`from_any`).
+
+        Keyword Args:
+            auto_batch_size (bool): compute the batch size. Exclusive with ``batch_size``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of batch dims.
+            device (torch.device, optional): leaves are moved there.
+            batch_size (torch.Size, optional): the batch size, for nested levels too.
+
+        Raises:
+            TypeError: ``named_tuple`` is not a named tuple, or conflicting keywords.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> data = TensorDict({"a": torch.zeros(3), "nested": {"s": "zero!"}}, [3])
+            >>> nt = data.to_namedtuple()
+            >>> TensorDict.from_namedtuple(nt, auto_batch_size=True)["nested"].batch_size
+            torch.Size([3])
+        """
+        return _from_namedtuple(named_tuple, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+    @classmethod
+    def from_tuple(
+        cls,
+        obj: tuple,
+        *,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        device: Any = None,
+        batch_size: Any = None,
+    ) -> Any:
+        """Converts a tuple to a TensorDict with keys ``"0"``, ``"1"``, ...
+
+        Each element is converted as by :meth:`from_any` (a nested tuple or dict
+        becomes a nested TensorDict, a number a tensor).
+
+        Keyword Args:
+            auto_batch_size (bool): compute the batch size. Exclusive with ``batch_size``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of batch dims.
+            device (torch.device, optional): leaves are moved there.
+            batch_size (torch.Size, optional): the batch size, for nested levels too.
+
+        Raises:
+            TypeError: ``obj`` is not a tuple, or conflicting keywords.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict.from_tuple((1, 2, 3))
+            >>> list(td.keys()), td["0"]
+            (['0', '1', '2'], tensor(1))
+        """
+        return _from_tuple(obj, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+    @classmethod
+    def from_dataclass(
+        cls,
+        dataclass: Any,
+        *,
+        dest_cls: type | None = None,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        as_tensorclass: bool = False,
+        device: Any = None,
+        batch_size: Any = None,
+    ) -> Any:
+        """Converts a dataclass instance to a TensorDict (fields become keys).
+
+        Field values are converted as by :meth:`from_any`.
+
+        Keyword Args:
+            dest_cls (type, optional): with ``as_tensorclass=True``, the tensorclass to build.
+            auto_batch_size (bool): compute the batch size. Exclusive with ``batch_size``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of batch dims.
+            as_tensorclass (bool): return a tensorclass instead (delegates to
+                ``tensordict.tensorclass.from_dataclass``, td-tensorclass). Defaults to ``False``.
+            device (torch.device, optional): leaves are moved there.
+            batch_size (torch.Size, optional): the batch size.
+
+        Raises:
+            TypeError: ``dataclass`` is not a dataclass instance.
+            ImportError: ``as_tensorclass=True`` without td-tensorclass installed.
+
+        Examples:
+            >>> import dataclasses, torch
+            >>> from tensordict import TensorDict
+            >>> @dataclasses.dataclass
+            ... class Obs:
+            ...     pixels: torch.Tensor
+            ...     step: int
+            >>> td = TensorDict.from_dataclass(Obs(torch.zeros(4, 3), 7), auto_batch_size=True)
+            >>> td.batch_size, td["step"].tolist()
+            (torch.Size([4]), [7, 7, 7, 7])
+        """
+        return _from_dataclass(
+            dataclass,
+            dest_cls=dest_cls,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            as_tensorclass=as_tensorclass,
+            device=device,
+            batch_size=batch_size,
+        )
+
+    @classmethod
+    def from_struct_array(
+        cls,
+        struct_array: Any,
+        *,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        device: Any = None,
+        batch_size: Any = None,
+    ) -> Any:
+        """Converts a NumPy structured array to a TensorDict without copying.
+
+        Each field becomes a key. Numeric and bool fields become tensors that share
+        the array's memory (in-place changes to the array show in the TensorDict and
+        back); nested structured fields become nested TensorDicts; string fields
+        (``U``/``S``) become non-tensor data, one string per element. The batch size
+        is the array's shape unless told otherwise. A field whose layout torch
+        cannot view (non-native byte order, strides not a multiple of the item size)
+        is copied, with a warning.
+
+        Keyword Args:
+            auto_batch_size (bool): compute the batch size (may go past the array's
+                shape into sub-array fields). Exclusive with ``batch_size``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of batch dims.
+            device (torch.device, optional): a device other than the CPU copies the data.
+            batch_size (torch.Size, optional): a leading part of the array's shape.
+
+        Raises:
+            TypeError: ``struct_array`` is not a structured array, or a field has the
+                object (or another non-numeric) dtype.
+            RuntimeError: ``batch_size`` is not a leading part of the array's shape.
+
+        Examples:
+            >>> import numpy as np
+            >>> from tensordict import TensorDict
+            >>> x = np.array([("Rex", 9, 81.0), ("Fido", 3, 27.0)],
+            ...              dtype=[("name", "U10"), ("age", "i4"), ("weight", "f4")])
+            >>> td = TensorDict.from_struct_array(x)
+            >>> x["age"] += 1
+            >>> td["age"].tolist(), td["name"]
+            ([10, 4], ['Rex', 'Fido'])
+            >>> bool((td.to_struct_array() == x).all())
+            True
+        """
+        from tensordict._convert_numpy import from_struct_array_impl
+
+        auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_struct_array")
+        return from_struct_array_impl(struct_array, _Opts(batch_size, auto, batch_dims, device, any_mode=False))
+
+    @classmethod
+    def from_pytree(
+        cls,
+        pytree: Any,
+        *,
+        batch_size: Any = None,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+    ) -> Any:
+        """Converts a pytree (lists, tuples, named tuples, dicts) to a TensorDict that
+        :meth:`to_pytree` converts back.
+
+        Each list, tuple, named tuple and dict becomes a nested TensorDict holding
+        its type in a ``"_pytree_type"`` entry; list and tuple elements get the keys
+        ``"0"``, ``"1"``, ...; dict keys that are not str are kept in a
+        ``"_pytree_keys"`` entry (their values go under ``"_pytree_<i>"``). Tensors
+        and tensor collections are kept; Python numbers and NumPy arrays become
+        tensors (so they come back as tensors); ``str`` and ``None`` become
+        non-tensor data.
+
+        Keyword Args:
+            batch_size (torch.Size, optional): the batch size (every level).
+            auto_batch_size (bool): compute the batch size. Exclusive with ``batch_size``.
+            batch_dims (int, optional): with ``auto_batch_size``, the maximum number of batch dims.
+
+        Raises:
+            TypeError: a leaf has a type that cannot be stored (the error is also a
+                ``NotImplementedError``), or conflicting keywords.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> tree = {"a": [torch.zeros(2), torch.ones(2)], 3: (torch.zeros(()),)}
+            >>> td = TensorDict.from_pytree(tree)
+            >>> back = td.to_pytree()
+            >>> type(back["a"]), type(back[3]), back["a"][1]
+            (<class 'list'>, <class 'tuple'>, tensor([1., 1.]))
+        """
+        from tensordict._convert_pytree import from_pytree_impl
+
+        auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_pytree")
+        return from_pytree_impl(pytree, _Opts(batch_size, auto, batch_dims, None, any_mode=False))
+
+    # -------------------------------------------------------------- conversions
+    def to_pytree(self) -> Any:
+        """Rebuilds the pytree that :meth:`from_pytree` converted to this TensorDict.
+
+        A TensorDict without a ``"_pytree_type"`` entry (not made by
+        :meth:`from_pytree`) is returned as it is, at the top or nested.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict.from_pytree({"a": [torch.zeros(2), torch.ones(2)]}).to_pytree()
+            {'a': [tensor([0., 0.]), tensor([1., 1.])]}
+        """
+        from tensordict._convert_pytree import to_pytree_impl
+
+        return to_pytree_impl(self)
+
+    def to_namedtuple(self, dest_cls: type | None = None) -> Any:
+        """Converts the TensorDict to a named tuple, recursively.
+
+        Each level becomes a ``GenericDict`` named tuple (a class made per call)
+        whose fields are the keys; non-tensor data comes back as its object.
+
+        Args:
+            dest_cls (type, optional): the named tuple class of the result. A nested
+                TensorDict is converted to ``dest_cls`` too if ``dest_cls`` has exactly
+                its keys, and to a ``GenericDict`` otherwise.
+
+        Raises:
+            ValueError: a key is not a valid field name (a Python identifier not
+                starting with ``_``); rename it first or use :meth:`to_dict`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> data = TensorDict({"a_tensor": torch.zeros(3),
+            ...                    "nested": {"a_tensor": torch.zeros(3), "a_string": "zero!"}}, [3])
+            >>> data.to_namedtuple()
+            GenericDict(a_tensor=tensor([0., 0., 0.]), nested=GenericDict(a_tensor=tensor([0., 0., 0.]), a_string='zero!'))
+        """
+        return _to_namedtuple(self, dest_cls)
+
+    def to_struct_array(self) -> Any:
+        """Converts the TensorDict to a NumPy structured array (a copy).
+
+        The array's shape is the batch size; each entry is a field whose shape is
+        the leaf's feature shape; a nested TensorDict is a nested structured field;
+        strings become ``U`` fields of at least 10 characters, bytes ``S`` fields.
+
+        Returns:
+            numpy.ndarray: with a structured dtype.
+
+        Raises:
+            TypeError: a leaf has no NumPy dtype (bfloat16, or a non-tensor object
+                other than str, bytes or a number).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1, 2, 3]), "b": torch.tensor([4.0, 5.0, 6.0])}, [3])
+            >>> print(td.to_struct_array())
+            [(1, 4.) (2, 5.) (3, 6.)]
+        """
+        from tensordict._convert_numpy import to_struct_array_impl
+
+        return to_struct_array_impl(self)
+
+    def numpy(self) -> dict:
+        """Converts the TensorDict to a (nested) dict of NumPy arrays.
+
+        Tensors are detached and moved to the CPU (no copy for CPU tensors);
+        non-tensor data comes back as its object.
+
+        Raises:
+            TypeError: a tensor has a dtype NumPy lacks (bfloat16): cast it first.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> data = TensorDict({"a": {"b": torch.zeros(()), "c": "a string!"}})
+            >>> data.numpy()
+            {'a': {'b': array(0., dtype=float32), 'c': 'a string!'}}
+        """
+        from tensordict._convert_numpy import numpy_impl
+
+        return numpy_impl(self)
+
+    def tolist(
+        self,
+        *,
+        convert_nodes: bool = True,
+        convert_tensors: bool = False,
+        tolist_first: bool = False,
+        as_linked_list: bool = False,
+    ) -> Any:
+        """The elements of the TensorDict as nested lists, one level per batch dim.
+
+        For batch size ``[2, 3]`` the result is a list of 2 lists of 3 elements,
+        each ``td[i, j]`` converted with :meth:`to_dict`. A TensorDict without batch
+        dims returns one dict.
+
+        Keyword Args:
+            convert_nodes (bool): convert the elements to dicts. ``False`` keeps them as
+                TensorDicts. Defaults to ``True``.
+            convert_tensors (bool): convert tensors to Python lists too. Requires
+                ``convert_nodes=True``. Defaults to ``False``.
+            tolist_first (bool): nested TensorDicts with more batch dims than their
+                parent become lists of dicts too. Defaults to ``False``.
+            as_linked_list (bool): not supported (raises ``NotImplementedError``).
+
+        Raises:
+            TypeError: ``convert_tensors=True`` with ``convert_nodes=False``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.arange(4).view(2, 2)}, [2])
+            >>> td.tolist(convert_tensors=True)
+            [{'a': [0, 1]}, {'a': [2, 3]}]
+        """
+        if as_linked_list:
+            msg = "tolist(as_linked_list=True) is not supported; index the TensorDict to write elements back."
+            raise NotImplementedError(msg)
+        if convert_tensors and not convert_nodes:
+            msg = "tolist: convert_tensors=True requires convert_nodes=True."
+            raise TypeError(msg)
+        return _tolist(self, convert_nodes, convert_tensors, tolist_first)
+
+
+def _element_dict(td: Any, convert_tensors: bool, tolist_first: bool) -> dict:
+    from tensordict._base import TensorDictBase
+
+    out = {}
+    for key, value in td._items_raw():
+        if isinstance(value, TensorDictBase):
+            if tolist_first and value.batch_dims > td.batch_dims:
+                out[key] = _tolist(value, True, convert_tensors, True, td.batch_dims)
+            else:
+                out[key] = _element_dict(value, convert_tensors, tolist_first)
+        elif isinstance(value, _Tensor):
+            out[key] = value.tolist() if convert_tensors else value
+        else:
+            out[key] = td._unwrap_leaf(value)
+    return out
+
+
+def _tolist(td: Any, convert_nodes: bool, convert_tensors: bool, tolist_first: bool, start: int = 0) -> Any:
+    if td.batch_dims <= start:
+        return _element_dict(td, convert_tensors, tolist_first) if convert_nodes else td
+    return [_tolist(sub, convert_nodes, convert_tensors, tolist_first, start) for sub in td.unbind(start)]
+
+
+def _to_namedtuple(td: Any, dest_cls: type | None) -> Any:
+    import collections
+
+    from tensordict._base import TensorDictBase
+
+    keys = list(td._keys_raw())
+    for key in keys:
+        if not key.isidentifier() or key.startswith("_"):
+            msg = (
+                f"to_namedtuple: key {key!r} is not a valid named tuple field (a Python identifier "
+                "not starting with '_'). Rename it with td.rename_key_(...) or use td.to_dict()."
+            )
+            raise ValueError(msg)
+    values = []
+    for _, value in td._items_raw():
+        if isinstance(value, TensorDictBase):
+            sub_cls = dest_cls if dest_cls is not None and set(getattr(dest_cls, "_fields", ())) == set(value._keys_raw()) else None
+            values.append(_to_namedtuple(value, sub_cls))
+        elif isinstance(value, _Tensor):
+            values.append(value)
+        else:
+            values.append(td._unwrap_leaf(value))
+    cls = dest_cls if dest_cls is not None else collections.namedtuple("GenericDict", keys)
+    return cls(**dict(zip(keys, values)))
+
+
+# ---------------------------------------------------------------------- module level
+def from_dict(
+    input_dict: Any,
+    batch_size: Any = None,
+    device: Any = None,
+    batch_dims: int | None = None,
+    *,
+    auto_batch_size: bool | None = None,
+    names: Sequence[str] | None = None,
+) -> Any:
+    """Builds a TensorDict from a (nested) dict; see :meth:`TensorDictBase.from_dict`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import from_dict
+        >>> from_dict({"a": torch.zeros(3, 4), "b": torch.zeros(3)}, auto_batch_size=True).batch_size
+        torch.Size([3])
+    """
+    return _from_dict(input_dict, batch_size, device, batch_dims, auto_batch_size=auto_batch_size, names=names)
+
+
+def from_any(obj: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    """Converts a dict, tuple, dataclass, array or file to a TensorDict; see :meth:`TensorDictBase.from_any`.
+
+    Examples:
+        >>> from tensordict import from_any
+        >>> from_any((1, 2))["1"]
+        tensor(2)
+    """
+    return _from_any(obj, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+
+def from_namedtuple(named_tuple: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    """Converts a named tuple to a TensorDict; see :meth:`TensorDictBase.from_namedtuple`.
+
+    Examples:
+        >>> import torch
+        >>> from collections import namedtuple
+        >>> from tensordict import from_namedtuple
+        >>> P = namedtuple("P", ["x"])
+        >>> from_namedtuple(P(torch.zeros(2)), auto_batch_size=True).batch_size
+        torch.Size([2])
+    """
+    return _from_namedtuple(named_tuple, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+
+def from_tuple(obj: tuple, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    """Converts a tuple to a TensorDict (keys ``"0"``, ``"1"``, ...); see :meth:`TensorDictBase.from_tuple`.
+
+    Examples:
+        >>> from tensordict import from_tuple
+        >>> list(from_tuple((1, (2, 3))).keys(True, True))
+        ['0', ('1', '0'), ('1', '1')]
+    """
+    return _from_tuple(obj, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size)
+
+
+def from_dataclass(dataclass: Any, **kwargs: Any) -> Any:
+    """Converts a dataclass instance to a TensorDict; see :meth:`TensorDictBase.from_dataclass`.
+
+    (``tensordict.from_dataclass`` at the top level is td-tensorclass's, which
+    returns a tensorclass.)
+    """
+    return _from_dataclass(dataclass, **kwargs)
+
+
+def from_struct_array(struct_array: Any, *, auto_batch_size: bool = False, batch_dims: int | None = None, device: Any = None, batch_size: Any = None) -> Any:
+    """Converts a NumPy structured array to a TensorDict without copying; see
+    :meth:`TensorDictBase.from_struct_array`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from tensordict import from_struct_array
+        >>> x = np.zeros(3, dtype=[("a", "f4"), ("b", "i8")])
+        >>> td = from_struct_array(x)
+        >>> x["a"] = 1.0
+        >>> td["a"]
+        tensor([1., 1., 1.])
+    """
+    from tensordict._td import TensorDict
+
+    return TensorDict.from_struct_array(
+        struct_array, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size
+    )
+
+
+def from_pytree(pytree: Any, *, batch_size: Any = None, auto_batch_size: bool = False, batch_dims: int | None = None) -> Any:
+    """Converts a pytree to a TensorDict; see :meth:`TensorDictBase.from_pytree`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import from_pytree
+        >>> from_pytree([torch.zeros(3), torch.ones(3)], auto_batch_size=True).batch_size
+        torch.Size([3])
+    """
+    from tensordict._td import TensorDict
+
+    return TensorDict.from_pytree(pytree, batch_size=batch_size, auto_batch_size=auto_batch_size, batch_dims=batch_dims)
+
+
+def fromkeys(keys: Sequence[Any], value: Any = 0) -> Any:
+    """A TensorDict (batch size ``[]``) with every key of ``keys`` set to ``value``.
+
+    Examples:
+        >>> from tensordict import fromkeys
+        >>> sorted(fromkeys(["a", ("b", "c")], 1).keys(True, True))
+        ['a', ('b', 'c')]
+    """
+    from tensordict._td import TensorDict
+
+    return TensorDict.fromkeys(keys, value)

@@ -57,6 +57,10 @@ class DeviceMixin:
         if dtype is None:
             if device == self.device:
                 return self
+            if batch_size is None and getattr(self, "_consolidated", None) is not None:
+                out = self._to_consolidated(device, non_blocking)  # one copy of one buffer
+                if out is not None:
+                    return out
             fn = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
         elif device is None:
             fn = lambda t: t.to(dtype, non_blocking=non_blocking)  # noqa: E731

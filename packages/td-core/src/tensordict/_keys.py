@@ -118,21 +118,25 @@ class _KeysView:
         self.is_leaf = is_leaf
 
     def _walk(self, td: TensorDictBase, prefix: tuple) -> Iterator[tuple[NestedKey, Any]]:
+        out: list = []
+        self._collect(td, prefix, out)
+        return iter(out)
+
+    def _collect(self, td: TensorDictBase, prefix: tuple, out: list) -> None:
         from tensordict._base import TensorDictBase
 
         is_leaf = self.is_leaf
+        leaves_only = self.leaves_only
+        nested = self.include_nested
+        append = out.append
         for key, value in td._items_raw():
-            full = key if not prefix else prefix + (key,)
-            if is_leaf is None:
-                is_coll = isinstance(value, TensorDictBase)
-                leaf = not is_coll
-            else:
-                is_coll = isinstance(value, TensorDictBase)
-                leaf = is_leaf(type(value))
-            if not self.leaves_only or leaf:
-                yield full, value
-            if self.include_nested and is_coll:
-                yield from self._walk(value, full if prefix else (key,))
+            full = prefix + (key,) if prefix else key
+            is_coll = isinstance(value, TensorDictBase)
+            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+            if not leaves_only or leaf:
+                append((full, value))
+            if nested and is_coll:
+                self._collect(value, prefix + (key,), out)
 
     def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
         if not self.include_nested and not self.leaves_only:
@@ -142,7 +146,9 @@ class _KeysView:
     def __iter__(self) -> Iterator[NestedKey]:
         if not self.include_nested and not self.leaves_only:
             return iter(self._td._keys_raw())
-        return (k for k, _ in self._walk(self._td, ()))
+        out: list = []
+        self._collect(self._td, (), out)
+        return iter([k for k, _ in out])
 
     def __len__(self) -> int:
         if not self.include_nested and not self.leaves_only:

@@ -1,9 +1,1113 @@
-"""TensorDictBase methods for leaf-wise arithmetic, comparisons helpers, pointwise math and reductions (``MathMixin``)."""
+"""Leaf-wise arithmetic, pointwise math, masking and ``where`` (``MathMixin``).
+
+Every op flattens the TensorDict into the list of its tensor leaves
+(``_apply._flatten_tensors``), runs one ``torch._foreach_*`` kernel on the whole
+list when torch has one (``td + 1`` is ``torch._foreach_add(leaves, 1)``), and
+rebuilds the tree around the results. Non-tensor entries pass through unchanged.
+Ops without a foreach kernel (``//``, ``%``, ``isnan``, ...) loop over the same list.
+Inside ``torch.vmap`` / ``torch.func`` transforms (which have no batching rule for
+the foreach kernels) every op loops.
+
+The other operand of a binary op may be a number, a tensor or another TensorDict:
+
+* a TensorDict is matched key by key (same keys, or ``default=``);
+* a tensor whose shape is the start of a leaf's shape (typically ``batch_size``) is
+  aligned on the left, as :func:`tensordict.utils.expand_as_right` does, so a
+  per-sample tensor scales every leaf; any other tensor broadcasts as in torch.
+
+Reductions live in ``_reductions.py`` (``ReductionMixin``, a base of ``MathMixin``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from tensordict._apply import _collect_like, _flatten_tensors, _unflatten_tensors
+from tensordict._keys import NO_DEFAULT
+from tensordict._reductions import ReductionMixin, _torch_reduction_table
+
 __all__ = ["MathMixin"]
 
+_Tensor = torch.Tensor
+_peek_interpreter = torch._C._functorch.peek_interpreter_stack
+_SCALARS = (int, float, bool, complex)
 
-class MathMixin:
-    """Mixed into TensorDictBase: leaf-wise arithmetic, comparisons helpers, pointwise math and reductions."""
+
+def _foreach_ok() -> bool:
+    """``False`` inside functorch transforms (vmap, grad): foreach has no batching rule."""
+    return _peek_interpreter() is None
+
+
+def _is_td(value: Any) -> bool:
+    from tensordict._base import TensorDictBase
+
+    return isinstance(value, TensorDictBase)
+
+
+def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:
+    """``other`` lined up with ``leaf``: left-aligned when its shape starts ``leaf``'s."""
+    nd = other.ndim
+    if nd == leaf.ndim or nd == 0:
+        return other
+    if nd < leaf.ndim and leaf.shape[:nd] == other.shape:
+        return other.reshape(*other.shape, *([1] * (leaf.ndim - nd)))
+    return other
+
+
+def _as_td(other: Mapping) -> Any:
+    from tensordict._td import TensorDict
+
+    return TensorDict(other, batch_size=[])
+
+
+def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, bool]:
+    """The other operand as ``(scalar, False)`` or ``(list aligned with leaves, True)``.
+
+    Returns ``(NotImplemented, False)`` for a type no op accepts.
+    """
+    if other.__class__ in _SCALARS:
+        return other, False
+    if isinstance(other, _Tensor):
+        if other.ndim == 0 and leaves and other.device == leaves[0].device:
+            return other, False
+        return [_align(other, leaf) for leaf in leaves], True
+    if _is_td(other):
+        out: list = []
+        _collect_like(spec, other, out, what)
+        return out, True
+    if isinstance(other, _SCALARS):
+        return other, False
+    if isinstance(other, Mapping):
+        out = []
+        _collect_like(spec, _as_td(other), out, what)
+        return out, True
+    return NotImplemented, False
+
+
+def _as_tensor_like(value: Any, leaf: _Tensor) -> Any:
+    if isinstance(value, _Tensor):
+        return value
+    return torch.as_tensor(value, device=leaf.device)
+
+
+# name -> (foreach, foreach_, eager, eager in-place method or None)
+_BINARY: dict[str, tuple] = {
+    "add": (torch._foreach_add, torch._foreach_add_, torch.add, "add_"),
+    "sub": (torch._foreach_sub, torch._foreach_sub_, torch.sub, "sub_"),
+    "mul": (torch._foreach_mul, torch._foreach_mul_, torch.mul, "mul_"),
+    "div": (torch._foreach_div, torch._foreach_div_, torch.div, "div_"),
+    "pow": (torch._foreach_pow, torch._foreach_pow_, torch.pow, "pow_"),
+    "maximum": (
+        torch._foreach_maximum,
+        torch._foreach_maximum_,
+        lambda x, y: torch.maximum(x, _as_tensor_like(y, x)),
+        None,
+    ),
+    "minimum": (
+        torch._foreach_minimum,
+        torch._foreach_minimum_,
+        lambda x, y: torch.minimum(x, _as_tensor_like(y, x)),
+        None,
+    ),
+    "clamp_min": (torch._foreach_clamp_min, torch._foreach_clamp_min_, torch.clamp_min, "clamp_min_"),
+    "clamp_max": (torch._foreach_clamp_max, torch._foreach_clamp_max_, torch.clamp_max, "clamp_max_"),
+    "floor_divide": (None, None, torch.floor_divide, "floor_divide_"),
+    "remainder": (None, None, torch.remainder, "remainder_"),
+    "fmod": (None, None, torch.fmod, "fmod_"),
+    "bitwise_and": (None, None, torch.bitwise_and, "bitwise_and_"),
+    "bitwise_or": (None, None, torch.bitwise_or, "bitwise_or_"),
+    "bitwise_xor": (None, None, torch.bitwise_xor, "bitwise_xor_"),
+    "logical_and": (None, None, torch.logical_and, "logical_and_"),
+    "logical_or": (None, None, torch.logical_or, "logical_or_"),
+    "logical_xor": (None, None, torch.logical_xor, "logical_xor_"),
+}
+
+# unary ops with a foreach kernel
+_UNARY_FOREACH = (
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "ceil",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "expm1",
+    "floor",
+    "frac",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "neg",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+)
+# unary ops that loop (no foreach kernel); the second item says whether an
+# in-place variant exists
+_UNARY_LOOP = {
+    "isnan": False,
+    "isfinite": False,
+    "isinf": False,
+    "isposinf": False,
+    "isneginf": False,
+    "signbit": False,
+    "logical_not": True,
+    "bitwise_not": True,
+    "relu": True,
+    "square": True,
+    "exp2": True,
+    "sgn": True,
+    "digamma": True,
+    "logit": True,
+    "erfinv": True,
+    "deg2rad": True,
+    "rad2deg": True,
+}
+
+
+def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool = False) -> Any:
+    """Out-of-place binary op on every tensor leaf; ``NotImplemented`` for an unknown operand."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    arg, is_list = _operand(spec, leaves, other, name)
+    if arg is NotImplemented:
+        return NotImplemented
+    foreach, _, eager, _ = _BINARY[name]
+    if reflected:
+        results = _reflected(name, leaves, arg, is_list)
+    else:
+        results = None
+        if foreach is not None and leaves and _foreach_ok():
+            try:
+                if alpha is None:
+                    results = foreach(leaves, arg)
+                elif is_list:
+                    results = foreach(leaves, arg, alpha=alpha)
+                else:
+                    results = foreach(leaves, arg * alpha)
+            except (RuntimeError, TypeError):
+                results = None
+        if results is None:
+            kw = {} if alpha is None else {"alpha": alpha}
+            if is_list:
+                results = [eager(x, y, **kw) for x, y in zip(leaves, arg)]
+            else:
+                results = [eager(x, arg, **kw) for x in leaves]
+    return _unflatten_tensors(spec, results)[0]
+
+
+def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
+    """``other <op> leaf`` for the reflected dunders (``1 - td``, ``2 ** td``, ...)."""
+    if not is_list and _foreach_ok() and leaves:
+        try:
+            if name == "sub":
+                return torch._foreach_add(torch._foreach_neg(leaves), arg)
+            if name == "pow":
+                return torch._foreach_pow(arg, leaves)
+        except (RuntimeError, TypeError):
+            pass
+    eager = _BINARY[name][2]
+    if is_list:
+        return [eager(y, x) for x, y in zip(leaves, arg)]
+    return [eager(_as_tensor_like(arg, x), x) if name in ("maximum", "minimum") else eager(arg, x) for x in leaves]
+
+
+def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
+    """In-place binary op on every tensor leaf; returns ``td``."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    arg, is_list = _operand(spec, leaves, other, name + "_")
+    if arg is NotImplemented:
+        msg = f"{name}_: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+        raise TypeError(msg)
+    if not leaves:
+        return td
+    _, foreach_, eager, method = _BINARY[name]
+    if foreach_ is not None and _foreach_ok():
+        if alpha is None:
+            foreach_(leaves, arg)
+        elif is_list:
+            foreach_(leaves, arg, alpha=alpha)
+        else:
+            foreach_(leaves, arg * alpha)
+        return td
+    kw = {} if alpha is None else {"alpha": alpha}
+    args = arg if is_list else [arg] * len(leaves)
+    for x, y in zip(leaves, args):
+        if method is not None:
+            getattr(x, method)(y, **kw)
+        else:
+            eager(x, y, out=x) if isinstance(y, _Tensor) else x.copy_(eager(x, y))
+    return td
+
+
+def _unary(td: Any, name: str) -> Any:
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    results = None
+    if leaves and _foreach_ok():
+        try:
+            results = getattr(torch, "_foreach_" + name)(leaves)
+        except (RuntimeError, TypeError):
+            results = None
+    if results is None:
+        fn = getattr(torch, name)
+        results = [fn(x) for x in leaves]
+    return _unflatten_tensors(spec, results)[0]
+
+
+def _unary_(td: Any, name: str) -> Any:
+    leaves: list = []
+    _flatten_tensors(td, leaves)
+    if not leaves:
+        return td
+    if _foreach_ok():
+        getattr(torch, "_foreach_" + name + "_")(leaves)
+    else:
+        for x in leaves:
+            getattr(x, name + "_")()
+    return td
+
+
+def _loop(td: Any, fn: Callable) -> Any:
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    return _unflatten_tensors(spec, [fn(x) for x in leaves])[0]
+
+
+def _loop_(td: Any, fn: Callable) -> Any:
+    leaves: list = []
+    _flatten_tensors(td, leaves)
+    for x in leaves:
+        fn(x)
+    return td
+
+
+def _check_mask(td: Any, mask: Any, what: str) -> _Tensor:
+    if not isinstance(mask, _Tensor):
+        mask = torch.as_tensor(mask)
+    bs = td.batch_size
+    if mask.ndim > len(bs) or mask.shape != bs[: mask.ndim]:
+        msg = (
+            f"{what}: the mask has shape {tuple(mask.shape)}, expected the batch_size "
+            f"{tuple(bs)} (or its leading dims)."
+        )
+        raise RuntimeError(msg)
+    return mask
+
+
+def _doc_unary(name: str, inplace: bool) -> str:
+    if inplace:
+        return f"""In-place :meth:`{name}` of every tensor leaf (``torch._foreach_{name}_``).
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({{"a": torch.rand(3) + 0.5}}, [3])
+            >>> expected = torch.{name}(td["a"])
+            >>> torch.allclose(td.{name}_()["a"], expected, equal_nan=True)
+            True
+        """
+    return f"""``torch.{name}`` of every tensor leaf, as one ``torch._foreach_{name}`` call.
+
+        Non-tensor entries pass through unchanged; nested TensorDicts are walked.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``; each leaf
+            has the shape of the input leaf and the dtype ``torch.{name}`` gives.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({{"a": torch.rand(3) + 0.5, "b": {{"c": torch.rand(3, 2) + 0.5}}}}, [3])
+            >>> torch.allclose(td.{name}()["b", "c"], torch.{name}(td["b", "c"]), equal_nan=True)
+            True
+        """
+
+
+def _doc_loop(name: str, inplace: bool) -> str:
+    if inplace:
+        return f"""In-place ``{name}`` of every tensor leaf.
+
+        Returns:
+            ``self``.
+        """
+    return f"""``torch.{name}`` of every tensor leaf (non-tensor entries pass through).
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({{"a": torch.tensor([1.0, 2.0])}}, [2])
+            >>> torch.equal(td.{name}()["a"], torch.{name}(td["a"]))
+            True
+        """
+
+
+def _doc_binary(name: str, inplace: bool) -> str:
+    fe = " through ``torch._foreach_" + name + ("_" if inplace else "") + "``" if _BINARY[name][0] else ""
+    ret = "``self``" if inplace else "a new TensorDict with the structure and batch size of ``self``"
+    return f"""``{name}`` of every tensor leaf with ``other``{' in place' if inplace else ''}{fe}.
+
+        Args:
+            other (Number, Tensor or TensorDictBase): a number; a tensor (one whose
+                shape is the start of the leaf shapes, e.g. ``batch_size``, is aligned
+                on the left; any other broadcasts as in torch); or a TensorDict with
+                the same keys, matched key by key.
+
+        Returns:
+            {ret}.
+
+        Raises:
+            KeyError: ``other`` is a TensorDict whose keys differ.
+            RuntimeError: shapes do not broadcast (or, in place, the result dtype
+                cannot be cast to a leaf's dtype).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({{"a": torch.tensor([1.0, 4.0]), "b": {{"c": torch.tensor([[2.0], [3.0]])}}}}, [2])
+            >>> expected = torch.{name}(td["b", "c"], torch.tensor(2.0))
+            >>> torch.equal(td.{name}{'_' if inplace else ''}(2.0)["b", "c"], expected)
+            True
+        """
+
+
+def _make_binary(name: str) -> tuple[Callable, Callable]:
+    def op(self: Any, other: Any) -> Any:
+        out = _binary(self, other, name)
+        if out is NotImplemented:
+            msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+            raise TypeError(msg)
+        return out
+
+    def op_(self: Any, other: Any) -> Any:
+        return _binary_(self, other, name)
+
+    op.__name__, op_.__name__ = name, name + "_"
+    op.__doc__, op_.__doc__ = _doc_binary(name, False), _doc_binary(name, True)
+    return op, op_
+
+
+def _make_unary(name: str) -> tuple[Callable, Callable]:
+    def op(self: Any) -> Any:
+        return _unary(self, name)
+
+    def op_(self: Any) -> Any:
+        return _unary_(self, name)
+
+    op.__name__, op_.__name__ = name, name + "_"
+    op.__doc__, op_.__doc__ = _doc_unary(name, False), _doc_unary(name, True)
+    return op, op_
+
+
+def _make_loop(name: str, has_inplace: bool) -> tuple[Callable, Callable | None]:
+    fn = getattr(torch, name)
+
+    def op(self: Any) -> Any:
+        return _loop(self, fn)
+
+    op.__name__ = name
+    op.__doc__ = _doc_loop(name, False)
+    if not has_inplace:
+        return op, None
+    method = name + "_"
+
+    def op_(self: Any) -> Any:
+        return _loop_(self, lambda x: getattr(x, method)())
+
+    op_.__name__ = method
+    op_.__doc__ = _doc_loop(name, True)
+    return op, op_
+
+
+class MathMixin(ReductionMixin):
+    """Mixed into TensorDictBase: leaf-wise arithmetic, pointwise math, masking and
+    (through ``ReductionMixin``) reductions."""
+
+    # ------------------------------------------------------------ arithmetic with keywords
+    def add(self, other: Any, *, alpha: Any = None, default: Any = None) -> Any:
+        """``self + alpha * other`` on every tensor leaf (``torch._foreach_add``).
+
+        Args:
+            other (Number, Tensor or TensorDictBase): see :meth:`mul`.
+
+        Keyword Args:
+            alpha (Number, optional): multiplier of ``other``.
+            default (Any, optional): with a TensorDict ``other``, ``"intersection"``
+                uses only the shared keys; any other value stands for the entries one
+                side lacks. ``None`` (default) requires the same keys.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            KeyError: the keys of ``other`` differ and no ``default`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.add(td, alpha=2)["a"]
+            tensor([3., 3.])
+            >>> (td + torch.tensor([1.0, 2.0]))["a"]
+            tensor([2., 3.])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, lambda x, y: torch.add(x, y, alpha=alpha or 1))
+        return _checked(_binary(self, other, "add", alpha), other, "add")
+
+    def sub(self, other: Any, *, alpha: Any = None, default: Any = None) -> Any:
+        """``self - alpha * other`` on every tensor leaf (``torch._foreach_sub``).
+
+        Keyword Args:
+            alpha (Number, optional): multiplier of ``other``.
+            default (Any, optional): see :meth:`add`.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            KeyError: the keys of ``other`` differ and no ``default`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.sub(1.0)["a"]
+            tensor([0., 0.])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, lambda x, y: torch.sub(x, y, alpha=alpha or 1))
+        return _checked(_binary(self, other, "sub", alpha), other, "sub")
+
+    def add_(self, other: Any, *, alpha: Any = None) -> Any:
+        """In-place :meth:`add` (``torch._foreach_add_``); returns ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.add_(1)["a"]
+            tensor([2., 2.])
+        """
+        return _binary_(self, other, "add", alpha)
+
+    def sub_(self, other: Any, *, alpha: Any = None) -> Any:
+        """In-place :meth:`sub` (``torch._foreach_sub_``); returns ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.sub_(1)["a"]
+            tensor([0., 0.])
+        """
+        return _binary_(self, other, "sub", alpha)
+
+    def mul(self, other: Any, *, default: Any = None) -> Any:
+        """``self * other`` on every tensor leaf (``torch._foreach_mul``).
+
+        Args:
+            other (Number, Tensor or TensorDictBase): a number; a tensor (one whose
+                shape is the start of the leaf shapes, e.g. ``batch_size``, is aligned
+                on the left; any other broadcasts as in torch); or a TensorDict with the
+                same keys, matched key by key.
+
+        Keyword Args:
+            default (Any, optional): see :meth:`add`.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            KeyError: the keys of ``other`` differ and no ``default`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2, 3)}, [2])
+            >>> (td * torch.tensor([2.0, 3.0]))["a"]
+            tensor([[2., 2., 2.],
+                    [3., 3., 3.]])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, torch.mul)
+        return _checked(_binary(self, other, "mul"), other, "mul")
+
+    def div(self, other: Any, *, default: Any = None) -> Any:
+        """``self / other`` (true division) on every tensor leaf (``torch._foreach_div``).
+
+        Keyword Args:
+            default (Any, optional): see :meth:`add`.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1, 2])}, [2])
+            >>> td.div(2)["a"]
+            tensor([0.5000, 1.0000])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, torch.div)
+        return _checked(_binary(self, other, "div"), other, "div")
+
+    def pow(self, other: Any, *, default: Any = None) -> Any:
+        """``self ** other`` on every tensor leaf (``torch._foreach_pow``).
+
+        Keyword Args:
+            default (Any, optional): see :meth:`add`.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([2.0, 3.0])}, [2])
+            >>> td.pow(2)["a"]
+            tensor([4., 9.])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, torch.pow)
+        return _checked(_binary(self, other, "pow"), other, "pow")
+
+    # ------------------------------------------------------------ dunders
+    def __add__(self, other: Any) -> Any:
+        return _binary(self, other, "add")
+
+    def __radd__(self, other: Any) -> Any:
+        return _binary(self, other, "add", reflected=True)
+
+    def __iadd__(self, other: Any) -> Any:
+        return _binary_(self, other, "add")
+
+    def __sub__(self, other: Any) -> Any:
+        return _binary(self, other, "sub")
+
+    def __rsub__(self, other: Any) -> Any:
+        return _binary(self, other, "sub", reflected=True)
+
+    def __isub__(self, other: Any) -> Any:
+        return _binary_(self, other, "sub")
+
+    def __mul__(self, other: Any) -> Any:
+        return _binary(self, other, "mul")
+
+    def __rmul__(self, other: Any) -> Any:
+        return _binary(self, other, "mul", reflected=True)
+
+    def __imul__(self, other: Any) -> Any:
+        return _binary_(self, other, "mul")
+
+    def __truediv__(self, other: Any) -> Any:
+        return _binary(self, other, "div")
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _binary(self, other, "div", reflected=True)
+
+    def __itruediv__(self, other: Any) -> Any:
+        return _binary_(self, other, "div")
+
+    def __pow__(self, other: Any) -> Any:
+        return _binary(self, other, "pow")
+
+    def __rpow__(self, other: Any) -> Any:
+        return _binary(self, other, "pow", reflected=True)
+
+    def __ipow__(self, other: Any) -> Any:
+        return _binary_(self, other, "pow")
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _binary(self, other, "floor_divide")
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _binary(self, other, "floor_divide", reflected=True)
+
+    def __ifloordiv__(self, other: Any) -> Any:
+        return _binary_(self, other, "floor_divide")
+
+    def __mod__(self, other: Any) -> Any:
+        return _binary(self, other, "remainder")
+
+    def __rmod__(self, other: Any) -> Any:
+        return _binary(self, other, "remainder", reflected=True)
+
+    def __imod__(self, other: Any) -> Any:
+        return _binary_(self, other, "remainder")
+
+    def __and__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_and")
+
+    def __rand__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_and", reflected=True)
+
+    def __iand__(self, other: Any) -> Any:
+        return _binary_(self, other, "bitwise_and")
+
+    def __or__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_or")
+
+    def __ror__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_or", reflected=True)
+
+    def __ior__(self, other: Any) -> Any:
+        return _binary_(self, other, "bitwise_or")
+
+    def __xor__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_xor")
+
+    def __rxor__(self, other: Any) -> Any:
+        return _binary(self, other, "bitwise_xor", reflected=True)
+
+    def __ixor__(self, other: Any) -> Any:
+        return _binary_(self, other, "bitwise_xor")
+
+    def __neg__(self) -> Any:
+        return _unary(self, "neg")
+
+    def __abs__(self) -> Any:
+        return _unary(self, "abs")
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __invert__(self) -> Any:
+        return _loop(self, torch.bitwise_not)
+
+    # ------------------------------------------------------------ several-operand math
+    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """Clamps every tensor leaf to ``[min, max]`` (``_foreach_clamp_min/max``).
+
+        Args:
+            min (Number, Tensor or TensorDictBase, optional): lower bound.
+            max (Number, Tensor or TensorDictBase, optional): upper bound.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            ValueError: neither ``min`` nor ``max`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([-2.0, 0.5, 3.0])}, [3])
+            >>> td.clamp(-1, 1)["a"]
+            tensor([-1.0000,  0.5000,  1.0000])
+        """
+        if min is None and max is None:
+            msg = "clamp: at least one of `min` and `max` must be given."
+            raise ValueError(msg)
+        out = self if min is None else self.clamp_min(min)
+        if max is not None:
+            out = out.clamp_max(max) if min is None else _binary_(out, max, "clamp_max")
+        return out
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        """In-place :meth:`clamp`; returns ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([-2.0, 3.0])}, [2])
+            >>> td.clamp_(max=0)["a"]
+            tensor([-2.,  0.])
+        """
+        if min is None and max is None:
+            msg = "clamp_: at least one of `min` and `max` must be given."
+            raise ValueError(msg)
+        if min is not None:
+            _binary_(self, min, "clamp_min")
+        if max is not None:
+            _binary_(self, max, "clamp_max")
+        return self
+
+    def lerp(self, end: Any, weight: Any) -> Any:
+        """``self + weight * (end - self)`` on every tensor leaf (``torch._foreach_lerp``).
+
+        Args:
+            end (Tensor or TensorDictBase): the end points.
+            weight (Number, Tensor or TensorDictBase): the interpolation weight.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.lerp(td + 4, 0.25)["a"]
+            tensor([1., 1.])
+        """
+        return _ternary(self, "lerp", end, weight, inplace=False)
+
+    def lerp_(self, end: Any, weight: Any) -> Any:
+        """In-place :meth:`lerp` (``torch._foreach_lerp_``); returns ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.lerp_(td + 2, 0.5)["a"]
+            tensor([1., 1.])
+        """
+        return _ternary(self, "lerp", end, weight, inplace=True)
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        """``self + value * tensor1 * tensor2`` on every leaf (``torch._foreach_addcmul``).
+
+        Args:
+            tensor1, tensor2 (Tensor or TensorDictBase): the factors.
+
+        Keyword Args:
+            value (Number): multiplier of the product. Defaults to 1.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.addcmul(td, td, value=2)["a"]
+            tensor([3., 3.])
+        """
+        return _ternary(self, "addcmul", tensor1, tensor2, inplace=False, value=value)
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        """In-place :meth:`addcmul` (``torch._foreach_addcmul_``); returns ``self``."""
+        return _ternary(self, "addcmul", tensor1, tensor2, inplace=True, value=value)
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        """``self + value * tensor1 / tensor2`` on every leaf (``torch._foreach_addcdiv``).
+
+        Args:
+            tensor1, tensor2 (Tensor or TensorDictBase): numerator and denominator.
+
+        Keyword Args:
+            value (Number): multiplier of the quotient. Defaults to 1.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2)}, [2])
+            >>> td.addcdiv(td, td * 4)["a"]
+            tensor([1.2500, 1.2500])
+        """
+        return _ternary(self, "addcdiv", tensor1, tensor2, inplace=False, value=value)
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        """In-place :meth:`addcdiv` (``torch._foreach_addcdiv_``); returns ``self``."""
+        return _ternary(self, "addcdiv", tensor1, tensor2, inplace=True, value=value)
+
+    def round(self, decimals: int = 0) -> Any:
+        """Rounds every tensor leaf (``torch._foreach_round``; ``decimals`` loops).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([0.4, 1.6])}, [2])
+            >>> td.round()["a"]
+            tensor([0., 2.])
+        """
+        if decimals:
+            return _loop(self, lambda x: torch.round(x, decimals=decimals))
+        return _unary(self, "round")
+
+    def round_(self, decimals: int = 0) -> Any:
+        """In-place :meth:`round`; returns ``self``."""
+        if decimals:
+            return _loop_(self, lambda x: x.round_(decimals=decimals))
+        return _unary_(self, "round")
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+        """``torch.nan_to_num`` of every tensor leaf.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.tensor([float("nan"), 1.0])}, [2]).nan_to_num()["a"]
+            tensor([0., 1.])
+        """
+        return _loop(self, lambda x: torch.nan_to_num(x, nan, posinf, neginf))
+
+    def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+        """In-place :meth:`nan_to_num`; returns ``self``."""
+        return _loop_(self, lambda x: x.nan_to_num_(nan, posinf, neginf))
+
+    # ------------------------------------------------------------ masking and where
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """Writes ``value`` where ``mask`` is ``True``, in a copy of every tensor leaf.
+
+        Args:
+            mask (Tensor): a bool tensor of shape ``batch_size`` (or its leading dims),
+                aligned on the left of every leaf.
+            value (Number or Tensor): the fill value.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            RuntimeError: ``mask``'s shape is not the start of ``batch_size``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+            >>> td.masked_fill(torch.tensor([True, False]), 1.0)["a"]
+            tensor([[1., 1., 1.],
+                    [0., 0., 0.]])
+        """
+        mask = _check_mask(self, mask, "masked_fill")
+        return _loop(self, lambda x: x.masked_fill(_align(mask, x), value))
+
+    def masked_fill_(self, mask: Any, value: Any) -> Any:
+        """In-place :meth:`masked_fill`; returns ``self``.
+
+        Raises:
+            RuntimeError: ``mask``'s shape is not the start of ``batch_size``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.masked_fill_(torch.tensor([False, True]), 5.0)["a"]
+            tensor([0., 5.])
+        """
+        mask = _check_mask(self, mask, "masked_fill_")
+        return _loop_(self, lambda x: x.masked_fill_(_align(mask, x), value))
+
+    def masked_select(self, mask: Any) -> Any:
+        """Keeps the batch elements where ``mask`` is ``True``.
+
+        Args:
+            mask (Tensor): a bool tensor of shape ``batch_size`` (or its leading dims).
+
+        Returns:
+            a TensorDict whose masked batch dims are flattened to one dim of size
+            ``mask.sum()``; each leaf is ``leaf[mask]``.
+
+        Raises:
+            RuntimeError: ``mask``'s shape is not the start of ``batch_size``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.arange(6).view(2, 3)}, [2, 3])
+            >>> out = td.masked_select(torch.tensor([[True, False, True], [False, False, True]]))
+            >>> out.batch_size, out["a"]
+            (torch.Size([3]), tensor([0, 2, 5]))
+        """
+        mask = _check_mask(self, mask, "masked_select")
+        if mask.dtype is not torch.bool:
+            mask = mask.bool()
+        return self._index(mask)
+
+    def where(self, condition: Any, other: Any, *, out: Any = None, pad: Any = None) -> Any:
+        """Picks ``self``'s leaf where ``condition`` holds and ``other``'s elsewhere.
+
+        Args:
+            condition (Tensor): a bool tensor of shape ``batch_size`` (or its leading
+                dims), aligned on the left of every leaf; or a tensor broadcasting to
+                every leaf as in torch.
+            other (Number, Tensor or TensorDictBase): the values where ``condition`` is
+                ``False``; a TensorDict is matched key by key.
+
+        Keyword Args:
+            out (TensorDictBase, optional): written in place and returned.
+            pad (Number, optional): stands for the entries that ``self`` or ``other``
+                lacks. Without it the keys must match.
+
+        Returns:
+            a TensorDict with the structure and batch size of ``self`` (or ``out``).
+
+        Raises:
+            KeyError: the keys differ and no ``pad`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(2, 2)}, [2])
+            >>> td.where(torch.tensor([True, False]), 0.0)["a"]
+            tensor([[1., 1.],
+                    [0., 0.]])
+            >>> torch.where(torch.tensor([False, True]), td, td * 2)["a"]
+            tensor([[2., 2.],
+                    [1., 1.]])
+        """
+        cond = condition if isinstance(condition, _Tensor) else torch.as_tensor(condition)
+
+        def pick(x: Any, y: Any) -> _Tensor:
+            ref = x if isinstance(x, _Tensor) else y
+            return torch.where(_align(cond, ref), x, y)
+
+        if _is_td(other) or isinstance(other, Mapping):
+            if not _is_td(other):
+                other = _as_td(other)
+            default = NO_DEFAULT if pad is None else pad
+            return self.apply(pick, other, default=default, out=out)
+        if isinstance(other, _Tensor) and other.ndim:
+            return self.apply(lambda x: torch.where(_align(cond, x), x, _align(other, x)), out=out)
+        return self.apply(lambda x: torch.where(_align(cond, x), x, other), out=out)
+
+
+def _checked(result: Any, other: Any, name: str) -> Any:
+    if result is NotImplemented:
+        msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+        raise TypeError(msg)
+    return result
+
+
+def _with_default(td: Any, other: Any, default: Any, fn: Callable) -> Any:
+    """Binary op with ``default=``: ``"intersection"`` or a fill value for lone entries."""
+    if isinstance(default, str):
+        if default != "intersection":
+            msg = f"default must be 'intersection' or a value, got {default!r}."
+            raise ValueError(msg)
+        shared = [k for k in td.keys(True, True) if k in other.keys(True, True)]
+        return td.select(*shared).apply(fn, other.select(*shared))
+    return td.apply(fn, other, default=default)
+
+
+def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = None) -> Any:
+    """lerp / addcmul / addcdiv with one foreach kernel (loops inside functorch)."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    a_arg, a_list = _operand(spec, leaves, a, name)
+    b_arg, b_list = _operand(spec, leaves, b, name)
+    if a_arg is NotImplemented or b_arg is NotImplemented:
+        msg = f"{name}: operands must be numbers, tensors or TensorDicts."
+        raise TypeError(msg)
+    if not a_list:
+        a_arg = [torch.as_tensor(a_arg, dtype=x.dtype, device=x.device).expand_as(x) for x in leaves]
+    if name != "lerp" and not b_list:
+        b_arg = [torch.as_tensor(b_arg, dtype=x.dtype, device=x.device).expand_as(x) for x in leaves]
+    extra = (b_arg,) if name == "lerp" else (b_arg, value)
+    if leaves and _foreach_ok():
+        fe = getattr(torch, "_foreach_" + name + ("_" if inplace else ""))
+        if inplace:
+            fe(leaves, a_arg, *extra)
+            return td
+        try:
+            results = fe(leaves, a_arg, *extra)
+            return _unflatten_tensors(spec, results)[0]
+        except (RuntimeError, TypeError):
+            pass
+    bs = b_arg if b_list or name != "lerp" else [b_arg] * len(leaves)
+    if inplace:
+        for x, y, z in zip(leaves, a_arg, bs):
+            if name == "lerp":
+                x.lerp_(y, z)
+            else:
+                getattr(x, name + "_")(y, z, value=value)
+        return td
+    if name == "lerp":
+        results = [torch.lerp(x, y, z) for x, y, z in zip(leaves, a_arg, bs)]
+    else:
+        fn = getattr(torch, name)
+        results = [fn(x, y, z, value=value) for x, y, z in zip(leaves, a_arg, bs)]
+    return _unflatten_tensors(spec, results)[0]
+
+
+# ---------------------------------------------------------------------- generated methods
+for _name in ("maximum", "minimum", "clamp_min", "clamp_max", "floor_divide", "remainder", "fmod",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor"):
+    _op, _op_ = _make_binary(_name)
+    setattr(MathMixin, _name, _op)
+    setattr(MathMixin, _name + "_", _op_)
+for _name in ("mul", "div", "pow"):
+    setattr(MathMixin, _name + "_", _make_binary(_name)[1])
+for _name in _UNARY_FOREACH:
+    if _name == "round":
+        continue
+    _op, _op_ = _make_unary(_name)
+    setattr(MathMixin, _name, _op)
+    setattr(MathMixin, _name + "_", _op_)
+for _name, _has_inplace in _UNARY_LOOP.items():
+    _op, _op_ = _make_loop(_name, _has_inplace)
+    setattr(MathMixin, _name, _op)
+    if _op_ is not None:
+        setattr(MathMixin, _name + "_", _op_)
+MathMixin.true_divide = MathMixin.div
+MathMixin.true_divide_ = MathMixin.div_
+MathMixin.multiply = MathMixin.mul
+MathMixin.subtract = MathMixin.sub
+MathMixin.negative = MathMixin.neg
+MathMixin.absolute = MathMixin.abs
+del _name, _op, _op_, _has_inplace
+
+
+# ---------------------------------------------------------------------- torch.* on TensorDicts
+def _torch_where(condition: Any, input: Any = None, other: Any = None, *, out: Any = None) -> Any:  # noqa: A002
+    if input is None and other is None:
+        msg = "torch.where(condition) with a TensorDict is not supported; pass `input` and `other`."
+        raise TypeError(msg)
+    if _is_td(input):
+        return input.where(condition, other, out=out)
+    if _is_td(other):
+        cond = condition if isinstance(condition, _Tensor) else torch.as_tensor(condition)
+        return other.where(~cond, input, out=out)
+    msg = "torch.where: the condition cannot be a TensorDict."
+    raise TypeError(msg)
+
+
+def _first_td_method(name: str) -> Callable:
+    def impl(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if not _is_td(input):
+            # e.g. torch.add(tensor, td): the reflected op
+            other = args[0] if args else kwargs.pop("other")
+            return getattr(other, "__r" + {"add": "add", "mul": "mul", "sub": "sub", "div": "truediv"}.get(name, name) + "__")(input)
+        kwargs.pop("out", None)
+        return getattr(input, name)(*args, **kwargs)
+
+    return impl
+
+
+def _torch_function_table() -> dict:
+    """``torch.fn -> impl`` for the ops of this module (merged by ``_torch_fn``)."""
+    table: dict = {torch.where: _torch_where}
+    names = [
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "clamp", "clamp_min", "clamp_max",
+        "lerp", "addcmul", "addcdiv", "floor_divide", "remainder", "fmod", "true_divide",
+        "multiply", "subtract", "negative", "absolute", "masked_fill", "masked_select",
+        "nan_to_num", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+        "logical_and", "logical_or", "logical_xor", "logical_not",
+        *_UNARY_FOREACH, *_UNARY_LOOP,
+    ]
+    for name in names:
+        fn = getattr(torch, name, None)
+        if fn is not None:
+            table[fn] = _first_td_method(name)
+        inplace = getattr(torch, name + "_", None)
+        if inplace is not None and hasattr(MathMixin, name + "_"):
+            table[inplace] = _first_td_method(name + "_")
+    table.update(_torch_reduction_table())
+    return table

@@ -36,6 +36,17 @@ class SelectMixin:
         """
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
+        if not inplace and all(k.__class__ is str for k in keys):
+            get = self._get_raw
+            source = {}
+            for key in keys:
+                value = get(key, _MISSING)
+                if value is _MISSING:
+                    if strict:
+                        raise missing_key_error(key, self._keys_raw())
+                    continue
+                source[key] = value
+            return self._new_like(source)
         tree: dict = {}
         for key in keys:
             t = _as_tuple(key)
@@ -76,6 +87,9 @@ class SelectMixin:
         """A TensorDict without ``keys`` (missing keys are ignored)."""
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
+        if not inplace and all(k.__class__ is str for k in keys):
+            drop = set(keys)
+            return self._new_like({k: v for k, v in self._items_raw() if k not in drop})
         tree: dict = {}
         for key in keys:
             t = _as_tuple(key)
@@ -219,7 +233,7 @@ class SelectMixin:
         for key, value in self._items_raw():
             full = prefix + key
             if _is_td(value):
-                if value.is_empty() and not list(value._keys_raw()):
+                if not value._keys_raw():
                     source[full] = value
                 else:
                     value._flatten_into(source, full + separator, separator)

@@ -96,8 +96,12 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
             return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
         raise
     source = {}
+    from tensordict._td import TensorDict
+
+    dense = all(td.__class__ is TensorDict for td in tds)
+    stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [td._get_raw(key) for td in tds]
+        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
         first = values[0]
         if isinstance(first, torch.Tensor):
             try:
@@ -115,7 +119,6 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         else:
             source[key] = torch.stack(values, dim)
     new_bs = torch.Size((*bs[:dim], len(tds), *bs[dim:]))
-    from tensordict._td import TensorDict
 
     names = None
     if tds[0]._has_names() and all(td.names == tds[0].names for td in tds):

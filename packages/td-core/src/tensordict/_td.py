@@ -117,6 +117,10 @@ class TensorDict(TensorDictBase):
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
                 store[key] = value
+            elif key.__class__ is str and value.__class__ is dict and not auto_batch_size:
+                if self._is_locked:
+                    raise locked_error("set a new value", key)
+                store[key] = TensorDict(value, bs, dev, non_blocking=non_blocking)
             else:
                 self.set(key, value)
         if auto_batch_size:
@@ -274,27 +278,42 @@ class TensorDict(TensorDictBase):
     # ------------------------------------------------------------------ hot paths
     def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:  # noqa: D102
         if key.__class__ is str:
-            value = self._tensordict.get(key, _MISSING)
-            if value.__class__ is _Tensor:
-                return value
-            if value is _MISSING:
+            try:
+                value = self._tensordict[key]
+            except KeyError:
                 if default is NO_DEFAULT:
                     if _GET_DEFAULTS_TO_NONE[0]:
                         return None
-                    raise missing_key_error(key, self._tensordict)
+                    raise missing_key_error(key, self._tensordict) from None
                 return default
+            if value.__class__ is _Tensor:
+                return value
             return self._unwrap_leaf(value)
+        if key.__class__ is tuple and key:
+            node = self
+            try:
+                for sub in key:
+                    if sub.__class__ is not str or node.__class__ is not TensorDict:
+                        break
+                    node = node._tensordict[sub]
+                else:
+                    if node.__class__ is _Tensor:
+                        return node
+                    return self._unwrap_leaf(node)
+            except KeyError:
+                pass
         return TensorDictBase.get(self, key, default)
 
     get.__doc__ = TensorDictBase.get.__doc__
 
     def __getitem__(self, index: Any) -> Any:
         if index.__class__ is str:
-            value = self._tensordict.get(index, _MISSING)
+            try:
+                value = self._tensordict[index]
+            except KeyError:
+                raise missing_key_error(index, self._tensordict) from None
             if value.__class__ is _Tensor:
                 return value
-            if value is _MISSING:
-                raise missing_key_error(index, self._tensordict)
             return self._unwrap_leaf(value)
         return TensorDictBase.__getitem__(self, index)
 

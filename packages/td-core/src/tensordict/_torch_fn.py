@@ -34,9 +34,11 @@ def dispatch(func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _register_defaults() -> None:
+    from tensordict._ops import _torch_function_table
     from tensordict._stack import cat, stack
 
     reg = TD_HANDLED_FUNCTIONS
+    reg.update(_torch_function_table())  # leaf-wise math and reductions (_ops.py)
     reg[torch.stack] = stack
     reg[torch.cat] = cat
     reg[torch.concat] = cat

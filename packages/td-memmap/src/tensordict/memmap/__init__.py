@@ -1,2 +1,120 @@
+"""``tensordict.memmap``: memory-mapped tensors and TensorDicts on disk.
+
+Provided by the ``td-memmap`` distribution. ``from tensordict import memmap``
+gives the :func:`memmap` function (td-core keeps that name bound to the function
+even after this subpackage is imported); the subpackage's other names are
+reachable as ``from tensordict.memmap import MemoryMappedTensor, ...`` and as the
+top-level ``tensordict.MemoryMappedTensor``, ``tensordict.save``, ``tensordict.load``,
+``tensordict.load_memmap`` and ``tensordict.is_memmap``.
+
+The on-disk format (one folder per TensorDict, ``meta.json`` + ``<key>.memmap``
+files), the safety rules for loading untrusted stores and the crash-safety
+protocol are described in the package README and in ``_save.py``, ``_load.py``
+and ``_store.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tensordict.memmap import _td_methods
+from tensordict.memmap._registry import register_memmap_type, registered_types
 from tensordict.memmap._tensor import MemoryMappedTensor
-def memmap(*a, **k): pass
+from tensordict.memmap._version import __version__
+
+__all__ = [
+    "MemoryMappedTensor",
+    "memmap",
+    "save",
+    "load",
+    "load_memmap",
+    "is_memmap",
+    "register_memmap_type",
+    "registered_types",
+    "__version__",
+]
+
+
+def memmap(data: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
+           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+    """Writes every tensor of ``data`` to memory-mapped files; returns the locked, mapped copy.
+
+    ``data`` is a TensorDict, a lazy stack or an object of a registered type (e.g.
+    a tensorclass). See :meth:`tensordict.TensorDictBase.memmap` for the arguments.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict, memmap
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     mm = memmap(TensorDict({"a": torch.ones(2)}, [2]), path)
+        ...     type(mm["a"]).__name__
+        'MemoryMappedTensor'
+    """
+    return _td_methods.memmap(data, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
+                              share_non_tensor=share_non_tensor, existsok=existsok)
+
+
+def save(data: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
+         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+    """Saves ``data`` to the folder ``prefix``: a proxy of :func:`memmap`.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict, save, load
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     _ = save(TensorDict({"a": torch.arange(3)}, [3]), path)
+        ...     load(path)["a"].tolist()
+        [0, 1, 2]
+    """
+    return memmap(data, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
+                  share_non_tensor=share_non_tensor, existsok=existsok)
+
+
+def load_memmap(prefix: str | Path, device: Any = None, non_blocking: bool = False, *, out: Any = None,
+                allow_pickle: bool = False, num_threads: int = 0) -> Any:
+    """Loads the store at ``prefix`` (see :meth:`tensordict.TensorDictBase.load_memmap`).
+
+    Pickled non-tensor values load only with ``allow_pickle=True``; ``device="meta"``
+    reads only metadata; under ``FakeTensorMode`` the leaves are fake tensors.
+
+    Raises:
+        FileNotFoundError: no store at ``prefix``.
+        RuntimeError: the store is incomplete or damaged (the error names the file).
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict, load_memmap
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     _ = TensorDict({"a": torch.zeros(2, 3)}, [2]).memmap(path)
+        ...     load_memmap(path, device="meta")["a"].device
+        device(type='meta')
+    """
+    return _td_methods.load_memmap(None, prefix, device, non_blocking, out=out, allow_pickle=allow_pickle,
+                                   num_threads=num_threads)
+
+
+def load(prefix: str | Path, device: Any = None, non_blocking: bool = False, *, out: Any = None,
+         allow_pickle: bool = False, num_threads: int = 0) -> Any:
+    """Loads a saved TensorDict: a proxy of :func:`load_memmap`."""
+    return load_memmap(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle, num_threads=num_threads)
+
+
+def is_memmap(datatype: Any) -> bool:
+    """``True`` for a :class:`MemoryMappedTensor` (instance or class), or a memory-mapped TensorDict.
+
+    Examples:
+        >>> import torch
+        >>> is_memmap(MemoryMappedTensor.zeros(2)), is_memmap(torch.zeros(2)), is_memmap(MemoryMappedTensor)
+        (True, False, True)
+    """
+    if isinstance(datatype, type):
+        return issubclass(datatype, MemoryMappedTensor)
+    if isinstance(datatype, MemoryMappedTensor):
+        return True
+    if hasattr(datatype, "_items_raw"):
+        return _td_methods.is_memmap(datatype)
+    inner = getattr(datatype, "_tensordict", None)
+    if inner is not None and hasattr(inner, "_items_raw"):
+        return _td_methods.is_memmap(inner)
+    return False

@@ -46,11 +46,47 @@ _Tensor = torch.Tensor
 
 
 # --------------------------------------------------------------------------- shared memory
+class _Shm:
+    """An anonymous shared-memory segment (Linux ``memfd``), mapped lazily.
+
+    Pages are allocated on first write, so a huge ``empty`` costs no RAM. The
+    file descriptor is kept so that ``torch.multiprocessing`` can hand the segment
+    to another process (the receiver maps the same memory); forked children share
+    it too. Where ``memfd_create`` is missing, an anonymous ``mmap`` is used (then
+    sharing across processes falls back to torch's own mechanism).
+    """
+
+    __slots__ = ("fd", "nbytes", "storage", "__weakref__")
+
+    def __init__(self, nbytes: int, fd: int | None = None) -> None:
+        self.nbytes = nbytes
+        self.fd = -1
+        if fd is None and hasattr(os, "memfd_create"):
+            fd = os.memfd_create("tensordict-memmap", os.MFD_CLOEXEC)
+            os.ftruncate(fd, nbytes)
+        if fd is not None:
+            self.fd = fd
+            self.storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{fd}", True, nbytes)
+        else:  # pragma: no cover - non-Linux
+            import mmap
+
+            buf = mmap.mmap(-1, nbytes)
+            self.storage = torch.frombuffer(buf, dtype=torch.uint8).untyped_storage()
+
+    def __del__(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+
+
 class _SlabPool:
     """Bump allocator over shared-memory slabs for small anonymous tensors.
 
-    A slab lives as long as one tensor cut from it lives (tensors hold the
-    storage). Slabs are never reused, so no tensor can see another's bytes.
+    A slab lives as long as one tensor cut from it lives (tensors hold it).
+    Slabs are never reused, so no tensor can see another's bytes.
     """
 
     SLAB = 4 << 20
@@ -59,45 +95,38 @@ class _SlabPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._slab: torch.UntypedStorage | None = None
+        self._slab: _Shm | None = None
         self._pos = 0
         self._pid = os.getpid()
 
-    def alloc(self, nbytes: int) -> tuple[torch.UntypedStorage, int]:
+    def alloc(self, nbytes: int) -> tuple[_Shm, int]:
         with self._lock:
             if self._pid != os.getpid():  # forked: the parent keeps allocating from its slab
                 self._slab, self._pid = None, os.getpid()
             slab = self._slab
             size = -(-nbytes // self.ALIGN) * self.ALIGN
             if slab is None or self._pos + size > self.SLAB:
-                slab = self._slab = _new_shared(self.SLAB)
+                slab = self._slab = _Shm(self.SLAB)
                 self._pos = 0
             pos = self._pos
             self._pos = pos + size
             return slab, pos
 
 
-def _new_shared(nbytes: int) -> torch.UntypedStorage:
-    try:
-        return torch.UntypedStorage._new_shared(nbytes)
-    except (AttributeError, RuntimeError):  # pragma: no cover - older/other torch builds
-        return torch.UntypedStorage(nbytes).share_memory_()
-
-
 _POOL = _SlabPool()
 
 
-def _anonymous(shape: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """A zero-filled tensor in shared memory (a plain ``torch.Tensor``)."""
+def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | None]:
+    """A zero-filled tensor in shared memory (a plain ``torch.Tensor``) and its segment."""
     itemsize = dtype.itemsize
     nbytes = math.prod(shape) * itemsize
     if nbytes == 0:
-        return torch.empty(shape, dtype=dtype)
+        return torch.empty(shape, dtype=dtype), None
     if nbytes <= _SlabPool.MAX:
-        slab, pos = _POOL.alloc(nbytes)
-        out = torch.empty(0, dtype=dtype).set_(slab, pos // itemsize, shape)
-        return out
-    return torch.empty(0, dtype=dtype).set_(_new_shared(nbytes), 0, shape)
+        shm, pos = _POOL.alloc(nbytes)
+        return torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shape), shm
+    shm = _Shm(nbytes)
+    return torch.empty(0, dtype=dtype).set_(shm.storage, 0, shape), shm
 
 
 # --------------------------------------------------------------------------- helpers
@@ -129,9 +158,12 @@ def _abs(filename: Any) -> str:
     return os.path.abspath(os.fspath(filename))
 
 
-def _wrap(tensor: torch.Tensor, filename: str | None) -> MemoryMappedTensor:
+def _wrap(tensor: torch.Tensor, filename: str | None, shm: _Shm | None = None) -> MemoryMappedTensor:
     out = _Tensor._make_subclass(MemoryMappedTensor, tensor)
-    out._filename = filename
+    if filename is not None:
+        out._filename = filename
+    if shm is not None:
+        out._shm = shm
     return out
 
 
@@ -151,11 +183,18 @@ def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
     cls = ret.__class__
     if cls is _Tensor:
         if _same_storage(ret, src):
-            return _wrap(ret, src._filename)
+            return _wrap(ret, src._filename, src._shm)
         return ret
     if cls is tuple or cls is list:
         return cls(_rewrap(r, src) if r.__class__ is _Tensor else r for r in ret)
     return ret
+
+
+def _map_file(path: str, dtype: torch.dtype, shape: tuple) -> MemoryMappedTensor:
+    """Maps ``path`` (already checked) as a ``MemoryMappedTensor``."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    with _DisableTF():
+        return _wrap(tensor_on(map_storage(path, nbytes), dtype, shape), path)
 
 
 # --------------------------------------------------------------------------- pickling
@@ -169,6 +208,12 @@ def _rebuild_from_file(filename: str, nbytes: int, dtype: str, offset: int, shap
 def _rebuild_anonymous(tensor: torch.Tensor) -> MemoryMappedTensor:
     """Receiver side of ``torch.multiprocessing``: ``tensor`` already maps the shared storage."""
     return _wrap(tensor, None)
+
+
+def _rebuild_shm(dupfd: Any, nbytes: int, dtype: str, offset: int, shape: tuple, stride: tuple) -> MemoryMappedTensor:
+    """Receiver side of ``torch.multiprocessing`` for a memfd segment: maps the same memory."""
+    shm = _Shm(nbytes, fd=dupfd.detach())
+    return _wrap(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)
 
 
 def _rebuild_copy(tensor: torch.Tensor) -> MemoryMappedTensor:
@@ -199,6 +244,13 @@ def _reduce_ipc(t: MemoryMappedTensor) -> tuple:
     """Reducer used by ``torch.multiprocessing`` (``ForkingPickler``)."""
     if t._filename is not None:
         return _reduce_file(t)
+    shm = t._shm
+    if shm is not None and shm.fd >= 0:
+        from multiprocessing.reduction import DupFd
+
+        with _DisableTF():
+            args = (dtype_name(t.dtype), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        return _rebuild_shm, (DupFd(shm.fd), shm.nbytes, *args)
     return _rebuild_anonymous, (_plain(t),)
 
 
@@ -238,6 +290,7 @@ class MemoryMappedTensor(torch.Tensor):
     """
 
     _filename: str | None = None
+    _shm: _Shm | None = None
 
     @staticmethod
     def __new__(cls, source: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
@@ -252,9 +305,10 @@ class MemoryMappedTensor(torch.Tensor):
             msg = f"MemoryMappedTensor(source) wraps CPU memory; got a tensor on {source.device}. Use from_tensor()."
             raise ValueError(msg)
         with _DisableTF():
-            out = _wrap(source.detach(), _abs(filename) if filename is not None else getattr(source, "_filename", None))
+            out = _wrap(source.detach(), _abs(filename) if filename is not None else getattr(source, "_filename", None),
+                        getattr(source, "_shm", None))
             if index is not None:
-                out = _wrap(_plain(out)[index], out._filename)
+                out = _wrap(_plain(out)[index], out._filename, out._shm)
         return out
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: D107 - built in __new__
@@ -345,11 +399,11 @@ class MemoryMappedTensor(torch.Tensor):
             raise RuntimeError(msg)
         if filename is None:
             with _DisableTF():
-                data = _anonymous(out_shape, input.dtype)
+                data, shm = _anonymous(out_shape, input.dtype)
                 if copy_data and data.numel():
                     src = input if shape is None else input.reshape(out_shape)
                     data.copy_(src)
-                return _wrap(data, None)
+                return _wrap(data, None, shm)
         path = _abs(filename)
         if copy_data:
             with _DisableTF():
@@ -393,7 +447,9 @@ class MemoryMappedTensor(torch.Tensor):
             dtype = torch.get_default_dtype()
         if filename is None:
             with _DisableTF():
-                out = _Tensor._make_subclass(cls, _anonymous(shp, dtype))
+                data, shm = _anonymous(shp, dtype)
+                out = _Tensor._make_subclass(cls, data)
+            out._shm = shm
             return out
         path = _abs(filename)
         allocate(path, math.prod(shp) * dtype.itemsize, existsok=existsok)
@@ -524,7 +580,7 @@ class MemoryMappedTensor(torch.Tensor):
             raise RuntimeError(msg)
         if filename is None:
             fname = getattr(storage, "filename", None)
-            if fname and os.path.isfile(fname):
+            if fname and not fname.startswith("/proc/") and os.path.isfile(fname):
                 filename = fname
         with _DisableTF():
             out = _wrap(tensor_on(storage, dtype, shp), _abs(filename) if filename is not None else None)

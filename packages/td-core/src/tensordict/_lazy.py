@@ -1,0 +1,911 @@
+"""``LazyStackedTensorDict``: TensorDicts stacked along a new batch dim, lazily.
+
+The stack keeps the TensorDicts it was built from (``tensordicts``) and the
+position of the new dim (``stack_dim``). Building one costs a batch-size check
+per TensorDict and no work per key. A leaf is stacked only when it is read
+(``get``, ``td[key]``, ``items()``); writes are split along ``stack_dim`` and
+written into the stacked TensorDicts, so the originals see every change.
+
+The stacked TensorDicts may hold different keys (``keys()`` lists the keys they
+all have) and leaves whose feature shapes differ (such a dim shows as ``-1`` in
+the repr and in :meth:`LazyStackedTensorDict._shape_of`; reading the leaf raises
+and tells how to get it as a list, a nested tensor or a padded tensor).
+
+Concerns live in sibling modules: indexing in ``_lazy_index.py``, shape
+operations in ``_lazy_shape.py``, dense conversions and the repr in
+``_lazy_dense.py``, per-TensorDict methods (apply, select, update, ...) in
+``_lazy_ops.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase, is_tensor_collection
+from tensordict._errors import locked_error, missing_key_error
+from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, _KeysView, unravel_key
+from tensordict._lazy_dense import LazyDenseMixin
+from tensordict._lazy_index import LazyIndexMixin
+from tensordict._lazy_ops import LazyOpsMixin
+from tensordict._lazy_shape import LazyShapeMixin
+from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
+from tensordict._td import TensorDict
+
+__all__ = ["LazyStackedTensorDict", "lazy_stack", "maybe_dense_stack", "dense_stack_tds"]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+_RAISE: Any = object()
+
+
+def _td_has(td: Any, key: tuple) -> bool:
+    """``True`` if ``td`` holds the (flat tuple) ``key``, without stacking any leaf."""
+    for sub in key[:-1]:
+        td = td._get_raw(sub, None)
+        if not isinstance(td, TensorDictBase):
+            return False
+    return key[-1] in td._keys_raw()
+
+
+def _format_indices(indices: Sequence[int]) -> str:
+    shown = list(indices[:20])
+    return str(shown)[:-1] + ", ...]" if len(indices) > 20 else str(shown)
+
+
+class _LazyKeysView(_KeysView):
+    """Keys view of a lazy stack: lists nested keys without stacking any leaf."""
+
+    __slots__ = ()
+
+    def _lazy_keys(self, td: Any, prefix: tuple, out: list) -> None:
+        if not isinstance(td, LazyStackedTensorDict) or not td.tensordicts:
+            sub = _KeysView(td, self.include_nested, self.leaves_only, self.is_leaf)
+            out.extend((prefix + k if k.__class__ is tuple else prefix + (k,)) if prefix else k for k in sub)
+            return
+        is_leaf = self.is_leaf
+        first_td = td.tensordicts[0]
+        for key in td._keys_raw():
+            full = prefix + (key,) if prefix else key
+            first = first_td._get_raw(key, None)
+            is_coll = isinstance(first, TensorDictBase)
+            if is_leaf is None:
+                leaf = not is_coll
+            else:
+                leaf = is_leaf(LazyStackedTensorDict if is_coll else type(first))
+            if not self.leaves_only or leaf:
+                out.append(full)
+            if self.include_nested and is_coll:
+                self._lazy_keys(td._get_raw(key), prefix + (key,), out)
+
+    def __iter__(self) -> Any:
+        if not self.include_nested and not self.leaves_only:
+            return iter(self._td._keys_raw())
+        out: list = []
+        self._lazy_keys(self._td, (), out)
+        return iter(out)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, LazyOpsMixin, TensorDictBase):
+    """A stack of TensorDicts along a new batch dim ``stack_dim``, stacked lazily.
+
+    Reading a key stacks that key's values (``torch.stack`` for tensors, a lazy
+    stack for nested TensorDicts, a :class:`~tensordict.NonTensorStack` for
+    non-tensor data). Writing a key splits the value along ``stack_dim`` and writes
+    each part into the matching stacked TensorDict. Indexing the stack dim with an
+    int returns the stacked TensorDict itself.
+
+    Args:
+        *tensordicts (TensorDictBase): the TensorDicts to stack; all must share one
+            ``batch_size``. Their keys and feature shapes may differ.
+        stack_dim (int, optional): where the new dim goes in the batch size
+            (``-1`` is after the last dim). Defaults to ``0``.
+
+    Keyword Args:
+        batch_size (torch.Size, optional): only needed to build an empty stack
+            (no TensorDicts); otherwise checked against the computed batch size.
+        device (torch.device, optional): move every TensorDict there first.
+        names (list of str, optional): names of the batch dims.
+        stack_dim_name (str, optional): name of the stack dim.
+        strict_shape (bool, optional): raise at construction if a shared key has
+            different shapes across the TensorDicts. Defaults to ``False``.
+
+    Attributes:
+        tensordicts (list of TensorDictBase): the stacked TensorDicts.
+        stack_dim (int): the position of the stack dim in ``batch_size``.
+
+    Raises:
+        RuntimeError: the TensorDicts have different batch sizes (both are named).
+        TypeError: an element is not a TensorDict.
+        IndexError: ``stack_dim`` is out of range.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import LazyStackedTensorDict, TensorDict
+        >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(2)]
+        >>> stacked = LazyStackedTensorDict(*tds, stack_dim=0)
+        >>> stacked.batch_size
+        torch.Size([2, 3])
+        >>> stacked["a"] = torch.ones(2, 3)
+        >>> tds[0]["a"]
+        tensor([1., 1., 1.])
+        >>> stacked[1] is tds[1]
+        True
+    """
+
+    _fast: bool | None = None
+    _lock_flag: bool = False
+    _names: list | None = None
+
+    def __init__(
+        self,
+        *tensordicts: TensorDictBase,
+        stack_dim: int = 0,
+        batch_size: Any = None,
+        device: Any = None,
+        names: Sequence[str] | None = None,
+        stack_dim_name: str | None = None,
+        strict_shape: bool = False,
+    ) -> None:
+        tds = list(tensordicts)
+        if len(tds) == 1 and isinstance(tds[0], (list, tuple)):
+            tds = list(tds[0])
+        self._init(tds, stack_dim, batch_size)
+        if device is not None:
+            self.tensordicts = [td.to(device) for td in self.tensordicts]
+        if strict_shape:
+            self._check_strict_shapes()
+        if names is not None:
+            self.names = names
+        elif stack_dim_name is not None:
+            new = [None] * len(self._batch_size)
+            new[self.stack_dim] = stack_dim_name
+            self.names = new
+
+    # ------------------------------------------------------------------ construction
+    def _init(self, tds: list, stack_dim: int, batch_size: Any = None) -> None:
+        n = len(tds)
+        if not n:
+            if batch_size is None:
+                msg = (
+                    "LazyStackedTensorDict needs at least one TensorDict, or `batch_size=` "
+                    "(with 0 at `stack_dim`) to build an empty stack."
+                )
+                raise RuntimeError(msg)
+            bs = _Size(batch_size)
+            if not -len(bs) <= stack_dim < len(bs) or bs[stack_dim] != 0:
+                msg = f"an empty lazy stack needs batch_size[stack_dim] == 0, got batch_size={tuple(bs)} and stack_dim={stack_dim}."
+                raise RuntimeError(msg)
+            self.tensordicts = tds
+            self.stack_dim = stack_dim % len(bs)
+            self._batch_size = bs
+            return
+        try:
+            bs = tds[0]._batch_size
+            for td in tds:
+                if td._batch_size != bs:
+                    break
+            else:
+                bs = None
+        except AttributeError:
+            bs = self._check_slow(tds)
+        if bs is not None:
+            self._raise_mismatch(tds)
+        td_bs = tds[0].batch_size
+        nd = len(td_bs)
+        if not -nd - 1 <= stack_dim <= nd:
+            msg = f"stack_dim={stack_dim} is out of range for TensorDicts with batch_size {tuple(td_bs)} (expected -{nd + 1} <= stack_dim <= {nd})."
+            raise IndexError(msg)
+        if stack_dim < 0:
+            stack_dim += nd + 1
+        self.tensordicts = tds
+        self.stack_dim = stack_dim
+        self._batch_size = new_bs = _Size((*td_bs[:stack_dim], n, *td_bs[stack_dim:]))
+        if batch_size is not None and _Size(batch_size) != new_bs:
+            msg = f"batch_size={tuple(batch_size)} does not match the stack's batch size {tuple(new_bs)} (stack_dim={stack_dim})."
+            raise RuntimeError(msg)
+
+    @staticmethod
+    def _check_slow(tds: list) -> Any:
+        for i, td in enumerate(tds):
+            if not is_tensor_collection(td) or not hasattr(td, "batch_size"):
+                msg = f"LazyStackedTensorDict expects TensorDicts, got a {type(td).__name__} at position {i}."
+                raise TypeError(msg)
+        bs = tds[0].batch_size
+        return None if all(td.batch_size == bs for td in tds) else bs
+
+    @staticmethod
+    def _raise_mismatch(tds: list) -> None:
+        bs = tds[0].batch_size
+        for i, td in enumerate(tds):
+            if td.batch_size != bs:
+                msg = (
+                    f"lazy stack expects every TensorDict to have the same batch_size, got "
+                    f"{tuple(bs)} (TensorDict 0) and {tuple(td.batch_size)} (TensorDict {i}). "
+                    "Index, reshape or expand them to a common batch_size first."
+                )
+                raise RuntimeError(msg)
+
+    @classmethod
+    def _from_list(cls, tds: Sequence[TensorDictBase], stack_dim: int = 0, batch_size: Any = None) -> LazyStackedTensorDict:
+        """Checked constructor from a list (no ``*args`` packing)."""
+        obj = cls.__new__(cls)
+        obj._init(list(tds), stack_dim, batch_size)
+        return obj
+
+    @classmethod
+    def _new_unsafe(cls, tds: list, stack_dim: int, batch_size: torch.Size | None = None) -> LazyStackedTensorDict:
+        """Builds without checks: the caller guarantees ``tds`` share one batch size."""
+        obj = cls.__new__(cls)
+        obj.tensordicts = tds
+        obj.stack_dim = stack_dim
+        if batch_size is None:
+            td_bs = tds[0].batch_size
+            batch_size = _Size((*td_bs[:stack_dim], len(tds), *td_bs[stack_dim:]))
+        obj._batch_size = batch_size
+        return obj
+
+    def _new_lazy(self, tds: list, stack_dim: int | None = None, batch_size: torch.Size | None = None) -> LazyStackedTensorDict:
+        return LazyStackedTensorDict._new_unsafe(tds, self.stack_dim if stack_dim is None else stack_dim, batch_size)
+
+    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+        """A dense ``TensorDict`` (results of generic ops on a lazy stack are dense)."""
+        if batch_size is None:
+            batch_size = self._batch_size
+            if names is NO_DEFAULT:
+                names = self._names
+        elif names is NO_DEFAULT:
+            names = None
+        if names is not None and len(names) != len(batch_size):
+            names = None
+        return TensorDict._new_unsafe(source, _Size(batch_size), self.device if device is NO_DEFAULT else device, names)
+
+    def _check_strict_shapes(self) -> None:
+        for key in self.keys(include_nested=True, leaves_only=True):
+            shape = self._shape_of(key)
+            if -1 in shape:
+                msg = f"strict_shape=True: key {key!r} has different shapes across the stacked TensorDicts (stacked shape {list(shape)})."
+                raise RuntimeError(msg)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def batch_size(self) -> torch.Size:
+        """``batch_size`` of the stacked TensorDicts with ``len(tensordicts)`` inserted at ``stack_dim``.
+
+        Setting it sets the stacked TensorDicts' batch size (the stack dim itself
+        cannot change).
+
+        Raises:
+            RuntimeError: (setter) the new size changes the stack dim or a leaf does not fit.
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, new_size: Any) -> None:
+        new_size = _Size(new_size)
+        if new_size == self._batch_size:
+            return
+        if self.is_locked:
+            raise locked_error("change the batch_size")
+        sd, n = self.stack_dim, len(self.tensordicts)
+        if len(new_size) <= sd or new_size[sd] != n:
+            msg = (
+                f"cannot set batch_size={tuple(new_size)} on a lazy stack of {n} TensorDicts "
+                f"along stack_dim={sd}: the stack dim must keep size {n}. Densify first with `contiguous()`."
+            )
+            raise RuntimeError(msg)
+        td_bs = _Size((*new_size[:sd], *new_size[sd + 1 :]))
+        for td in self.tensordicts:
+            td.batch_size = td_bs
+        self._batch_size = new_size
+        if self._names is not None and len(self._names) != len(new_size):
+            self._names = None
+
+    @property
+    def device(self) -> torch.device | None:
+        """The device shared by every stacked TensorDict, or ``None``."""
+        tds = self.tensordicts
+        if not tds:
+            return None
+        device = tds[0].device
+        for td in tds:
+            if td.device != device:
+                return None
+        return device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = "device cannot be set directly; use `td = td.to(device)` or `td.clear_device_()`."
+        raise RuntimeError(msg)
+
+    def _set_device_tree(self, device: Any) -> None:
+        for td in self.tensordicts:
+            td._set_device_tree(device)
+
+    def clear_device_(self) -> LazyStackedTensorDict:
+        """Sets ``device`` to ``None`` in every stacked TensorDict (leaves stay put)."""
+        for td in self.tensordicts:
+            td.clear_device_()
+        return self
+
+    def _has_names(self) -> bool:
+        return self._names is not None
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (``None`` for unnamed dims)."""
+        if self._names is not None:
+            return list(self._names)
+        return [None] * len(self._batch_size)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is None:
+            self._names = None
+            return
+        value = list(value)
+        if len(value) != len(self._batch_size):
+            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)} (batch_size {tuple(self._batch_size)})."
+            raise ValueError(msg)
+        named = [v for v in value if v is not None]
+        if len(set(named)) != len(named):
+            msg = f"names must be unique, got {value}."
+            raise ValueError(msg)
+        self._names = value if named else None
+
+    # ------------------------------------------------------------------ locking
+    @property
+    def _is_locked(self) -> bool:  # type: ignore[override]
+        tds = self.tensordicts
+        if not tds:
+            return self._lock_flag
+        return all(td.is_locked for td in tds)
+
+    @_is_locked.setter
+    def _is_locked(self, value: bool) -> None:
+        self._lock_flag = bool(value)
+
+    def _set_lock_flag(self, value: bool) -> None:
+        self._lock_flag = value
+        for td in self.tensordicts:
+            td._set_lock_flag(value)
+
+    # ------------------------------------------------------------------ storage primitives
+    def _keys_raw(self) -> Any:
+        """Keys every stacked TensorDict holds, in the first TensorDict's order."""
+        tds = self.tensordicts
+        if not tds:
+            return {}.keys()
+        first = tds[0]._keys_raw()
+        for td in tds:
+            if td._keys_raw() != first:
+                break
+        else:
+            return first
+        others = [set(td._keys_raw()) for td in tds[1:]]
+        return dict.fromkeys(k for k in first if all(k in s for s in others)).keys()
+
+    def _items_raw(self) -> list:
+        get = self._get_raw
+        return [(key, get(key)) for key in self._keys_raw()]
+
+    def _leaf_values(self, key: str, missing: Any = _RAISE) -> Any:
+        """The raw value of ``key`` in every stacked TensorDict (a list).
+
+        When some TensorDicts lack ``key``, returns ``missing`` if given, and raises
+        the KeyError naming their indices otherwise.
+        """
+        tds = self.tensordicts
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = all(td.__class__ is TensorDict for td in tds)
+        if fast:
+            try:
+                return [td._tensordict[key] for td in tds]
+            except KeyError:
+                pass
+        values = [td._get_raw(key, _MISSING) for td in tds]
+        absent = [i for i, v in enumerate(values) if v is _MISSING]
+        if absent or not tds:
+            if missing is not _RAISE:
+                return missing
+            raise self._missing_error(key, absent)
+        return values
+
+    def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
+        """The stacked value of ``key``, or ``default`` if some stacked TensorDict lacks it."""
+        values = self._leaf_values(key, None)
+        if values is None:
+            return default
+        return self._stack_values(key, values)
+
+    def _stack_values(self, key: Any, values: list) -> Any:
+        first = values[0]
+        sd = self.stack_dim
+        if isinstance(first, _Tensor):
+            try:
+                return torch.stack(values, sd)
+            except Exception as err:  # noqa: BLE001 - re-raised with a diagnosis
+                raise self._stack_error(key, values, err) from None
+        if isinstance(first, TensorDictBase):
+            for i, v in enumerate(values):
+                if not isinstance(v, TensorDictBase):
+                    raise self._type_error(key, first, v, i)
+            try:
+                return LazyStackedTensorDict._from_list(values, sd)
+            except RuntimeError as err:
+                msg = f"cannot lazily stack the nested TensorDicts under key {key!r}: {err}"
+                raise RuntimeError(msg) from None
+        if isinstance(first, (NonTensorData, NonTensorStack)):
+            for i, v in enumerate(values):
+                if not isinstance(v, (NonTensorData, NonTensorStack)):
+                    raise self._type_error(key, first, v, i)
+            return _stack_non_tensor(values, sd)
+        return torch.stack(values, sd)
+
+    def _type_error(self, key: Any, first: Any, value: Any, i: int) -> RuntimeError:
+        msg = (
+            f"key {key!r} holds a {type(first).__name__} in TensorDict 0 of the lazy stack but a "
+            f"{type(value).__name__} in TensorDict {i}; values of one key must have one kind to be stacked."
+        )
+        return RuntimeError(msg)
+
+    def _stack_error(self, key: Any, values: list, err: Exception) -> Exception:
+        for i, v in enumerate(values):
+            if not isinstance(v, _Tensor):
+                return self._type_error(key, values[0], v, i)
+        shapes = [tuple(v.shape) for v in values]
+        if len(set(shapes)) > 1:
+            shown = sorted(set(shapes))[:5]
+            msg = (
+                f"cannot stack key {key!r} of the lazy stack: the stacked TensorDicts hold different "
+                f"shapes {shown} (stacked shape {list(self._combine_shapes(shapes))}, -1 marks the dims "
+                f"that differ). Read it with `get({key!r}, as_list=True)`, `get({key!r}, as_nested_tensor=True)` "
+                f"or `get({key!r}, as_padded_tensor=True)`, or convert the whole stack with "
+                "`densify(layout=torch.jagged)`."
+            )
+            return RuntimeError(msg)
+        return err
+
+    def _combine_shapes(self, shapes: Sequence[Sequence[int]]) -> torch.Size:
+        """The stacked shape of leaves with ``shapes``: differing dims are ``-1``."""
+        ndims = {len(s) for s in shapes}
+        if len(ndims) != 1:
+            msg = f"the stacked leaves have different numbers of dims: {sorted({tuple(s) for s in shapes})}."
+            raise RuntimeError(msg)
+        out = [s if all(t[i] == s for t in shapes) else -1 for i, s in enumerate(shapes[0])]
+        out.insert(self.stack_dim, len(shapes))
+        return _Size(out)
+
+    def _shape_of(self, key: NestedKey) -> torch.Size:
+        """Stacked shape of the leaf (or batch size of the nested TensorDict) under ``key``,
+        without stacking: dims that differ across the stacked TensorDicts are ``-1``.
+
+        Raises:
+            KeyError: ``key`` is missing from some stacked TensorDicts (their indices are named).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict({"a": torch.zeros(3)}), TensorDict({"a": torch.zeros(4)})])
+            >>> s._shape_of("a")
+            torch.Size([2, -1])
+        """
+        key = _as_tuple(key)
+        node: Any = self
+        for sub in key[:-1]:
+            node = node._get_any_raw(sub)
+            if not isinstance(node, LazyStackedTensorDict):
+                if isinstance(node, TensorDictBase):
+                    return node._get_any_raw(key[-1]).shape
+                raise missing_key_error(key, self.keys(True))
+        shapes = []
+        for value in node._leaf_values(key[-1]):
+            if isinstance(value, LazyStackedTensorDict):
+                shapes.append(value.batch_size)
+            elif isinstance(value, TensorDictBase) or is_tensor_collection(value):
+                shapes.append(value.batch_size)
+            elif isinstance(value, _Tensor):
+                shapes.append(value.shape)
+            else:
+                shapes.append(_Size(getattr(value, "batch_size", ())))
+        return node._combine_shapes(shapes)
+
+    def _missing_error(self, key: Any, missing: Sequence[int]) -> KeyError:
+        n = len(self.tensordicts)
+        if len(missing) == n:
+            return missing_key_error(key, self._keys_raw())
+        msg = (
+            f"key {key!r} is missing from TensorDict(s) {_format_indices(missing)} of the lazy stack "
+            f"({n} TensorDicts along stack_dim={self.stack_dim}); only {n - len(missing)} of them hold it. "
+            "Read it from the TensorDicts that have it (`stacked.tensordicts[i]`), or set it in every "
+            "stacked TensorDict first."
+        )
+        return KeyError(msg)
+
+    def _check_present(self, key: NestedKey) -> tuple:
+        """Raises the KeyError naming the stacked TensorDicts that lack ``key``."""
+        t = _as_tuple(key)
+        missing = [i for i, td in enumerate(self.tensordicts) if not _td_has(td, t)]
+        if missing or not self.tensordicts:
+            raise self._missing_error(unravel_key(key), missing)
+        return t
+
+    def _split_value(self, value: Any) -> list:
+        """``value`` (shaped like the stack) split into one part per stacked TensorDict."""
+        tds = self.tensordicts
+        n = len(tds)
+        sd = self.stack_dim
+        bs = self._batch_size
+        if isinstance(value, _Tensor):
+            nd = len(bs)
+            if value.ndim >= nd and value.shape[:nd] == bs:
+                return list(value.unbind(sd))
+            return [value] * n
+        if isinstance(value, NonTensorData):
+            return [NonTensorData(value.data, td.batch_size, value.device) for td in tds]
+        if isinstance(value, NonTensorStack):
+            head = (slice(None),) * sd
+            return [value[(*head, i)] for i in range(n)]
+        if isinstance(value, TensorDictBase) or is_tensor_collection(value):
+            vbs = value.batch_size
+            if vbs[: len(bs)] != bs:
+                msg = f"cannot split a value of batch_size {tuple(vbs)} over a lazy stack of batch_size {tuple(bs)}."
+                raise RuntimeError(msg)
+            return list(value.unbind(sd))
+        return [value] * n
+
+    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
+        for td, part in zip(self.tensordicts, self._split_value(value)):
+            td._set_raw(key, part)
+
+    def _del_raw(self, key: str) -> None:
+        for td in self.tensordicts:
+            if key in td._keys_raw():
+                td._del_raw(key)
+
+    def _create_nested(self, key: str) -> TensorDictBase:
+        for td in self.tensordicts:
+            if key not in td._keys_raw():
+                td._create_nested(key)
+        out = self._get_raw(key)
+        if not isinstance(out, TensorDictBase):
+            msg = f"Cannot write a nested key under {key!r}: it holds a {type(out).__name__}, not a TensorDict."
+            raise KeyError(msg)
+        return out
+
+    # ------------------------------------------------------------------ get
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Any = None,
+        *,
+        sort: bool = False,
+    ) -> Any:
+        """Keys held by every stacked TensorDict (see :meth:`TensorDictBase.keys`).
+
+        Keys only some TensorDicts hold are left out (they show under
+        ``exclusive_fields`` in the repr). Listing keys never stacks a leaf.
+        """
+        view = _LazyKeysView(self, include_nested, leaves_only, is_leaf)
+        if sort:
+            return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
+        return view
+
+    def __getitem__(self, index: Any) -> Any:
+        if index.__class__ is str:
+            out = self._stack_values(index, self._leaf_values(index))
+            if out.__class__ is _Tensor:
+                return out
+            return self._unwrap_leaf(out)
+        return TensorDictBase.__getitem__(self, index)
+
+    def get(
+        self,
+        key: NestedKey,
+        default: Any = NO_DEFAULT,
+        *,
+        as_list: bool = False,
+        as_nested_tensor: bool = False,
+        as_padded_tensor: bool = False,
+        layout: Any = None,
+        padding_value: float = 0.0,
+        padding_side: str = "right",
+        **kwargs: Any,
+    ) -> Any:
+        """Stacks and returns the value under ``key``.
+
+        Args:
+            key (NestedKey): a str or nested tuple key.
+            default (Any, optional): returned when ``key`` is missing from every
+                stacked TensorDict, or from some of them.
+
+        Keyword Args:
+            as_list (bool): return the list of per-TensorDict values instead.
+            as_nested_tensor (bool): return a ``torch.nested`` tensor along the stack
+                dim (leaves of different shapes; ``stack_dim`` must be 0).
+            as_padded_tensor (bool): pad every value to the largest shape with
+                ``padding_value`` (on ``padding_side``, ``"right"`` or ``"left"``) and stack.
+            layout (torch.layout, optional): nested tensor layout (``torch.strided``
+                by default, or ``torch.jagged``).
+
+        Returns:
+            a tensor of shape ``batch_size + feature_shape``, a lazy stack of the
+            nested TensorDicts, or the non-tensor object(s).
+
+        Raises:
+            KeyError: ``key`` is missing and no default is given; when only some
+                stacked TensorDicts lack it the message names their indices.
+            RuntimeError: the values have different shapes (see the keyword
+                arguments to read them anyway).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.ones(3)})])
+            >>> s.get("a", as_padded_tensor=True)
+            tensor([[0., 0., 0.],
+                    [1., 1., 1.]])
+            >>> [t.shape for t in s.get("a", as_list=True)]
+            [torch.Size([2]), torch.Size([3])]
+        """
+        if as_list or as_nested_tensor or as_padded_tensor:
+            return self._get_special(key, default, as_list, as_nested_tensor, as_padded_tensor, layout, padding_value, padding_side)
+        if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
+            default = None
+        return self._unwrap_leaf(self._get_any_raw(key, default))
+
+    def _get_any_raw(self, key: NestedKey, default: Any = _MISSING) -> Any:
+        if key.__class__ is not str:
+            key = unravel_key(key)
+        if key.__class__ is str:
+            out = self._get_raw(key, _MISSING)
+        else:
+            node: Any = self
+            last = len(key) - 1
+            for i, sub in enumerate(key):
+                node = node._get_raw(sub, _MISSING)
+                if node is _MISSING or (i != last and not isinstance(node, TensorDictBase)):
+                    node = _MISSING
+                    break
+            out = node
+        if out is _MISSING:
+            if default is not _MISSING:
+                return default
+            self._check_present(key)
+            raise missing_key_error(key, self.keys(True))
+        return out
+
+    def _per_td_values(self, key: NestedKey) -> list:
+        t = self._check_present(key)
+        k = t[0] if len(t) == 1 else t
+        return [td._get_any_raw(k) for td in self.tensordicts]
+
+    # ------------------------------------------------------------------ set
+    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
+        if not validated:
+            value = self._convert_value(key, value)
+        if not inplace and self.is_locked:
+            raise locked_error("set a new value", key)
+        for td, part in zip(self.tensordicts, self._split_value(value)):
+            td._set_str(key, part, inplace, True)
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> LazyStackedTensorDict:
+        """Copies ``item`` into the existing value of every stacked TensorDict under ``key``.
+
+        ``item`` is split along ``stack_dim`` when its leading dims are the stack's
+        batch size, and broadcast to every stacked TensorDict otherwise.
+
+        Raises:
+            KeyError: ``key`` is missing from some stacked TensorDicts (indices named).
+            RuntimeError: shapes do not broadcast.
+        """
+        key = unravel_key(key)
+        self._check_present(key)
+        if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
+            try:
+                item = TensorDict(item, batch_size=self._batch_size)
+            except RuntimeError:
+                pass
+        for td, part in zip(self.tensordicts, self._split_value(item)):
+            td.set_(key, part, non_blocking=non_blocking)
+        return self
+
+    def fill_(self, key: NestedKey, value: float | bool) -> LazyStackedTensorDict:
+        """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` in every stacked TensorDict."""
+        key = unravel_key(key)
+        self._check_present(key)
+        for td in self.tensordicts:
+            td.fill_(key, value)
+        return self
+
+    def del_(self, key: NestedKey) -> LazyStackedTensorDict:
+        """Removes ``key`` from every stacked TensorDict that holds it.
+
+        Raises:
+            KeyError: no stacked TensorDict holds ``key``.
+            RuntimeError: the stack is locked.
+        """
+        if self.is_locked:
+            raise locked_error("delete a key", key)
+        key = unravel_key(key)
+        t = _as_tuple(key)
+        have = [td for td in self.tensordicts if _td_has(td, t)]
+        if not have:
+            raise missing_key_error(key, self.keys(True))
+        for td in have:
+            td.del_(key)
+        return self
+
+    def clear(self) -> LazyStackedTensorDict:
+        """Removes every key from every stacked TensorDict. Raises RuntimeError if locked."""
+        if self.is_locked:
+            raise locked_error("clear")
+        for td in self.tensordicts:
+            td.clear()
+        return self
+
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> LazyStackedTensorDict:
+        """Renames ``old_key`` to ``new_key`` in every stacked TensorDict.
+
+        Raises:
+            KeyError: ``old_key`` is missing from some of them, or ``safe=True`` and
+                ``new_key`` exists.
+            RuntimeError: the stack is locked.
+        """
+        if self.is_locked:
+            raise locked_error("rename a key", old_key)
+        self._check_present(old_key)
+        if safe:
+            t = _as_tuple(new_key)
+            if any(_td_has(td, t) for td in self.tensordicts):
+                msg = f"key {unravel_key(new_key)!r} already present in a stacked TensorDict (safe=True)."
+                raise KeyError(msg)
+        for td in self.tensordicts:
+            td.rename_key_(old_key, new_key)
+        return self
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock_stack", None)
+        state.pop("_fast", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+# ---------------------------------------------------------------------- functions
+def lazy_stack(input: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
+    """Stacks TensorDicts into a :class:`LazyStackedTensorDict` along a new batch dim ``dim``.
+
+    No leaf is copied: the result keeps ``input`` and stacks a key only when it is
+    read. The TensorDicts must share one batch size; their keys and feature
+    shapes may differ. A list of tensors is stacked with ``torch.stack``.
+
+    Args:
+        input (sequence of TensorDictBase): the TensorDicts to stack.
+        dim (int, optional): the new batch dim. Defaults to ``0``.
+
+    Keyword Args:
+        out (TensorDictBase, optional): a TensorDict to write the result into (in place).
+        **kwargs: passed to :class:`LazyStackedTensorDict` (``stack_dim_name``, ``strict_shape``).
+
+    Returns:
+        a :class:`LazyStackedTensorDict` (``out`` when given).
+
+    Raises:
+        RuntimeError: ``input`` is empty or the batch sizes differ (both named).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
+        >>> b = TensorDict(y=torch.ones(3), batch_size=[3])
+        >>> s = lazy_stack([a, b])
+        >>> type(s).__name__, s.batch_size
+        ('LazyStackedTensorDict', torch.Size([2, 3]))
+    """
+    tds = input if isinstance(input, list) else list(input)
+    if not tds:
+        msg = "lazy_stack expects a non-empty sequence of TensorDicts."
+        raise RuntimeError(msg)
+    if isinstance(tds[0], _Tensor):
+        return torch.stack(tds, dim, out=out)
+    if kwargs:
+        result = LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
+    else:
+        result = LazyStackedTensorDict._from_list(tds, dim)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def _dense_stack(tds: list, dim: int, out: Any, maybe: bool) -> Any:
+    from tensordict import _stack
+
+    prev = _stack._LAZY_LEGACY[0]
+    _stack._LAZY_LEGACY[0] = False
+    try:
+        return _stack.stack(tds, dim, out=out, maybe_dense_stack=maybe)
+    finally:
+        _stack._LAZY_LEGACY[0] = prev
+
+
+def maybe_dense_stack(input: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
+    """Stacks TensorDicts densely when they have the same keys and shapes, lazily otherwise.
+
+    The result is a :class:`~tensordict.TensorDict` when every TensorDict has the
+    same keys and the same shape for each key; otherwise a
+    :class:`LazyStackedTensorDict` (a nested key whose TensorDicts differ becomes a
+    lazy stack inside a dense result). Tensors are stacked with ``torch.stack``.
+
+    Args:
+        input (sequence of TensorDictBase): the TensorDicts to stack.
+        dim (int, optional): the new batch dim. Defaults to ``0``.
+
+    Keyword Args:
+        out (TensorDictBase, optional): a TensorDict to write the result into.
+
+    Raises:
+        RuntimeError: ``input`` is empty or the batch sizes differ.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, maybe_dense_stack
+        >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
+        >>> b = TensorDict(x=torch.ones(3), batch_size=[3])
+        >>> c = TensorDict(y=torch.ones(3), batch_size=[3])
+        >>> type(maybe_dense_stack([a, b])).__name__
+        'TensorDict'
+        >>> type(maybe_dense_stack([a, c])).__name__
+        'LazyStackedTensorDict'
+    """
+    tds = list(input)
+    if tds and isinstance(tds[0], _Tensor):
+        return torch.stack(tds, dim, out=out)
+    return _dense_stack(tds, dim, out, True)
+
+
+def dense_stack_tds(td_list: Sequence[TensorDictBase] | LazyStackedTensorDict, dim: int | None = None) -> TensorDictBase:
+    """Densely stacks a list of TensorDicts (or the TensorDicts of a lazy stack).
+
+    Unlike ``torch.stack`` under ``set_lazy_legacy(True)``, the result is always
+    dense, also for TensorDicts that hold lazy stacks themselves.
+
+    Args:
+        td_list (sequence of TensorDictBase or LazyStackedTensorDict): the
+            TensorDicts; for a lazy stack, its ``tensordicts``.
+        dim (int, optional): the stack dim. Defaults to the lazy stack's
+            ``stack_dim``, or ``0``.
+
+    Returns:
+        a dense :class:`~tensordict.TensorDict`.
+
+    Raises:
+        RuntimeError: the batch sizes or the shapes of a key differ.
+        KeyError: the key sets differ.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> s = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(3)], 1)
+        >>> dense = dense_stack_tds(s)
+        >>> type(dense).__name__, dense.batch_size
+        ('TensorDict', torch.Size([2, 3]))
+    """
+    if isinstance(td_list, LazyStackedTensorDict):
+        if dim is None:
+            dim = td_list.stack_dim
+        td_list = td_list.tensordicts
+    if dim is None:
+        dim = 0
+    return _dense_stack(list(td_list), dim, None, False)

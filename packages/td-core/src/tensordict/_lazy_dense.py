@@ -1,0 +1,233 @@
+"""Dense views of a lazy stack (``LazyDenseMixin``): ``contiguous``,
+``to_tensordict``, ``densify`` (nested tensors where shapes differ), the
+``as_list``/``as_nested_tensor``/``as_padded_tensor`` reads, and the repr (built
+from shapes alone: no leaf is stacked to print a lazy stack)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import torch
+
+from tensordict._keys import _MISSING, NO_DEFAULT
+from tensordict._repr import fields_repr, leaf_repr
+
+__all__ = ["LazyDenseMixin"]
+
+_Tensor = torch.Tensor
+
+
+class _Text:
+    """Holds a pre-formatted field repr for :func:`tensordict._repr.fields_repr`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _pad_stack(values: list, dim: int, value: float, side: str) -> torch.Tensor:
+    ndims = {v.ndim for v in values}
+    if len(ndims) != 1:
+        msg = f"as_padded_tensor: the values have different numbers of dims {sorted(ndims)}."
+        raise RuntimeError(msg)
+    if side not in ("right", "left"):
+        msg = f"padding_side must be 'right' or 'left', got {side!r}."
+        raise ValueError(msg)
+    target = [max(v.shape[i] for v in values) for i in range(values[0].ndim)]
+    padded = []
+    for v in values:
+        pad: list[int] = []
+        for i in reversed(range(v.ndim)):
+            missing = target[i] - v.shape[i]
+            pad.extend((0, missing) if side == "right" else (missing, 0))
+        padded.append(torch.nn.functional.pad(v, pad, value=value) if any(pad) else v)
+    return torch.stack(padded, dim)
+
+
+class LazyDenseMixin:
+    """Conversions of a lazy stack to dense or nested storage, and its repr."""
+
+    def contiguous(self) -> Any:
+        """A dense ``TensorDict`` holding every shared key stacked (a copy).
+
+        Keys only some stacked TensorDicts hold are left out.
+
+        Raises:
+            RuntimeError: a key has different shapes across the stacked TensorDicts
+                (use :meth:`densify` for nested tensors).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(2)])
+            >>> dense = s.contiguous()
+            >>> type(dense).__name__, dense["a"].shape
+            ('TensorDict', torch.Size([2, 3]))
+        """
+        from tensordict._base import TensorDictBase
+        from tensordict._td import TensorDict
+
+        source = {}
+        for key in self._keys_raw():
+            value = self._get_raw(key)
+            if isinstance(value, TensorDictBase):
+                value = value.contiguous()
+            source[key] = value
+        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
+        """A dense ``TensorDict`` copy (same as :meth:`contiguous`, non-tensor data copied too)."""
+        from tensordict._base import TensorDictBase
+        from tensordict._td import TensorDict
+
+        source = {}
+        for key in self._keys_raw():
+            value = self._get_raw(key)
+            if isinstance(value, TensorDictBase):
+                value = value.to_tensordict(retain_none=retain_none)
+            elif not isinstance(value, _Tensor):
+                value = value.clone()
+            source[key] = value
+        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+
+    def densify(self, layout: torch.layout = torch.strided) -> Any:
+        """A dense ``TensorDict``: leaves of equal shapes are stacked, the others become
+        nested tensors (``torch.nested``) along the stack dim.
+
+        Args:
+            layout (torch.layout, optional): layout of the nested tensors,
+                ``torch.strided`` (default) or ``torch.jagged``.
+
+        Raises:
+            RuntimeError: a key's shapes differ and ``stack_dim`` is not 0 (nested
+                tensors are ragged along their first dim), or the layout cannot hold
+                the shapes (``torch.jagged`` holds one ragged dim).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.ones(4))])
+            >>> dense = s.densify(layout=torch.jagged)
+            >>> type(dense).__name__, dense["a"].is_nested
+            ('TensorDict', True)
+        """
+        from tensordict._base import TensorDictBase
+        from tensordict._nontensor import _stack_non_tensor
+        from tensordict._td import TensorDict
+
+        source = {}
+        sd = self.stack_dim
+        for key in self._keys_raw():
+            values = self._leaf_values(key)
+            first = values[0]
+            if isinstance(first, _Tensor):
+                if len({tuple(v.shape) for v in values}) == 1:
+                    source[key] = torch.stack(values, sd)
+                else:
+                    source[key] = self._nested(key, values, layout)
+            elif isinstance(first, TensorDictBase):
+                source[key] = self._get_raw(key).densify(layout=layout)
+            else:
+                source[key] = _stack_non_tensor(values, sd)
+        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+
+    def _nested(self, key: Any, values: list, layout: Any) -> torch.Tensor:
+        if self.stack_dim != 0:
+            msg = (
+                f"cannot build a nested tensor for key {key!r}: nested tensors are ragged along dim 0 "
+                f"but the stack dim is {self.stack_dim}. Move it first (`stacked.transpose(0, {self.stack_dim})`)."
+            )
+            raise RuntimeError(msg)
+        try:
+            return torch.nested.as_nested_tensor(list(values), layout=layout)
+        except (RuntimeError, ValueError, TypeError) as err:
+            shapes = sorted({tuple(v.shape) for v in values})
+            msg = (
+                f"cannot build a nested tensor with layout={layout} for key {key!r} from shapes "
+                f"{shapes[:5]}: {err}. torch.jagged holds a single ragged dim; try layout=torch.strided."
+            )
+            raise RuntimeError(msg) from None
+
+    def _get_special(
+        self,
+        key: Any,
+        default: Any,
+        as_list: bool,
+        as_nested_tensor: bool,
+        as_padded_tensor: bool,
+        layout: Any,
+        padding_value: float,
+        padding_side: str,
+    ) -> Any:
+        from tensordict._base import TensorDictBase
+
+        try:
+            values = self._per_td_values(key)
+        except KeyError:
+            if default is not NO_DEFAULT and default is not _MISSING:
+                return default
+            raise
+        if as_list:
+            return [v if isinstance(v, (_Tensor, TensorDictBase)) else self._unwrap_leaf(v) for v in values]
+        if not all(isinstance(v, _Tensor) for v in values):
+            msg = f"key {key!r}: as_nested_tensor / as_padded_tensor need tensor leaves."
+            raise TypeError(msg)
+        if as_nested_tensor:
+            return self._nested(key, values, layout or torch.strided)
+        return _pad_stack(values, self.stack_dim, padding_value, padding_side)
+
+    # -------------------------------------------------------------- repr
+    def _field_text(self, key: str) -> str:
+        from tensordict._base import TensorDictBase
+
+        values = self._leaf_values(key)
+        first = values[0]
+        if isinstance(first, _Tensor):
+            try:
+                shape = self._combine_shapes([v.shape for v in values])
+            except RuntimeError:
+                shape = "heterogeneous"
+            devices = {v.device for v in values}
+            dtypes = {v.dtype for v in values}
+            device = first.device if len(devices) == 1 else None
+            dtype = first.dtype if len(dtypes) == 1 else "heterogeneous"
+            try:
+                shared = all(v.is_shared() or v.is_cuda for v in values)
+            except Exception:  # noqa: BLE001 - meta / fake tensors
+                shared = False
+            return f"{type(first).__name__}(shape={shape}, device={device}, dtype={dtype}, is_shared={shared})"
+        if isinstance(first, TensorDictBase):
+            return repr(self._get_raw(key))
+        return repr(self._stack_values(key, values))
+
+    def __repr__(self) -> str:
+        common = list(self._keys_raw())
+        fields = fields_repr([(k, _Text(self._field_text(k))) for k in common])
+        seen = set(common)
+        blocks = []
+        for i, td in enumerate(self.tensordicts):
+            own = sorted(((k, v) for k, v in td._items_raw() if k not in seen), key=lambda kv: kv[0])
+            if own:
+                lines = ",\n".join(f"{k}: {leaf_repr(v)}" for k, v in own)
+                blocks.append(f"{i} ->\n" + textwrap.indent(lines, "    "))
+        if blocks:
+            exclusive = "exclusive_fields={\n" + textwrap.indent(",\n".join(blocks), "    ") + "}"
+        else:
+            exclusive = "exclusive_fields={\n}"
+        parts = [
+            fields,
+            exclusive,
+            f"batch_size={self._batch_size}",
+            f"device={self.device}",
+            f"is_shared={self.is_shared() if common else False}",
+            f"stack_dim={self.stack_dim}",
+        ]
+        body = textwrap.indent(",\n".join(parts), " " * 4)
+        return f"{type(self).__name__}(\n{body})"
+
+    __str__ = __repr__

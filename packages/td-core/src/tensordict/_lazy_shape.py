@@ -1,0 +1,236 @@
+"""Shape operations on a lazy stack (``LazyShapeMixin``).
+
+Operations that keep the stack dim whole (``unsqueeze``, ``squeeze``, ``permute``,
+``transpose``, ``expand``, ``flatten``/``unflatten`` of other dims, ``unbind``,
+``split``, ``chunk``) are applied to each stacked TensorDict and give a new lazy
+stack (views where the TensorDicts give views). Every other batch transform
+(``view``/``reshape`` to a new shape, ``flip``, ``gather``, ...) works on a dense
+copy (:meth:`contiguous`) and returns a dense TensorDict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from tensordict._shape import _infer_shape, _norm_dim, _shape_arg
+
+__all__ = ["LazyShapeMixin"]
+
+_Size = torch.Size
+
+
+def _drop(shape: Sequence[int], dim: int) -> torch.Size:
+    return _Size((*shape[:dim], *shape[dim + 1 :]))
+
+
+class LazyShapeMixin:
+    """Batch-dim shape operations for lazy stacks."""
+
+    def _batch_transform(self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None) -> Any:
+        """Generic batch transform: runs on a dense copy (see :meth:`contiguous`)."""
+        return self.contiguous()._batch_transform(fn, nd, names=names)
+
+    def _regroup(self, columns: list, new_sd: int, sizes: list) -> tuple:
+        """``columns[i][j]`` is part ``j`` of TensorDict ``i``; returns one lazy stack per ``j``."""
+        return tuple(
+            self._new_lazy([col[j] for col in columns], new_sd, _Size((*sizes[j][:new_sd], len(columns), *sizes[j][new_sd:])))
+            for j in range(len(sizes))
+        )
+
+    def _per_td(self, fn: Callable[[Any], Any], new_sd: int) -> Any:
+        return self._new_lazy([fn(td) for td in self.tensordicts], new_sd)
+
+    # -------------------------------------------------------------- splitting
+    def unbind(self, dim: int = 0) -> tuple:
+        """Splits along batch dim ``dim``; along ``stack_dim`` this returns the stacked
+        TensorDicts themselves.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(2)]
+            >>> s = lazy_stack(tds)
+            >>> s.unbind(0)[1] is tds[1]
+            True
+            >>> s.unbind(1)[0].batch_size
+            torch.Size([2])
+        """
+        sd = self.stack_dim
+        d = _norm_dim(dim, len(self._batch_size))
+        if d == sd:
+            return tuple(self.tensordicts)
+        td_d = d - (d > sd)
+        new_sd = sd - (d < sd)
+        columns = [td.unbind(td_d) for td in self.tensordicts]
+        part_bs = _drop(_drop(self._batch_size, d), new_sd)
+        return self._regroup(columns, new_sd, [part_bs] * self._batch_size[d])
+
+    def _split_stack(self, sizes: list) -> tuple:
+        tds = self.tensordicts
+        sd = self.stack_dim
+        out = []
+        start = 0
+        bs = self._batch_size
+        for size in sizes:
+            out.append(self._new_lazy(tds[start : start + size], sd, _Size((*bs[:sd], size, *bs[sd + 1 :]))))
+            start += size
+        return tuple(out)
+
+    def _split_other(self, d: int, fn: Callable[[Any, int], Sequence[Any]]) -> tuple:
+        sd = self.stack_dim
+        td_d = d - (d > sd)
+        columns = [fn(td, td_d) for td in self.tensordicts]
+        sizes = [c.batch_size for c in columns[0]]
+        return self._regroup(columns, sd, sizes)
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
+        """Splits along batch dim ``dim`` into lazy stacks (along ``stack_dim``, groups of
+        the stacked TensorDicts)."""
+        d = _norm_dim(dim, len(self._batch_size))
+        if d != self.stack_dim:
+            return self._split_other(d, lambda td, dd: td.split(split_size, dd))
+        n = len(self.tensordicts)
+        if isinstance(split_size, int):
+            if split_size <= 0:
+                msg = f"split_size must be a positive int, got {split_size}."
+                raise RuntimeError(msg)
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != n:
+                msg = f"split sizes {sizes} do not add up to batch dim {d} of size {n}."
+                raise RuntimeError(msg)
+        return self._split_stack(sizes)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """Splits into ``chunks`` lazy stacks along batch dim ``dim``."""
+        d = _norm_dim(dim, len(self._batch_size))
+        if d != self.stack_dim:
+            return self._split_other(d, lambda td, dd: td.chunk(chunks, dd))
+        n = len(self.tensordicts)
+        size = -(-n // chunks) if n else 1
+        return self.split(size, d) if n else (self,)
+
+    # -------------------------------------------------------------- reshaping
+    def unsqueeze(self, dim: int) -> Any:
+        """Inserts a batch dim of size 1 at ``dim`` in every stacked TensorDict."""
+        sd = self.stack_dim
+        d = _norm_dim(dim, len(self._batch_size) + 1)
+        if d <= sd:
+            return self._per_td(lambda td: td.unsqueeze(d), sd + 1)
+        return self._per_td(lambda td: td.unsqueeze(d - 1), sd)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        """Removes batch dims of size 1; squeezing a stack dim of size 1 returns the
+        only stacked TensorDict."""
+        bs = self._batch_size
+        if dim is None:
+            out: Any = self
+            for d in reversed([i for i, s in enumerate(bs) if s == 1]):
+                out = out.squeeze(d)
+            return out
+        d = _norm_dim(dim, len(bs))
+        if bs[d] != 1:
+            return self
+        sd = self.stack_dim
+        if d == sd:
+            return self.tensordicts[0]
+        td_d = d - (d > sd)
+        return self._per_td(lambda td: td.squeeze(td_d), sd - (d < sd))
+
+    def permute(self, *dims: Any) -> Any:
+        """Permutes the batch dims; the stack dim moves with them.
+
+        Raises:
+            RuntimeError: ``dims`` is not a permutation of the batch dims.
+        """
+        dims = _shape_arg(dims)
+        nd = len(self._batch_size)
+        if len(dims) != nd:
+            msg = f"permute: expected {nd} dims for batch_size {tuple(self._batch_size)}, got {tuple(dims)}."
+            raise RuntimeError(msg)
+        try:
+            dims = tuple(_norm_dim(d, nd) for d in dims)
+        except IndexError as err:
+            raise RuntimeError(f"permute: {err}") from None
+        if sorted(dims) != list(range(nd)):
+            msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims."
+            raise RuntimeError(msg)
+        sd = self.stack_dim
+        td_dims = [d - (d > sd) for d in dims if d != sd]
+        if td_dims == sorted(td_dims):
+            parts = list(self.tensordicts)
+        else:
+            parts = [td.permute(*td_dims) for td in self.tensordicts]
+        out = self._new_lazy(parts, dims.index(sd))
+        if self._has_names():
+            out.names = [self.names[d] for d in dims]
+        return out
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swaps two batch dims (the stack dim included)."""
+        nd = len(self._batch_size)
+        d0, d1 = _norm_dim(dim0, nd), _norm_dim(dim1, nd)
+        order = list(range(nd))
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(*order)
+
+    def expand(self, *shape: Any) -> Any:
+        """Expands the batch dims (new leading dims allowed); the stacked TensorDicts are
+        expanded, a stack dim of size 1 repeats its TensorDict."""
+        shape = _shape_arg(shape)
+        bs = self._batch_size
+        nd = len(bs)
+        if len(shape) < nd:
+            msg = f"expand: shape {tuple(shape)} has fewer dims than batch_size {tuple(bs)}."
+            raise RuntimeError(msg)
+        extra = len(shape) - nd
+        shape = tuple(bs[i - extra] if s == -1 and i >= extra else s for i, s in enumerate(shape))
+        new_sd = self.stack_dim + extra
+        n = len(self.tensordicts)
+        m = shape[new_sd]
+        tds = self.tensordicts
+        if m != n:
+            if n != 1:
+                msg = f"expand: the stack dim {self.stack_dim} has size {n} and cannot be expanded to {m}."
+                raise RuntimeError(msg)
+            tds = tds * m
+        td_shape = _drop(shape, new_sd)
+        return self._new_lazy([td.expand(td_shape) for td in tds], new_sd, _Size(shape))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Flattens batch dims ``start_dim..end_dim``; dense when they span the stack dim."""
+        nd = len(self._batch_size)
+        s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
+        if e <= s:
+            return self
+        sd = self.stack_dim
+        if s <= sd <= e:
+            return self.contiguous().flatten(s, e)
+        if sd < s:
+            return self._per_td(lambda td: td.flatten(s - 1, e - 1), sd)
+        return self._per_td(lambda td: td.flatten(s, e), sd - (e - s))
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Splits batch dim ``dim`` into ``unflattened_size``; dense when ``dim`` is the stack dim."""
+        nd = len(self._batch_size)
+        d = _norm_dim(dim, nd)
+        sd = self.stack_dim
+        if d == sd:
+            return self.contiguous().unflatten(d, unflattened_size)
+        if d < sd:
+            return self._per_td(lambda td: td.unflatten(d, unflattened_size), sd + len(unflattened_size) - 1)
+        return self._per_td(lambda td: td.unflatten(d - 1, unflattened_size), sd)
+
+    def reshape(self, *shape: Any, size: Any = None) -> Any:
+        """Like ``view``; a new shape gives a dense TensorDict (the same shape returns ``self``)."""
+        if size is not None:
+            shape = (size,)
+        shape = _shape_arg(shape)
+        new = _infer_shape(shape, self.numel(), self._batch_size, "reshape")
+        if new == self._batch_size:
+            return self
+        return self.contiguous().reshape(new)

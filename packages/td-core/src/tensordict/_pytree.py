@@ -1,0 +1,376 @@
+"""TensorDicts as ``torch.utils._pytree`` nodes, and DataLoader collation.
+
+Imported at the end of ``tensordict/__init__.py``. It registers ``TensorDict`` (and
+its subclasses), ``LazyStackedTensorDict`` when ``tensordict._lazy`` is loaded (the
+class registers itself when it is created, through ``ConvertMixin.__init_subclass__``)
+and any TensorDictBase subclass that sets ``_td_pytree_node = True``, so that
+``tree_map``, ``torch.vmap``, ``torch.func`` transforms and ``torch.export`` see
+through TensorDicts.
+
+A TensorDict flattens to its tensor and TensorDict values (the children, in key
+order); keys, batch size, device, names and the non-tensor data go in the context.
+Unflattening rebuilds a TensorDict without re-checking every leaf, except when the
+first tensor child changed shape. That happens in two places, which decide the new
+batch size:
+
+- inside ``torch.vmap``: the children are batched tensors that lost the vmapped dim;
+  ``functorch`` tells which dim it was, and that dim leaves the batch size when it was
+  a batch dim (``in_dims=0`` over a TensorDict of batch size ``[B, ...]`` gives
+  ``[...]`` inside the function);
+- out of ``torch.vmap``: the children gained the vmapped dim (at ``out_dims``); it is
+  inserted in the batch size when it lands among the batch dims, so a function
+  returning a TensorDict of batch size ``[...]`` gives ``[B, ...]``.
+
+Otherwise (``tree_map`` with a function that changes shapes) the batch size becomes
+the longest leading shape the children share, at most the old number of dims.
+Non-tensor data follows the new batch size; a ``NonTensorStack`` whose dims change
+becomes one ``NonTensorData`` holding its list.
+
+``torch.utils.data.default_collate`` of a list of TensorDicts stacks them
+(``tensordict.stack``; a lazy stack when their keys differ).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as _pt
+
+from tensordict._base import TensorDictBase
+from tensordict._convert import _PENDING_PYTREE_CLASSES
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._td import TensorDict
+
+__all__ = ["register_td_class"]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+_new_unsafe = TensorDict._new_unsafe
+_REGISTERED: list[type] = []
+#: types of children that need no check before unflattening
+_CHILD_TYPES = {torch.Tensor, torch.nn.Parameter, TensorDict}
+
+
+class _PytreeLeaf(NonTensorData):
+    """A value that is neither a tensor nor a tensor collection, put in a TensorDict by
+    unflattening (``tree_map`` may return anything, and ``torch.vmap`` unflattens
+    placeholder ints). Unlike other non-tensor data it stays a pytree child, so that
+    flattening the result again gives the same leaves."""
+
+    __slots__ = ()
+
+
+class _TDContext:
+    """Pytree context of a TensorDict node.
+
+    Equality (used by ``tree_map`` over several trees and by spec comparisons) is
+    structural: keys, batch size, device, names and non-tensor keys, not the
+    non-tensor values.
+    """
+
+    __slots__ = ("keys", "batch_size", "device", "names", "non_tensor", "order", "ref_idx", "ref_shape", "stack")
+
+    def __init__(self, keys: tuple, batch_size: torch.Size, device: Any, names: Any, non_tensor: Any, order: Any, ref_idx: int, ref_shape: Any, stack: Any) -> None:
+        self.keys = keys
+        self.batch_size = batch_size
+        self.device = device
+        self.names = names
+        self.non_tensor = non_tensor
+        self.order = order
+        self.ref_idx = ref_idx
+        self.ref_shape = ref_shape
+        self.stack = stack
+
+    def _nt_keys(self) -> tuple:
+        return tuple(self.non_tensor) if self.non_tensor else ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not _TDContext:
+            return NotImplemented
+        return (
+            self.keys == other.keys
+            and self.batch_size == other.batch_size
+            and self.device == other.device
+            and self.names == other.names
+            and self._nt_keys() == other._nt_keys()
+            and (self.stack is None) == (other.stack is None)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.keys, tuple(self.batch_size), self._nt_keys()))
+
+    def __repr__(self) -> str:
+        extra = f", non_tensor={list(self._nt_keys())}" if self.non_tensor else ""
+        return f"TensorDictSpec(keys={list(self.keys)}, batch_size={list(self.batch_size)}, device={self.device}{extra})"
+
+
+def _items_for_flatten(td: Any) -> tuple[Any, Any]:
+    """(items, stack info). A lazy stack flattens to its dense view when it has one."""
+    stack_dim = getattr(td, "stack_dim", None)
+    if stack_dim is None or not hasattr(td, "tensordicts"):
+        return td._items_raw(), None
+    try:
+        items = list(td._items_raw())
+    except (RuntimeError, KeyError, ValueError):
+        # heterogeneous keys or shapes: the stacked TensorDicts are the children
+        return None, (type(td), stack_dim)
+    return items, (type(td), stack_dim)
+
+
+def _flatten(td: Any) -> tuple[list, _TDContext]:
+    items, stack = _items_for_flatten(td)
+    if items is None:
+        children = list(td.tensordicts)
+        ctx = _TDContext(tuple(range(len(children))), td.batch_size, td.device, None, None, None, -1, None, (*stack, True))
+        return children, ctx
+    keys = []
+    values = []
+    non_tensor = None
+    ref_idx = -1
+    for key, value in items:
+        cls = value.__class__
+        if cls is _Tensor or isinstance(value, _Tensor):
+            if ref_idx < 0:
+                ref_idx = len(values)
+            keys.append(key)
+            values.append(value)
+        elif cls is _PytreeLeaf:
+            keys.append(key)
+            values.append(value.data)
+        elif cls is NonTensorData or cls is NonTensorStack or not _is_child(value):
+            if non_tensor is None:
+                non_tensor = {}
+            non_tensor[key] = value
+        else:
+            keys.append(key)
+            values.append(value)
+    ref_shape = None
+    if ref_idx >= 0:
+        ref_shape = values[ref_idx].shape
+    else:
+        ref_idx = 0
+        for i, value in enumerate(values):
+            if _is_child(value):
+                ref_idx, ref_shape = i, value.shape
+                break
+    order = tuple(td._keys_raw()) if non_tensor else None
+    names = td.names if td._has_names() else None
+    ctx = _TDContext(tuple(keys), td.batch_size, td.device, names, non_tensor, order, ref_idx, ref_shape, stack)
+    return values, ctx
+
+
+def _is_child(value: Any) -> bool:
+    from tensordict._base import is_tensor_collection
+
+    return isinstance(value, TensorDictBase) or is_tensor_collection(value)
+
+
+def _flatten_with_keys(td: Any) -> tuple[list, _TDContext]:
+    values, ctx = _flatten(td)
+    return [(_pt.MappingKey(k), v) for k, v in zip(ctx.keys, values)], ctx
+
+
+# ---------------------------------------------------------------------- unflatten
+def _removed_dim(ref: Any, old: tuple, new: tuple) -> int | None:
+    """Which dim of ``old`` is missing from ``new`` (the vmapped one for batched tensors)."""
+    if isinstance(ref, _Tensor) and torch._C._functorch.is_batchedtensor(ref):
+        bdim = torch._C._functorch.maybe_get_bdim(ref)
+        if bdim is not None and 0 <= bdim < len(old) and old[:bdim] + old[bdim + 1 :] == new:
+            return bdim
+    for p in range(len(old)):
+        if old[:p] + old[p + 1 :] == new:
+            return p
+    return None
+
+
+def _inserted_dim(old: tuple, new: tuple) -> int | None:
+    for p in range(len(new)):
+        if new[:p] + new[p + 1 :] == old:
+            return p
+    return None
+
+
+def _fits(values: list, batch_size: torch.Size) -> bool:
+    n = len(batch_size)
+    return all(v.shape[:n] == batch_size for v in values)
+
+
+def _common_prefix(values: list, max_dims: int) -> torch.Size:
+    common: list | None = None
+    for v in values:
+        shape = list(v.shape)
+        if common is None:
+            common = shape
+            continue
+        k = 0
+        for a, b in zip(common, shape):
+            if a != b:
+                break
+            k += 1
+        common = common[:k]
+    return _Size((common or [])[:max_dims])
+
+
+def _new_batch(values: list, ctx: _TDContext, loose: set | None) -> tuple[torch.Size, Any]:
+    """Batch size (and names) after the children changed shape; see the module doc."""
+    bs = ctx.batch_size
+    n = len(bs)
+    names = ctx.names
+    kept = values if not loose else [v for i, v in enumerate(values) if i not in loose]
+    if not kept:
+        return bs, names
+    out = None
+    if ctx.ref_shape is not None and (not loose or ctx.ref_idx not in loose):
+        ref = values[ctx.ref_idx]
+        old, new = tuple(ctx.ref_shape), tuple(ref.shape)
+        if len(new) == len(old) - 1:
+            p = _removed_dim(ref, old, new)
+            if p is not None:
+                if p < n:
+                    out = _Size(bs[:p] + bs[p + 1 :])
+                    names = None if names is None else names[:p] + names[p + 1 :]
+                else:
+                    out = bs
+        elif len(new) == len(old) + 1:
+            p = _inserted_dim(old, new)
+            if p is not None:
+                if p <= n:
+                    out = _Size((*bs[:p], new[p], *bs[p:]))
+                    names = None if names is None else [*names[:p], None, *names[p:]]
+                else:
+                    out = bs
+        elif new == old:
+            out = bs
+    if out is not None and _fits(kept, out):
+        return out, names
+    if _fits(kept, bs):
+        return bs, ctx.names
+    return _common_prefix(kept, n), None
+
+
+def _rebatch(value: Any, bs: torch.Size, device: Any) -> Any:
+    if value.__class__ is NonTensorData:
+        return NonTensorData(value.data, bs, device)
+    if value.__class__ is NonTensorStack:
+        return NonTensorData(value.tolist(), bs, device)
+    return value
+
+
+def _common_device(values: list) -> Any:
+    device = None
+    for v in values:
+        d = v.device
+        if d is None:
+            continue
+        if device is None:
+            device = d
+        elif d != device:
+            return None
+    return device
+
+
+def _loosen(values: list) -> tuple[list, set]:
+    """Wraps the values that are neither tensors nor tensor collections (``tree_map``
+    may return anything) as non-tensor data; returns their positions."""
+    from tensordict._base import is_tensor_collection
+
+    loose = set()
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, _Tensor) or is_tensor_collection(v):
+            out.append(v)
+        else:
+            loose.add(i)
+            out.append(_PytreeLeaf(v))
+    return out, loose
+
+
+def _unflatten(values: Any, ctx: _TDContext) -> Any:
+    if not isinstance(values, list):
+        values = list(values)
+    stack = ctx.stack
+    if stack is not None and len(stack) == 3:
+        return stack[0](*values, stack_dim=stack[1])
+    bs = ctx.batch_size
+    names = ctx.names
+    device = ctx.device
+    if values:
+        loose = None
+        if not _CHILD_TYPES.issuperset(map(type, values)):
+            values, loose = _loosen(values)
+        ref = values[ctx.ref_idx]
+        if loose or ref.shape != ctx.ref_shape:
+            bs, names = _new_batch(values, ctx, loose)
+            values = [_fix_child(v, bs) for v in values]
+        if device is not None and ref.device != device:
+            device = _common_device([v for v in values if v.__class__ is not _PytreeLeaf])
+        if loose:
+            for i in loose:
+                values[i] = _PytreeLeaf(values[i].data, bs, device)
+    source = dict(zip(ctx.keys, values))
+    non_tensor = ctx.non_tensor
+    if non_tensor:
+        for key, value in non_tensor.items():
+            source[key] = value if value.batch_size == bs else _rebatch(value, bs, device)
+        source = {key: source[key] for key in ctx.order}
+    td = _new_unsafe(source, bs, device, names)
+    if stack is not None and bs == ctx.batch_size:
+        cls, stack_dim = stack
+        return cls(*td.unbind(stack_dim), stack_dim=stack_dim)
+    return td
+
+
+def _fix_child(value: Any, bs: torch.Size) -> Any:
+    """An empty nested TensorDict cannot follow a batch change by itself: give it ``bs``."""
+    if isinstance(value, TensorDictBase) and value.batch_size[: len(bs)] != bs and value.is_empty():
+        return _new_unsafe({k: v for k, v in value._items_raw() if isinstance(v, TensorDictBase)}, bs, value.device)
+    return value
+
+
+# ---------------------------------------------------------------------- registration
+def _should_register(cls: type) -> bool:
+    flag = getattr(cls, "_td_pytree_node", None)
+    if flag is not None:
+        return bool(flag)
+    if cls is TensorDictBase or not issubclass(cls, TensorDictBase):
+        return False
+    return issubclass(cls, TensorDict) or cls.__name__ == "LazyStackedTensorDict"
+
+
+def register_td_class(cls: type) -> None:
+    """Registers a TensorDictBase subclass as a pytree node (if it should be and is not yet).
+
+    ``TensorDict`` subclasses and ``LazyStackedTensorDict`` are registered; other
+    subclasses opt in with a class attribute ``_td_pytree_node = True``.
+    """
+    if cls in _REGISTERED or cls in _pt.SUPPORTED_NODES or not _should_register(cls):
+        return
+    _pt.register_pytree_node(
+        cls,
+        _flatten,
+        _unflatten,
+        serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
+        flatten_with_keys_fn=_flatten_with_keys,
+    )
+    _REGISTERED.append(cls)
+    _CHILD_TYPES.add(cls)
+
+
+def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:
+    from tensordict._stack import stack
+
+    return stack(list(batch), 0, maybe_dense_stack=True)
+
+
+def _register_collate() -> None:
+    from torch.utils.data._utils.collate import default_collate_fn_map
+
+    default_collate_fn_map.setdefault(TensorDictBase, _collate)
+
+
+for _cls in (TensorDict, *_PENDING_PYTREE_CLASSES):
+    register_td_class(_cls)
+_PENDING_PYTREE_CLASSES.clear()
+del _cls
+_register_collate()

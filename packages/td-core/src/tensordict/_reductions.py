@@ -1,0 +1,660 @@
+"""Reductions over the leaves of a TensorDict (``ReductionMixin``, a base of ``MathMixin``).
+
+Every reduction takes the same ``dim`` forms:
+
+* ``dim`` not given (or ``None``): each leaf is reduced over all its elements; the
+  result has ``batch_size=[]`` and scalar leaves (as ``tensor.sum()``).
+* an int or a tuple of ints: batch dims (negative ones count from the end of the
+  batch dims), reduced in every leaf; they leave the batch size (or stay with size 1
+  under ``keepdim=True``). Nested TensorDicts keep their extra batch dims.
+* ``"feature"``: each leaf is reduced over its feature dims (those after the batch
+  dims of the TensorDict holding it); the batch size is kept.
+
+With ``reduce=True`` all the leaves are reduced together into one tensor: a scalar
+without ``dim``; the batch shape with ``dim="feature"``; and, with batch dims, the
+leaves (same number of dims) are concatenated along the first of them and reduced
+over them, as ``torch.<op>`` would on the concatenation.
+
+Non-tensor entries: ``NonTensorData`` follows the new batch size; a ``NonTensorStack``
+(one object per element) cannot be reduced and is left out of the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict._apply import _NESTED, _flatten_tensors, _unflatten_tensors
+from tensordict._keys import NO_DEFAULT
+
+__all__ = ["ReductionMixin"]
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+
+_ALL = "all"
+_FEATURE = "feature"
+_BATCH = "batch"
+
+
+def _norm_dims(td: Any, dim: Any, name: str) -> tuple[str, tuple]:
+    """``(mode, dims)`` for a ``dim`` argument; ``dims`` are sorted non-negative batch dims."""
+    if dim is NO_DEFAULT or dim is None:
+        return _ALL, ()
+    if isinstance(dim, str):
+        if dim != "feature":
+            msg = f"{name}: dim must be an int, a tuple of int, None or 'feature', got {dim!r}."
+            raise ValueError(msg)
+        return _FEATURE, ()
+    nd = len(td.batch_size)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if not isinstance(d, int):
+            msg = f"{name}: dim must be an int or a tuple of int, got {dim!r}."
+            raise TypeError(msg)
+        if not -nd <= d < nd:
+            msg = (
+                f"{name}: dim {d} is out of range for a TensorDict with {nd} batch dims "
+                f"(batch_size {tuple(td.batch_size)}); reductions act on batch dims, use "
+                "dim='feature' for the feature dims."
+            )
+            raise IndexError(msg)
+        out.append(d + nd if d < 0 else d)
+    if len(set(out)) != len(out):
+        msg = f"{name}: dim {dim!r} repeats a dimension."
+        raise RuntimeError(msg)
+    return _BATCH, tuple(sorted(out))
+
+
+def _new_batch(bs: torch.Size, mode: str, dims: tuple, keepdim: bool) -> torch.Size:
+    if mode == _FEATURE:
+        return bs
+    if mode == _ALL:
+        return _Size([1] * len(bs)) if keepdim else _Size(())
+    if keepdim:
+        return _Size(1 if i in dims else s for i, s in enumerate(bs))
+    return _Size(s for i, s in enumerate(bs) if i not in dims)
+
+
+def _leaf_dims(x: _Tensor, mode: str, dims: tuple, nd: int) -> tuple | None:
+    """The dims of leaf ``x`` to reduce (``None``: every element)."""
+    if mode == _BATCH:
+        return dims
+    if mode == _FEATURE:
+        return tuple(range(nd, x.ndim))
+    return None
+
+
+def _reduce_tree(td: Any, leaf_fn: Callable, mode: str, dims: tuple, keepdim: bool, nout: int) -> list:
+    """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
+    tuple of ``nout`` tensors)."""
+    from tensordict._base import TensorDictBase
+    from tensordict._nontensor import NonTensorData
+
+    bs = td.batch_size
+    nd = len(bs)
+    new_bs = _new_batch(bs, mode, dims, keepdim)
+    sources: list[dict] = [{} for _ in range(nout)]
+    for key, value in td._items_raw():
+        if isinstance(value, _Tensor):
+            res = leaf_fn(value, nd)
+            if nout == 1:
+                sources[0][key] = res
+            else:
+                for src, r in zip(sources, res):
+                    src[key] = r
+        elif isinstance(value, TensorDictBase):
+            for src, r in zip(sources, _reduce_tree(value, leaf_fn, mode, dims, keepdim, nout)):
+                src[key] = r
+        elif isinstance(value, NonTensorData):
+            sources[0][key] = value._with_batch(new_bs)
+    if new_bs == bs:
+        return [td._new_like(src) for src in sources]
+    return [td._new_like(src, batch_size=new_bs) for src in sources]
+
+
+def _finish_names(td: Any, out: Any, mode: str, dims: tuple, keepdim: bool) -> Any:
+    if mode == _BATCH and td._has_names():
+        names = td.names
+        if keepdim:
+            out.names = names
+        else:
+            out.names = [n for i, n in enumerate(names) if i not in dims]
+    return out
+
+
+def _feature_safe(op: Callable) -> Callable:
+    """Wraps ``op(x, dims, keepdim)`` so that an empty ``dims`` tuple (a leaf without
+    feature dims) reduces nothing instead of everything (torch's meaning of ``()``)."""
+
+    def wrapped(x: _Tensor, dims: tuple | None, keepdim: bool) -> Any:
+        if dims is not None and not dims:
+            return op(x.unsqueeze(-1), (x.ndim,), False)
+        return op(x, dims, keepdim)
+
+    return wrapped
+
+
+def _reduce(
+    td: Any,
+    name: str,
+    op: Callable,
+    dim: Any,
+    keepdim: Any,
+    reduce: Any,
+    combine: Callable | None = None,
+    nout: int = 1,
+) -> Any:
+    """Runs ``op(x, dims_or_None, keepdim)`` on every leaf (or on all leaves together).
+
+    ``combine`` (for ``reduce=True`` without ``dim``) merges per-leaf results, for ops
+    where that is exact (sum of sums, max of maxes); otherwise the flattened leaves
+    are concatenated first.
+    """
+    keepdim = False if keepdim is NO_DEFAULT or keepdim is None else bool(keepdim)
+    mode, dims = _norm_dims(td, dim, name)
+    if mode == _FEATURE and keepdim:
+        msg = f"{name}: keepdim=True is not allowed with dim='feature'."
+        raise ValueError(msg)
+    op = _feature_safe(op)
+    if reduce:
+        return _reduce_all(td, name, op, mode, dims, keepdim, combine)
+    if mode == _ALL and keepdim:
+
+        def leaf_fn(x: _Tensor, nd: int) -> Any:
+            return op(x, tuple(range(x.ndim)), True)
+
+    else:
+
+        def leaf_fn(x: _Tensor, nd: int) -> Any:
+            return op(x, _leaf_dims(x, mode, dims, nd), keepdim)
+
+    outs = _reduce_tree(td, leaf_fn, mode, dims, keepdim, nout)
+    outs = [_finish_names(td, o, mode, dims, keepdim) for o in outs]
+    return outs[0] if nout == 1 else outs
+
+
+def _reduce_all(
+    td: Any, name: str, op: Callable, mode: str, dims: tuple, keepdim: bool, combine: Callable | None
+) -> Any:
+    leaves: list = []
+    _flatten_tensors(td, leaves)
+    if not leaves:
+        msg = f"{name}(reduce=True): the TensorDict has no tensor leaf to reduce."
+        raise RuntimeError(msg)
+    if mode == _ALL:
+        if combine is not None:
+            return combine(torch.stack([op(x, None, False) for x in leaves]))
+        return op(torch.cat([x.reshape(-1) for x in leaves]), None, False)
+    bs = td.batch_size
+    nd = len(bs)
+    if mode == _FEATURE:
+        flat = torch.cat([x.reshape(*bs, -1) for x in leaves], dim=nd)
+        return op(flat, (nd,), False)
+    ndims = {x.ndim for x in leaves}
+    if len(ndims) != 1:
+        msg = (
+            f"{name}(reduce=True, dim={dims}): the leaves are concatenated along dim {dims[0]}, "
+            f"so they must have the same number of dims; got {sorted(ndims)}."
+        )
+        raise RuntimeError(msg)
+    return op(torch.cat(leaves, dim=dims[0]), dims, keepdim)
+
+
+# ---------------------------------------------------------------------- per-op kernels
+def _sum_op(fn: Callable, dtype: Any) -> Callable:
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
+        if dims is None:
+            return fn(x, dtype=dtype)
+        return fn(x, dim=dims, keepdim=keepdim, dtype=dtype)
+
+    return op
+
+
+def _prod_op(dtype: Any) -> Callable:
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
+        if dims is None:
+            return torch.prod(x, dtype=dtype)
+        if len(dims) == 1:
+            return torch.prod(x, dims[0], keepdim=keepdim, dtype=dtype)
+        out = x if dtype is None else x.to(dtype)
+        for d in sorted(dims, reverse=True):
+            out = torch.prod(out, d, keepdim=keepdim)
+        return out
+
+    return op
+
+
+def _stat_op(fn: Callable, correction: Any) -> Callable:
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
+        return fn(x, dim=dims, correction=correction, keepdim=keepdim)
+
+    return op
+
+
+def _dims_op(fn: Callable, **kw: Any) -> Callable:
+    """For ops whose ``dim`` must be given (amax, logsumexp): ``None`` means every dim."""
+
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
+        return fn(x, dim=tuple(range(x.ndim)) if dims is None else dims, keepdim=keepdim, **kw)
+
+    return op
+
+
+def _minmax_op(fn: Callable, afn: Callable) -> Callable:
+    """``max``/``min``: ``(values, indices)`` over one dim, plain values otherwise."""
+
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> Any:
+        if dims is None:
+            return fn(x)
+        if len(dims) == 1:
+            return tuple(fn(x, dims[0], keepdim=keepdim))
+        return afn(x, dim=dims, keepdim=keepdim)
+
+    return op
+
+
+def _return_type(name: str, values: Any, indices: Any) -> Any:
+    return getattr(torch.return_types, name)((values, indices))
+
+
+def _check_single_dim(td: Any, dim: Any, name: str) -> int:
+    if isinstance(dim, (tuple, list)):
+        if len(dim) != 1:
+            msg = f"{name}: dim must be a single batch dim, got {dim!r}."
+            raise ValueError(msg)
+        dim = dim[0]
+    if not isinstance(dim, int):
+        msg = f"{name}: dim must be an int (a batch dim), got {dim!r}."
+        raise TypeError(msg)
+    return _norm_dims(td, dim, name)[1][0]
+
+
+def _shape_preserving(td: Any, fn: Callable) -> Any:
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    return _unflatten_tensors(spec, [fn(x) for x in leaves])[0]
+
+
+class ReductionMixin:
+    """Reductions over batch dims, feature dims or all elements (see module docs)."""
+
+    def sum(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Sum of every leaf, over all its elements, batch dims or feature dims.
+
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce
+                (negative counts from the end of the batch dims); ``"feature"`` reduces
+                each leaf's feature dims and keeps the batch size. Without it every
+                element of each leaf is reduced and the batch size becomes ``[]``.
+            keepdim (bool): keep the reduced batch dims with size 1. Defaults to ``False``.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it before summing.
+            reduce (bool, optional): sum all leaves together into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
+        Raises:
+            IndexError: ``dim`` is not a batch dim.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(3, 4), "b": {"c": torch.ones(3, 4, 2)}}, [3, 4])
+            >>> td.sum(dim=0)["b", "c"].shape
+            torch.Size([4, 2])
+            >>> td.sum()["a"]
+            tensor(12.)
+            >>> td.sum(reduce=True)
+            tensor(36.)
+            >>> td.sum(dim="feature")["b", "c"].shape
+            torch.Size([3, 4])
+        """
+        return _reduce(self, "sum", _sum_op(torch.sum, dtype), dim, keepdim, reduce, combine=torch.sum)
+
+    def nansum(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Like :meth:`sum`, treating NaN as zero.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1.0, float("nan")])}, [2])
+            >>> td.nansum(dim=0)["a"]
+            tensor(1.)
+        """
+        return _reduce(self, "nansum", _sum_op(torch.nansum, dtype), dim, keepdim, reduce, combine=torch.nansum)
+
+    def mean(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Mean of every leaf (``dim`` forms as in :meth:`sum`); leaves must be floating point
+        (or pass ``dtype``). With ``reduce=True`` the mean of all elements of all leaves.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 3.0], [5.0, 7.0]])}, [2, 2])
+            >>> td.mean(dim=1)["a"]
+            tensor([2., 6.])
+            >>> td.mean(dim=(0, 1), keepdim=True).batch_size
+            torch.Size([1, 1])
+        """
+        return _reduce(self, "mean", _sum_op(torch.mean, dtype), dim, keepdim, reduce)
+
+    def nanmean(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Like :meth:`mean`, ignoring NaN.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1.0, float("nan"), 3.0])}, [3])
+            >>> td.nanmean(dim=0)["a"]
+            tensor(2.)
+        """
+        return _reduce(self, "nanmean", _sum_op(torch.nanmean, dtype), dim, keepdim, reduce)
+
+    def prod(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Product of every leaf (``dim`` forms as in :meth:`sum`; a tuple reduces each dim).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 2.0], [3.0, 4.0]])}, [2, 2])
+            >>> td.prod(dim=0)["a"]
+            tensor([3., 8.])
+            >>> td.prod(dim=(0, 1))["a"]
+            tensor(24.)
+        """
+        return _reduce(self, "prod", _prod_op(dtype), dim, keepdim, reduce, combine=torch.prod)
+
+    def std(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, correction: int = 1, reduce: Any = None) -> Any:
+        """Standard deviation of every leaf (``dim`` forms as in :meth:`sum`).
+
+        Keyword Args:
+            correction (int): Bessel's correction (``1``: unbiased). Defaults to 1.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1.0, 3.0])}, [2])
+            >>> td.std(dim=0)["a"]
+            tensor(1.4142)
+        """
+        return _reduce(self, "std", _stat_op(torch.std, correction), dim, keepdim, reduce)
+
+    def var(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, correction: int = 1, reduce: Any = None) -> Any:
+        """Variance of every leaf (``dim`` forms as in :meth:`sum`).
+
+        Keyword Args:
+            correction (int): Bessel's correction (``1``: unbiased). Defaults to 1.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1.0, 3.0])}, [2])
+            >>> td.var(dim=0, correction=0)["a"]
+            tensor(1.)
+        """
+        return _reduce(self, "var", _stat_op(torch.var, correction), dim, keepdim, reduce)
+
+    def _minmax(self, name: str, dim: Any, keepdim: bool, reduce: Any, return_indices: bool) -> Any:
+        fn = torch.max if name == "max" else torch.min
+        afn = torch.amax if name == "max" else torch.amin
+        if dim is NO_DEFAULT or dim is None or dim == "feature":
+            if not reduce and not keepdim and dim != "feature" and torch._C._functorch.peek_interpreter_stack() is None:
+                leaves: list = []
+                spec = _flatten_tensors(self, leaves)
+                if leaves and name == "max":
+                    try:
+                        res = list(torch._foreach_max(leaves))
+                    except (RuntimeError, TypeError):
+                        res = [fn(x) for x in leaves]
+                else:
+                    res = [fn(x) for x in leaves]
+                return _scalar_tree(spec, res)
+            return _reduce(self, name, _dims_op(afn), dim, keepdim, reduce, combine=afn)
+        d = _check_single_dim(self, dim, name)
+        if reduce:
+            leaves = []
+            _flatten_tensors(self, leaves)
+            ndims = {x.ndim for x in leaves}
+            if len(ndims) != 1:
+                msg = f"{name}(reduce=True, dim={dim}): the leaves must have the same number of dims; got {sorted(ndims)}."
+                raise RuntimeError(msg)
+            out = fn(torch.cat(leaves, dim=d), d, keepdim=keepdim)
+            return out if return_indices else out.values
+        if not return_indices:
+            return _reduce(self, name, _dims_op(afn), d, keepdim, None)
+        values, indices = _reduce(self, name, _minmax_op(fn, afn), d, keepdim, None, nout=2)
+        return _return_type(name, values, indices)
+
+    def max(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None, return_indices: bool = True) -> Any:
+        """Maximum of every leaf.
+
+        Without ``dim`` each leaf is reduced to its largest element (one
+        ``torch._foreach_max`` call). With an int batch ``dim``, as :func:`torch.max`,
+        the result is a named tuple ``(values, indices)`` of two TensorDicts (or only
+        ``values`` when ``return_indices=False``).
+
+        Args:
+            dim (int, optional): the batch dim to reduce.
+            keepdim (bool): keep the reduced dim with size 1.
+
+        Keyword Args:
+            reduce (bool, optional): reduce all leaves together into one tensor.
+            return_indices (bool): return ``(values, indices)`` when ``dim`` is given.
+
+        Raises:
+            ValueError: ``dim`` is a tuple of several dims (use :meth:`amax`).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
+            >>> td.max()["a"]
+            tensor(5.)
+            >>> out = td.max(dim=0)
+            >>> out.values["a"], out.indices["a"]
+            (tensor([4., 5.]), tensor([1, 0]))
+            >>> td.max(reduce=True)
+            tensor(5.)
+        """
+        return self._minmax("max", dim, keepdim, reduce, return_indices)
+
+    def min(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None, return_indices: bool = True) -> Any:
+        """Minimum of every leaf; see :meth:`max`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
+            >>> td.min(dim=1).values["a"]
+            tensor([1., 2.])
+        """
+        return self._minmax("min", dim, keepdim, reduce, return_indices)
+
+    def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+        """Maximum values of every leaf over ``dim`` (int, tuple, "feature" or all).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
+            >>> td.amax(dim=(0, 1))["a"]
+            tensor(5.)
+        """
+        return _reduce(self, "amax", _dims_op(torch.amax), dim, keepdim, reduce, combine=torch.amax)
+
+    def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+        """Minimum values of every leaf over ``dim`` (int, tuple, "feature" or all).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
+            >>> td.amin(dim=0)["a"]
+            tensor([1., 2.])
+        """
+        return _reduce(self, "amin", _dims_op(torch.amin), dim, keepdim, reduce, combine=torch.amin)
+
+    def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+        """``log(sum(exp(x)))`` of every leaf over ``dim`` (forms as in :meth:`sum`).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.logsumexp(dim=0)["a"]
+            tensor(0.6931)
+        """
+        return _reduce(self, "logsumexp", _dims_op(torch.logsumexp), dim, keepdim, reduce, combine=lambda t: torch.logsumexp(t, 0))
+
+    def norm(self, p: Any = 2, dim: Any = NO_DEFAULT, keepdim: bool = False, *, dtype: Any = None, reduce: Any = None) -> Any:
+        """Vector ``p``-norm of every leaf (``torch.linalg.vector_norm``).
+
+        Without ``dim`` the per-leaf norms come from one ``torch._foreach_norm`` call.
+
+        Args:
+            p (float): the order of the norm. Defaults to 2.
+            dim, keepdim: as in :meth:`sum`.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): computation dtype.
+            reduce (bool, optional): the norm of all leaves together (one tensor).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([3.0, 4.0]), "b": torch.tensor([0.0, 12.0])}, [2])
+            >>> td.norm()["a"]
+            tensor(5.)
+            >>> td.norm(reduce=True)
+            tensor(13.)
+        """
+        if (dim is NO_DEFAULT or dim is None) and not keepdim and dtype is None and not reduce:
+            leaves: list = []
+            spec = _flatten_tensors(self, leaves)
+            res = None
+            if leaves and torch._C._functorch.peek_interpreter_stack() is None:
+                try:
+                    res = list(torch._foreach_norm(leaves, p))
+                except (RuntimeError, TypeError):
+                    res = None
+            if res is None:
+                res = [torch.linalg.vector_norm(x, p) for x in leaves]
+            return _scalar_tree(spec, res)
+
+        def op(x: _Tensor, dims: tuple | None, kd: bool) -> _Tensor:
+            return torch.linalg.vector_norm(x, p, dim=dims, keepdim=kd, dtype=dtype)
+
+        combine = None
+        if isinstance(p, (int, float)) and p > 0:
+
+            def combine(t: _Tensor) -> _Tensor:
+                return torch.linalg.vector_norm(t, p)
+
+        return _reduce(self, "norm", op, dim, keepdim, reduce, combine=combine)
+
+    # ------------------------------------------------------------ shape-preserving scans
+    def softmax(self, dim: int, dtype: Any = None) -> Any:
+        """Softmax of every leaf along batch dim ``dim``.
+
+        Raises:
+            IndexError: ``dim`` is not a batch dim.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+            >>> td.softmax(0)["a"][:, 0]
+            tensor([0.5000, 0.5000])
+        """
+        d = _check_single_dim(self, dim, "softmax")
+        return _shape_preserving(self, lambda x: torch.softmax(x, d, dtype=dtype))
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> Any:
+        """Log-softmax of every leaf along batch dim ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+            >>> td.log_softmax(0)["a"]
+            tensor([-0.6931, -0.6931])
+        """
+        d = _check_single_dim(self, dim, "log_softmax")
+        return _shape_preserving(self, lambda x: torch.log_softmax(x, d, dtype=dtype))
+
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
+        """Cumulative sum of every leaf along batch dim ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(3, 2)}, [3])
+            >>> td.cumsum(0)["a"][:, 0]
+            tensor([1., 2., 3.])
+        """
+        d = _check_single_dim(self, dim, "cumsum")
+        return _shape_preserving(self, lambda x: torch.cumsum(x, d, dtype=dtype))
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
+        """Cumulative product of every leaf along batch dim ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([1.0, 2.0, 3.0])}, [3])
+            >>> td.cumprod(0)["a"]
+            tensor([1., 2., 6.])
+        """
+        d = _check_single_dim(self, dim, "cumprod")
+        return _shape_preserving(self, lambda x: torch.cumprod(x, d, dtype=dtype))
+
+
+def _scalar_tree(spec: tuple, results: list) -> Any:
+    """Rebuilds ``spec`` with the scalar ``results`` as leaves; every node gets
+    ``batch_size=[]`` (a ``NonTensorData`` follows, a ``NonTensorStack`` is left out)."""
+    return _scalar_node(spec, results, 0)[0]
+
+
+def _scalar_node(spec: tuple, results: list, pos: int) -> tuple[Any, int]:
+    from tensordict._nontensor import NonTensorData
+
+    node, entries, _ = spec
+    source = {}
+    for entry in entries:
+        if entry.__class__ is str:
+            source[entry] = results[pos]
+            pos += 1
+        elif entry[1] == _NESTED:
+            source[entry[0]], pos = _scalar_node(entry[2], results, pos)
+        elif isinstance(entry[2], NonTensorData):
+            source[entry[0]] = entry[2]._with_batch(())
+    return node._new_like(source, batch_size=_Size(())), pos
+
+
+def _torch_reduction_table() -> dict:
+    """``torch.fn -> impl`` for the reductions (merged into the ``__torch_function__`` table)."""
+    import torch.nn.functional as F
+
+    def method(name: str) -> Callable:
+        def impl(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+            return getattr(input, name)(*args, **kwargs)
+
+        return impl
+
+    table: dict = {}
+    for name in (
+        "sum", "nansum", "mean", "nanmean", "prod", "std", "var", "max", "min", "amax", "amin",
+        "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod",
+    ):
+        table[getattr(torch, name)] = method(name)
+    table[torch.norm] = method("norm")
+    table[torch.linalg.vector_norm] = lambda input, ord=2, dim=None, keepdim=False, **kw: input.norm(ord, dim, keepdim, **kw)  # noqa: A006
+    table[F.softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.softmax(dim, dtype=dtype)  # noqa: A006
+    table[F.log_softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.log_softmax(dim, dtype=dtype)  # noqa: A006
+    return table

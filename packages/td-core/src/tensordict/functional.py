@@ -1,0 +1,333 @@
+"""Free functions on TensorDicts: ``pad``, ``pad_sequence``, ``merge_tensordicts``,
+``make_tensordict`` and ``dense_stack_tds`` (also reachable as ``tensordict.<name>``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from tensordict._base import TensorDictBase
+from tensordict._keys import NestedKey, unravel_key
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._td import TensorDict
+
+__all__ = ["dense_stack_tds", "make_tensordict", "merge_tensordicts", "pad", "pad_sequence"]
+
+
+# ---------------------------------------------------------------------- pad
+def _torch_pad_spec(pad_size: Sequence[int], ndim: int) -> list[int]:
+    """``F.pad`` wants (last dim left, last dim right, ...); ours go from dim 0 forward."""
+    n = len(pad_size) // 2
+    spec = [0, 0] * (ndim - n)
+    for d in reversed(range(n)):
+        spec += [pad_size[2 * d], pad_size[2 * d + 1]]
+    return spec
+
+
+def _pad_non_tensor(value: Any, pad_size: Sequence[int], new_bs: torch.Size) -> Any:
+    if isinstance(value, NonTensorData):
+        return NonTensorData(value.data, new_bs, value.device)
+    index = torch.arange(value.numel()).view(value.batch_size)
+    index = F.pad(index, _torch_pad_spec(pad_size, index.ndim), value=-1)
+    flat = index.reshape(-1).tolist()
+    items = [None if i < 0 else value._items[i] for i in flat]
+    return NonTensorStack._from_flat(items, index.shape, value.device)
+
+
+def _pad(td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size) -> TensorDictBase:
+    source = {}
+    for key, leaf in td._items_raw():
+        if isinstance(leaf, torch.Tensor):
+            source[key] = F.pad(leaf, _torch_pad_spec(pad_size, leaf.ndim), value=value)
+        elif isinstance(leaf, TensorDictBase):
+            sub_bs = torch.Size((*new_bs, *leaf.batch_size[len(new_bs) :]))
+            source[key] = _pad(leaf, pad_size, value, sub_bs)
+        else:
+            source[key] = _pad_non_tensor(leaf, pad_size, new_bs)
+    return TensorDict._new_unsafe(source, new_bs, td.device, td.names if td._has_names() else None)
+
+
+def pad(tensordict: TensorDictBase, pad_size: Sequence[int], value: float = 0.0) -> TensorDictBase:
+    """Pads every leaf along the batch dims with a constant, in a new TensorDict.
+
+    Args:
+        tensordict (TensorDictBase): the TensorDict to pad.
+        pad_size (sequence of int): ``(dim0_left, dim0_right, dim1_left, dim1_right, ...)``,
+            from the first batch dim forward; an even number of ints, at most
+            ``2 * batch_dims``. Negative values crop.
+        value (float, optional): the fill value. Defaults to ``0.0``. Padded slots of a
+            ``NonTensorStack`` hold ``None``.
+
+    Returns:
+        a TensorDict whose batch size grew by the padding (leaves keep their dtype).
+
+    Raises:
+        ValueError: ``pad_size`` has an odd length or more than ``2 * batch_dims`` entries.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, pad
+        >>> td = TensorDict({"a": torch.ones(3, 4, 1), "b": torch.ones(3, 4, 1, 1)}, batch_size=[3, 4])
+        >>> padded = pad(td, [0, 1, 0, 2], value=0.0)
+        >>> padded.batch_size, padded["a"].shape, padded["b"].shape
+        (torch.Size([4, 6]), torch.Size([4, 6, 1]), torch.Size([4, 6, 1, 1]))
+    """
+    pad_size = [int(p) for p in pad_size]
+    nd = tensordict.batch_dims
+    if len(pad_size) % 2 or len(pad_size) > 2 * nd:
+        msg = (
+            f"pad: pad_size {pad_size} must have an even length of at most 2 * batch_dims "
+            f"= {2 * nd} (batch_size {tuple(tensordict.batch_size)})."
+        )
+        raise ValueError(msg)
+    new_bs = list(tensordict.batch_size)
+    for d in range(len(pad_size) // 2):
+        new_bs[d] += pad_size[2 * d] + pad_size[2 * d + 1]
+        if new_bs[d] < 0:
+            msg = f"pad: pad_size {pad_size} crops batch dim {d} of size {tensordict.batch_size[d]} below 0."
+            raise ValueError(msg)
+    return _pad(tensordict, pad_size, value, torch.Size(new_bs))
+
+
+# ---------------------------------------------------------------------- pad_sequence
+def pad_sequence(
+    list_of_tensordicts: Sequence[TensorDictBase],
+    pad_dim: int = 0,
+    padding_value: float = 0.0,
+    out: TensorDictBase | None = None,
+    device: Any = None,
+    return_mask: bool | NestedKey = False,
+) -> TensorDictBase:
+    """Pads TensorDicts to a common length along ``pad_dim`` and stacks them.
+
+    Args:
+        list_of_tensordicts (sequence of TensorDictBase): the TensorDicts, with the
+            same keys. Their leaves may differ in size along ``pad_dim`` only.
+        pad_dim (int, optional): the dim to pad, counted from the first dim of every
+            leaf (a batch dim when ``pad_dim < batch_dims``; a negative value counts
+            from the end of the batch dims). Defaults to ``0``.
+        padding_value (float, optional): the fill value. Defaults to ``0.0``.
+        out (TensorDictBase, optional): written in place with the result if given.
+        device (torch.device, optional): device of the result.
+        return_mask (bool or NestedKey, optional): if ``True``, a ``"masks"`` entry
+            (or this key) holds a TensorDict of bool masks, one per leaf, of shape
+            ``[N, *leaf_shape[:pad_dim], max_len]``: ``True`` where values are real.
+
+    Returns:
+        a TensorDict of batch size ``[N, *batch_size]`` (the padded batch dim, if any,
+        is the maximum length).
+
+    Raises:
+        RuntimeError: empty list, or batch sizes that differ outside ``pad_dim``.
+        KeyError: the key sets differ (the keys are named).
+        ValueError: a negative ``pad_dim`` with no batch dims.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, pad_sequence
+        >>> tds = [TensorDict({"a": torch.zeros(3, 8), "b": torch.zeros(6, 8)}),
+        ...        TensorDict({"a": torch.zeros(5, 8), "b": torch.zeros(6, 8)})]
+        >>> padded = pad_sequence(tds, return_mask=True)
+        >>> padded["a"].shape, padded["masks", "a"].shape, padded["masks", "a"].sum().item()
+        (torch.Size([2, 5, 8]), torch.Size([2, 5]), 8)
+    """
+    tds = list(list_of_tensordicts)
+    if not tds:
+        msg = "pad_sequence expects a non-empty sequence of TensorDicts."
+        raise RuntimeError(msg)
+    nd = tds[0].batch_dims
+    if pad_dim < 0:
+        if nd == 0:
+            msg = f"pad_sequence: a negative pad_dim ({pad_dim}) counts from the end of the batch dims, but batch_size is []."
+            raise ValueError(msg)
+        pad_dim += nd
+    ref = tds[0].batch_size
+    for i, td in enumerate(tds[1:], 1):
+        bs = td.batch_size
+        if len(bs) != nd or any(a != b for j, (a, b) in enumerate(zip(ref, bs)) if j != pad_dim):
+            msg = (
+                f"pad_sequence: TensorDict {i} has batch_size {tuple(bs)}, which differs from "
+                f"{tuple(ref)} (TensorDict 0) outside pad_dim={pad_dim}."
+            )
+            raise RuntimeError(msg)
+    keys = list(tds[0].keys(True, True))
+    key_set = set(keys)
+    for i, td in enumerate(tds[1:], 1):
+        other = set(td.keys(True, True))
+        if other != key_set:
+            msg = f"pad_sequence: TensorDict {i} has different keys (missing {sorted(map(str, key_set - other))}, extra {sorted(map(str, other - key_set))})."
+            raise KeyError(msg)
+    batched_pad = pad_dim < nd
+    if batched_pad:
+        max_bs = max(td.batch_size[pad_dim] for td in tds)
+        new_bs = list(ref)
+        new_bs[pad_dim] = max_bs
+    else:
+        new_bs = list(ref)
+    result_bs = torch.Size((len(tds), *new_bs))
+    result = TensorDict({}, batch_size=result_bs, device=device)
+    masks = TensorDict({}, batch_size=result_bs, device=device) if return_mask else None
+    for key in keys:
+        values = [td._get_any_raw(key) for td in tds]
+        first = values[0]
+        if not isinstance(first, torch.Tensor):
+            result.set(key, _stack_non_tensor_padded(values, pad_dim, batched_pad, new_bs))
+            continue
+        for v in values:
+            if v.ndim <= pad_dim:
+                msg = f"pad_sequence: key {key!r} has shape {tuple(v.shape)}, with no dim {pad_dim} to pad."
+                raise RuntimeError(msg)
+        length = max(v.shape[pad_dim] for v in values)
+        padded = []
+        mask_rows = []
+        for v in values:
+            extra = length - v.shape[pad_dim]
+            spec = [0, 0] * (v.ndim - pad_dim - 1) + [0, extra]
+            padded.append(F.pad(v, spec, value=padding_value) if extra else v)
+            if masks is not None:
+                m = torch.zeros((*v.shape[:pad_dim], length), dtype=torch.bool, device=v.device)
+                m[..., : v.shape[pad_dim]] = True
+                mask_rows.append(m)
+        result.set(key, torch.stack(padded, 0))
+        if masks is not None:
+            masks.set(key, torch.stack(mask_rows, 0))
+    if masks is not None:
+        mask_key = "masks" if return_mask is True else unravel_key(return_mask)
+        result.set(mask_key, masks)
+    if out is not None:
+        out.update(result)
+        return out
+    return result
+
+
+def _stack_non_tensor_padded(values: list, pad_dim: int, batched_pad: bool, new_bs: list) -> Any:
+    from tensordict._nontensor import _stack_non_tensor
+
+    if batched_pad:
+        widened = []
+        for v in values:
+            extra = new_bs[pad_dim] - v.batch_size[pad_dim]
+            spec = [0, 0] * v.batch_dims
+            spec[2 * pad_dim + 1] = extra
+            widened.append(_pad_non_tensor(v, spec, torch.Size(new_bs)) if extra else v)
+        values = widened
+    return _stack_non_tensor(values, 0)
+
+
+# ---------------------------------------------------------------------- merge
+def merge_tensordicts(
+    *tensordicts: TensorDictBase,
+    callback_exist: Callable[..., Any] | Mapping[NestedKey, Callable[..., Any]] | None = None,
+) -> TensorDictBase:
+    """Merges TensorDicts into a new one (the first one's batch size and device).
+
+    Every leaf of every TensorDict is written in order, so a key present in several
+    of them takes the last value, unless ``callback_exist`` applies.
+
+    Args:
+        *tensordicts (TensorDictBase): the TensorDicts to merge (at least one).
+
+    Keyword Args:
+        callback_exist (callable or dict of NestedKey to callable, optional): for a leaf
+            present in every TensorDict, ``callback(*values)`` gives the merged value.
+            A dict gives a callback per nested key (keys without one take the last value).
+
+    Returns:
+        a new TensorDict.
+
+    Raises:
+        ValueError: no TensorDict given.
+        RuntimeError: a leaf does not fit the first TensorDict's batch size.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, merge_tensordicts
+        >>> td0 = TensorDict({"a": {"b0": 0}, "common": 0})
+        >>> td1 = TensorDict({"a": {"b1": 1}, "common": 1})
+        >>> td = merge_tensordicts(td0, td1, callback_exist=lambda *v: torch.stack(list(v)))
+        >>> sorted(td.keys(True, True)), td["common"]
+        ([('a', 'b0'), ('a', 'b1'), 'common'], tensor([0, 1]))
+    """
+    if not tensordicts:
+        msg = "merge_tensordicts needs at least one TensorDict."
+        raise ValueError(msg)
+    first = tensordicts[0]
+    out = TensorDict({}, batch_size=first.batch_size, device=first.device)
+    counts: dict = {}
+    for td in tensordicts:
+        for key in td.keys(True, True):
+            counts[key] = counts.get(key, 0) + 1
+    n = len(tensordicts)
+    for key in counts:
+        values = [td._get_any_raw(key) for td in tensordicts if key in td.keys(True, True)]
+        callback = callback_exist.get(key) if isinstance(callback_exist, Mapping) else callback_exist
+        if callback is not None and counts[key] == n:
+            unwrapped = [TensorDictBase._unwrap_leaf(v) for v in values]
+            out.set(key, callback(*unwrapped))
+        else:
+            out.set(key, values[-1])
+    return out
+
+
+# ---------------------------------------------------------------------- constructors
+def make_tensordict(
+    input_dict: Mapping | None = None,
+    batch_size: Any = None,
+    device: Any = None,
+    auto_batch_size: bool | None = None,
+    **kwargs: Any,
+) -> TensorDict:
+    """Builds a TensorDict from a dict and/or keyword arguments.
+
+    Unlike ``TensorDict.from_dict``, the batch size is computed when not given
+    (``auto_batch_size=None`` means ``batch_size is None``).
+
+    Args:
+        input_dict (dict, optional): entries (nested dicts and tuple keys allowed).
+        batch_size (torch.Size or sequence of int, optional): the batch size.
+        device (torch.device, optional): leaves are moved there.
+        auto_batch_size (bool, optional): compute the batch size (the largest leading
+            shape that every entry shares). Defaults to ``None``: ``True`` unless
+            ``batch_size`` is given.
+        **kwargs: more entries (str keys).
+
+    Raises:
+        RuntimeError: a value does not start with ``batch_size``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import make_tensordict
+        >>> make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3)).batch_size
+        torch.Size([3])
+        >>> make_tensordict(a=torch.zeros(3, 4), auto_batch_size=False).batch_size
+        torch.Size([])
+    """
+    from tensordict._convert import from_dict
+
+    data = dict(input_dict) if input_dict is not None else {}
+    data.update(kwargs)
+    if auto_batch_size is None:
+        auto_batch_size = batch_size is None
+    return from_dict(data, batch_size=batch_size, device=device, auto_batch_size=auto_batch_size)
+
+
+def dense_stack_tds(td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None) -> TensorDictBase:
+    """Densely stacks TensorDicts (or the TensorDicts of a lazy stack); see
+    ``tensordict._lazy.dense_stack_tds``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, dense_stack_tds
+        >>> tds = [TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(3)]
+        >>> dense_stack_tds(tds).batch_size
+        torch.Size([3, 2])
+    """
+    from tensordict import _lazy
+
+    if dim is None:
+        return _lazy.dense_stack_tds(td_list)
+    return _lazy.dense_stack_tds(td_list, dim)
+

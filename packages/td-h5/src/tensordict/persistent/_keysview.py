@@ -1,0 +1,63 @@
+"""Keys of a ``PersistentTensorDict`` listed from the file's metadata.
+
+td-core's keys view walks ``_items_raw``, which for a file would read every dataset
+just to list its name. This view walks group members and attributes instead, so
+``td.keys(include_nested=True, leaves_only=True)`` and ``key in td`` read no data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tensordict._keys import NestedKey, _as_tuple, _KeysView
+
+__all__ = ["H5KeysView"]
+
+
+class H5KeysView(_KeysView):
+    """Live view over the keys of a ``PersistentTensorDict`` (metadata only)."""
+
+    __slots__ = ()
+
+    def _meta_walk(self, td: Any, prefix: tuple) -> Iterator[NestedKey]:
+        is_leaf = self.is_leaf
+        for key, cls, child in td._meta_items():
+            full = key if not prefix else prefix + (key,)
+            is_coll = child is not None
+            leaf = (not is_coll) if is_leaf is None else is_leaf(cls)
+            if not self.leaves_only or leaf:
+                yield full
+            if self.include_nested and is_coll:
+                yield from self._meta_walk(child, full if prefix else (key,))
+
+    def __iter__(self) -> Iterator[NestedKey]:
+        if not self.include_nested and not self.leaves_only:
+            return iter(self._td._keys_raw())
+        return self._meta_walk(self._td, ())
+
+    def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            if not self.leaves_only:
+                return key in self._td._keys_raw()
+            path: tuple = (key,)
+        elif key.__class__ is tuple:
+            try:
+                path = _as_tuple(key)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                return False
+        else:
+            return False
+        if len(path) > 1 and not self.include_nested:
+            return False
+        try:
+            found = self._td._locate(path)
+        except KeyError:
+            return False
+        if found is None:
+            return False
+        if self.leaves_only:
+            cls = self._td._meta_class(found)
+            is_leaf = self.is_leaf
+            return (found[0] != "group") if is_leaf is None else bool(is_leaf(cls))
+        return True

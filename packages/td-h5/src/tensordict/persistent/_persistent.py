@@ -1,0 +1,975 @@
+"""``PersistentTensorDict``: a TensorDict whose leaves live in an HDF5 file.
+
+Storage model: a group of the file is a (nested) PersistentTensorDict, a numeric
+dataset is a tensor leaf, a string dataset or a group attribute is non-tensor data.
+Nothing is read when the file is opened but metadata (names, shapes, dtypes); a
+dataset is read when a key asks for it, and indexing returns a lazy view that reads
+only the rows it selects.
+
+What returns what:
+
+* ``td["key"]``, ``td.get(key)``: a tensor read from the file (only the view's rows).
+* ``td["group"]``, ``td[index]``, ``unbind``, ``split``, ``chunk``, ``narrow``,
+  ``unsqueeze``, ``squeeze``, iteration: PersistentTensorDicts reading lazily.
+* ``to``, ``clone``, ``to_tensordict``, ``apply``, arithmetic, comparisons,
+  ``select``/``exclude`` and the shape ops that move data (``view``, ``reshape``,
+  ``permute``, ``transpose``, ``flatten``, ``unflatten``, ``expand``, ``repeat``,
+  ``flip``, ``roll``, ``gather``, ``stack``, ``cat``): dense in-memory
+  :class:`~tensordict.TensorDict` results, reading what they need.
+* Writes (``set``, ``set_``, ``update``, ``update_``, ``td[idx] = value``,
+  ``del td[key]``, ``zero_``, ``fill_``, ``apply_``-style in-place ops through
+  ``apply_leaves_``) go to the file; see :mod:`tensordict.persistent._writes`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import h5py
+import numpy as np
+import torch
+
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
+from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._keys import NO_DEFAULT, NestedKey, _as_tuple, unravel_key
+from tensordict._repr import fields_repr
+from tensordict.persistent import _h5io as io
+from tensordict.persistent._keysview import H5KeysView
+from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
+from tensordict.persistent._writes import WriteMixin
+
+__all__ = ["PersistentTensorDict", "from_h5"]
+
+_CREATE_MODES = ("w", "w-", "x", "a")
+
+
+class _FileState:
+    """What every PersistentTensorDict of one open file shares (views and nested ones)."""
+
+    __slots__ = ("file", "filename", "mode", "bs_cache", "closed", "batch_dims", "use_stored")
+
+    def __init__(self, file: h5py.File, filename: str, mode: str, batch_dims: int | None, use_stored: bool) -> None:
+        self.file = file
+        self.filename = filename
+        self.mode = mode
+        self.bs_cache: dict[str, tuple[tuple, bool]] = {}
+        self.closed = False
+        self.batch_dims = batch_dims
+        self.use_stored = use_stored
+
+    def natural(self, group: h5py.Group) -> tuple[tuple, bool]:
+        """(largest batch size the group's entries share, whether it has any entry)."""
+        key = group.name
+        hit = self.bs_cache.get(key)
+        if hit is not None:
+            return hit
+        out = infer_batch_size(group, self.batch_dims, self.use_stored, self.natural)
+        self.bs_cache[key] = out
+        return out
+
+    def child_bs(self, group: h5py.Group, parent_bs: torch.Size) -> torch.Size:
+        bs, _ = self.natural(group)
+        n = len(parent_bs)
+        if tuple(bs[:n]) == tuple(parent_bs):
+            return torch.Size(bs)
+        return parent_bs
+
+
+def infer_batch_size(group: h5py.Group, batch_dims: int | None, use_stored: bool, recurse: Any = None) -> tuple[tuple, bool]:
+    """Largest leading shape shared by the numeric datasets and sub-groups of ``group``.
+
+    String datasets and attributes do not constrain the batch size. When
+    ``use_stored`` and the group carries ``_td_batch_size`` that every entry fits, that
+    is returned instead.
+    """
+    recurse = recurse or (lambda g: infer_batch_size(g, batch_dims, use_stored))
+    shapes = []
+    for name in group:
+        obj = group.get(name)
+        if isinstance(obj, h5py.Group):
+            bs, content = recurse(obj)
+            if content:
+                shapes.append(tuple(bs))
+        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
+            shapes.append(tuple(obj.shape))
+    stored = io.stored_batch_size(group) if use_stored else None
+    if stored is not None and all(s[: len(stored)] == stored for s in shapes):
+        return stored, bool(shapes)
+    bs = io.common_prefix(shapes)
+    if batch_dims is not None:
+        bs = bs[:batch_dims]
+    return bs, bool(shapes)
+
+
+def _validate_members(group: h5py.Group, batch_size: torch.Size, prefix: tuple = ()) -> None:
+    n = len(batch_size)
+    for name in group:
+        obj = group.get(name)
+        path = prefix + (name,)
+        if isinstance(obj, h5py.Group):
+            _validate_members(obj, batch_size, path)
+        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
+            if tuple(obj.shape[:n]) != tuple(batch_size):
+                raise batch_mismatch_error(path[0] if len(path) == 1 else path, obj.shape, batch_size)
+
+
+class _LazyItems:
+    """Re-iterable ``(key, value)`` pairs, each value read when reached."""
+
+    __slots__ = ("_td",)
+
+    def __init__(self, td: PersistentTensorDict) -> None:
+        self._td = td
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        td = self._td
+        for key in td._keys_raw():
+            yield key, td._get_raw(key)
+
+    def __len__(self) -> int:
+        return len(self._td._keys_raw())
+
+
+class _Shown:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class PersistentTensorDict(WriteMixin, TensorDictBase):
+    """A TensorDict stored in an HDF5 file, read lazily through h5py.
+
+    Groups are nested PersistentTensorDicts, numeric datasets are tensors, string
+    datasets and group attributes are non-tensor data. Opening reads metadata only;
+    ``td[key]`` reads one dataset, ``td[index]`` is a lazy view that reads only the
+    selected rows when a key is asked for. Writes go to the file when ``mode``
+    allows it.
+
+    Args:
+        batch_size (torch.Size or sequence of int, optional): leading dims shared by
+            every numeric dataset. Defaults to ``None``: the size stored by
+            :meth:`~tensordict.TensorDictBase.to_h5`, else the longest leading shape
+            every dataset shares (each nested group gets its own).
+        filename (str or path, optional): the HDF5 file to open.
+        group (str or h5py.Group, optional): with ``filename``, the path of the group
+            to open (``"/"`` by default); without it, an open ``h5py.Group``/``h5py.File``
+            to wrap.
+        mode (str, optional): ``"r"`` (read only), ``"r+"`` (read/write, must exist),
+            ``"w"`` (create, truncate), ``"w-"``/``"x"`` (create, fail if it exists) or
+            ``"a"`` (read/write, create if missing), as in ``h5py.File``. Defaults to ``"r"``.
+        backend (str, optional): only ``"h5"`` is supported.
+        device (torch.device, optional): device the tensors read are moved to.
+            Defaults to ``None`` (CPU, as read).
+
+    Keyword Args:
+        auto_batch_size (bool): ignore a stored batch size and use the longest shared
+            leading shape. Defaults to ``False``.
+        batch_dims (int, optional): with ``auto_batch_size``, keep at most this many dims.
+        non_tensor_as_stack (bool): read a string dataset whose shape equals the
+            batch size as a :class:`~tensordict.NonTensorStack` (one str per row)
+            instead of one :class:`~tensordict.NonTensorData`. Defaults to ``False``.
+        **kwargs: passed to ``h5py.File`` (``driver``, ``locking``, ``rdcc_nbytes``, ...).
+
+    Raises:
+        FileNotFoundError: ``filename`` does not exist (modes ``"r"``, ``"r+"``).
+        ValueError: the file is not an HDF5 file, or ``mode``/``backend`` is invalid.
+        KeyError: ``group`` does not exist in the file (modes ``"r"``, ``"r+"``).
+        RuntimeError: a dataset's leading dims do not match ``batch_size``.
+
+    Examples:
+        >>> import os, tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.persistent import PersistentTensorDict
+        >>> td = TensorDict({"obs": torch.arange(12.).view(6, 2), "meta": {"id": torch.arange(6)}}, [6])
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = td.to_h5(os.path.join(tmp, "data.h5")).close()
+        ...     with PersistentTensorDict(filename=os.path.join(tmp, "data.h5")) as ptd:
+        ...         view = ptd[torch.tensor([4, 1])]
+        ...         print(ptd.batch_size, view["obs"].tolist(), view["meta", "id"].tolist())
+        torch.Size([6]) [[8.0, 9.0], [2.0, 3.0]] [4, 1]
+    """
+
+    _sel: Selection | FlatSel | None = None
+    _names: list | None = None
+    _device: torch.device | None = None
+    _nts: bool = False
+    _pending_lock_ops: int = 0
+
+    def __init__(
+        self,
+        *,
+        batch_size: Any = None,
+        filename: Any = None,
+        group: Any = None,
+        mode: str = "r",
+        backend: str = "h5",
+        device: Any = None,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        non_tensor_as_stack: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if backend != "h5":
+            msg = f"backend {backend!r} is not supported by td-h5; use backend='h5'."
+            raise NotImplementedError(msg)
+        io.check_mode(mode)
+        if batch_size is not None and auto_batch_size:
+            msg = "auto_batch_size=True and batch_size are exclusive: pass one of them."
+            raise ValueError(msg)
+        if batch_dims is not None:
+            auto_batch_size = batch_size is None
+        owns = filename is not None
+        if filename is not None:
+            if group is not None and not isinstance(group, str):
+                msg = f"with filename=, group must be a path in the file (str), got {type(group).__name__}."
+                raise TypeError(msg)
+            filename = os.fspath(filename)
+            file = io.open_h5(filename, mode, **kwargs)
+            try:
+                grp = self._open_group(file, filename, group, mode)
+            except BaseException:
+                file.close()
+                raise
+        elif isinstance(group, h5py.Group):
+            file = group.file
+            grp = group
+            filename = file.filename
+            mode = "r" if file.mode == "r" else "r+"
+        else:
+            msg = "PersistentTensorDict needs filename= (a path) or group= (an open h5py.Group or h5py.File)."
+            raise ValueError(msg)
+        state = _FileState(file, filename, mode, batch_dims if auto_batch_size else None, not auto_batch_size)
+        try:
+            if batch_size is not None:
+                bs = torch.Size(batch_size) if not isinstance(batch_size, int) else torch.Size([batch_size])
+                _validate_members(grp, bs)
+            else:
+                bs = torch.Size(state.natural(grp)[0])
+        except BaseException:
+            if owns:
+                file.close()
+            raise
+        self._init(state, grp, bs, None, device, non_tensor_as_stack)
+        self._names = io.stored_names(grp, len(bs))
+
+    @staticmethod
+    def _open_group(file: h5py.File, filename: str, group: str | None, mode: str) -> h5py.Group:
+        if group in (None, "", "/"):
+            return file
+        obj = file.get(group)
+        if obj is None:
+            if mode in _CREATE_MODES:
+                return file.require_group(group)
+            top = sorted(file.keys())
+            msg = (
+                f"group {group!r} not found in HDF5 file {filename!r} (top-level entries: {top}). "
+                "Check the path, or open with mode='a' to create it."
+            )
+            raise KeyError(msg)
+        if not isinstance(obj, h5py.Group):
+            msg = f"{group!r} in HDF5 file {filename!r} is a dataset, not a group."
+            raise KeyError(msg)
+        return obj
+
+    def _init(self, state: _FileState, group: h5py.Group, orig_bs: torch.Size, sel: Any, device: Any, nts: bool) -> None:
+        self._state = state
+        self._group = group
+        self._orig_bs = orig_bs
+        self._sel = sel
+        if sel is None:
+            self._batch_size = orig_bs
+        else:
+            self._batch_size = torch.Size((*sel.out_shape, *orig_bs[len(sel.in_shape) :]))
+        self._device = torch.device(device) if device is not None else None
+        self._nts = nts
+
+    def _derive(self, group: h5py.Group, orig_bs: torch.Size, sel: Any) -> PersistentTensorDict:
+        out = PersistentTensorDict.__new__(PersistentTensorDict)
+        out._init(self._state, group, orig_bs, sel, None, self._nts)
+        out._device = self._device
+        out._is_locked = self._is_locked
+        return out
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_h5(
+        cls,
+        filename: Any,
+        mode: str = "r",
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        batch_size: Any = None,
+        non_tensor_as_stack: bool = False,
+        **kwargs: Any,
+    ) -> PersistentTensorDict:
+        """Opens an HDF5 file as a PersistentTensorDict (see the class for the arguments).
+
+        ``batch_dims`` alone turns ``auto_batch_size`` on.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.persistent import PersistentTensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     path = os.path.join(tmp, "d.h5")
+            ...     TensorDict(a=torch.zeros(3, 4), batch_size=[3]).to_h5(path).close()
+            ...     with PersistentTensorDict.from_h5(path, auto_batch_size=True) as td:
+            ...         print(td.batch_size)
+            torch.Size([3, 4])
+        """
+        return cls(
+            filename=filename,
+            mode=mode,
+            batch_size=batch_size,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            non_tensor_as_stack=non_tensor_as_stack,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_dict(
+        cls, input_dict: Any, filename: Any, batch_size: Any = None, device: Any = None, **kwargs: Any
+    ) -> PersistentTensorDict:
+        """Writes ``input_dict`` (a dict or TensorDict) to a new HDF5 file and opens it (``"r+"``).
+
+        The file is written under a temporary name in the same folder and moved over
+        ``filename`` once complete: an error leaves an existing ``filename`` intact.
+
+        Args:
+            input_dict (dict or TensorDictBase): the data; nested dicts become groups.
+            filename (str or path): the file to write (overwritten).
+            batch_size (torch.Size, optional): batch size of a dict input (default: the
+                longest shared leading shape).
+            device (torch.device, optional): device of the returned PersistentTensorDict.
+            **kwargs: passed to ``h5py.Group.create_dataset`` for every tensor
+                (``compression="gzip"``, ``compression_opts``, ``chunks``, ``shuffle``, ...).
+
+        Raises:
+            TypeError: a leaf cannot be stored in HDF5 (nothing is written).
+            FileNotFoundError: the folder of ``filename`` does not exist.
+        """
+        if isinstance(input_dict, TensorDictBase):
+            td = input_dict
+            if batch_size is not None and torch.Size(batch_size) != td.batch_size:
+                td = td.to_tensordict()
+                td.batch_size = batch_size
+        elif isinstance(input_dict, Mapping):
+            if batch_size is None:
+                td = TensorDict(input_dict, auto_batch_size=True)
+            else:
+                td = TensorDict(input_dict, batch_size=batch_size)
+        else:
+            td = _tensordict_of(input_dict)
+        io.validate_tree(td)
+        filename = os.fspath(filename)
+        folder = os.path.dirname(os.path.abspath(filename))
+        if not os.path.isdir(folder):
+            msg = f"cannot write HDF5 file {filename!r}: folder {folder!r} does not exist."
+            raise FileNotFoundError(msg)
+        tmp = os.path.join(folder, f".{os.path.basename(filename)}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            with h5py.File(tmp, "w-") as f:
+                io.write_tree(f, td, kwargs)
+            os.replace(tmp, filename)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return cls(filename=filename, mode="r+", device=device)
+
+    # ------------------------------------------------------------------ file
+    @property
+    def file(self) -> h5py.Group:
+        """The ``h5py`` group behind this PersistentTensorDict (the ``h5py.File`` at the root)."""
+        return self._group
+
+    @property
+    def filename(self) -> str:
+        """Path of the HDF5 file."""
+        return self._state.filename
+
+    @property
+    def mode(self) -> str:
+        """The mode the file was opened with."""
+        return self._state.mode
+
+    def close(self) -> None:
+        """Closes the HDF5 file. Views and nested PersistentTensorDicts of it stop working.
+
+        Closing twice is a no-op.
+        """
+        state = self._state
+        if state.closed:
+            return
+        state.closed = True
+        try:
+            state.file.close()
+        except Exception:  # pragma: no cover - already closed by h5py
+            pass
+
+    @property
+    def is_closed(self) -> bool:
+        """``True`` once the file is closed."""
+        state = self._state
+        return state.closed or not state.file.id.valid
+
+    def _check_open(self) -> None:
+        state = self._state
+        if state.closed or not state.file.id.valid:
+            msg = (
+                f"the HDF5 file {state.filename!r} behind this PersistentTensorDict is closed: "
+                "views and nested PersistentTensorDicts cannot be used after `close()`. Reopen it "
+                "with `PersistentTensorDict.from_h5(...)`, or copy what you need with "
+                "`td.to_tensordict()` before closing."
+            )
+            raise RuntimeError(msg)
+
+    def _push_op(self, op: tuple) -> None:
+        TensorDictBase._push_op(self, op)
+        self._pending_lock_ops = self._pending_lock_ops + 1
+
+    def __enter__(self) -> PersistentTensorDict:
+        ctx = self.__dict__.setdefault("_ctx", [])
+        if self._pending_lock_ops and self._lock_stack:
+            ctx.append("lock")
+            self._pending_lock_ops = 0
+        else:
+            ctx.append("close")
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        ctx = self.__dict__.get("_ctx")
+        kind = ctx.pop() if ctx else "close"
+        if kind == "lock":
+            TensorDictBase.__exit__(self, exc_type, exc, tb)
+        else:
+            self.close()
+
+    # ------------------------------------------------------------------ pickling
+    def __reduce__(self) -> tuple:
+        self._check_open()
+        state = self._state
+        payload = {
+            "filename": state.filename,
+            "group": self._group.name,
+            "mode": "r" if state.mode == "r" else "r+",
+            "orig_bs": tuple(self._orig_bs),
+            "sel": _sel_state(self._sel),
+            "device": self._device,
+            "names": self._names,
+            "nts": self._nts,
+            "locked": self._is_locked,
+        }
+        return (_rebuild, (payload,))
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def batch_size(self) -> torch.Size:
+        """Leading dims shared by every numeric dataset (the view's, once indexed).
+
+        Raises:
+            RuntimeError: (setter) a dataset's leading dims do not match, or this is
+                an indexed view.
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Any) -> None:
+        new = torch.Size([value]) if isinstance(value, int) else torch.Size(value)
+        if new == self._batch_size:
+            return
+        if self._sel is not None:
+            msg = "cannot change the batch_size of an indexed view of a PersistentTensorDict; set it on the unindexed one."
+            raise RuntimeError(msg)
+        if self._is_locked:
+            raise locked_error("change the batch_size")
+        self._check_open()
+        _validate_members(self._group, new)
+        if self._names is not None and len(self._names) != len(new):
+            self._names = None
+        self._orig_bs = self._batch_size = new
+
+    def auto_batch_size_(self, batch_dims: int | None = None) -> PersistentTensorDict:
+        """Sets ``batch_size`` to the longest leading shape every dataset shares (metadata only)."""
+        self._check_open()
+        bs, _ = infer_batch_size(self._group, batch_dims, False)
+        self.batch_size = bs
+        return self
+
+    @property
+    def device(self) -> torch.device | None:
+        """Device tensors are moved to when read, or ``None``."""
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = "device cannot be set directly; use `td.to(device)` (an in-memory copy)."
+        raise RuntimeError(msg)
+
+    def clear_device_(self) -> PersistentTensorDict:
+        self._device = None
+        return self
+
+    def _has_names(self) -> bool:
+        return self._names is not None
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (``None`` for unnamed dims); dropped by indexing."""
+        if self._names is None:
+            return [None] * len(self._batch_size)
+        return list(self._names)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is None:
+            self._names = None
+            return
+        value = list(value)
+        if len(value) != len(self._batch_size):
+            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)}."
+            raise ValueError(msg)
+        self._names = value if any(v is not None for v in value) else None
+
+    def is_shared(self) -> bool:
+        return False
+
+    def _set_lock_flag(self, value: bool) -> None:
+        self._is_locked = value
+
+    # ------------------------------------------------------------------ storage primitives
+    def _keys_raw(self) -> list:
+        self._check_open()
+        group = self._group
+        names = [n for n in group.keys() if not n.endswith("__td_tmp__")]
+        attrs = group.attrs
+        if len(attrs):
+            members = set(names)
+            names.extend(a for a in attrs.keys() if a not in io.RESERVED_ATTRS and a not in members)
+        return names
+
+    def _items_raw(self) -> _LazyItems:
+        return _LazyItems(self)
+
+    def _get_raw(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        self._check_open()
+        group = self._group
+        obj = group.get(key) if "/" not in key else None
+        if obj is None:
+            attrs = group.attrs
+            if key not in io.RESERVED_ATTRS and key in attrs:
+                return NonTensorData(io.attr_to_python(attrs[key]), self._batch_size, self._device)
+            return default
+        if isinstance(obj, h5py.Dataset):
+            return self._read_entry(key, obj)
+        if isinstance(obj, h5py.Group):
+            return self._derive(obj, self._state.child_bs(obj, self._orig_bs), self._sel)
+        return default
+
+    def _read_dataset(self, dset: h5py.Dataset, dtype: torch.dtype) -> torch.Tensor:
+        conv = io.tensor_converter(dtype)
+        sel = self._sel
+        t = conv(dset[()]) if sel is None else read_selected(dset, sel, conv)
+        device = self._device
+        if device is not None:
+            t = t.to(device)
+        return t
+
+    def _read_entry(self, key: str, dset: h5py.Dataset) -> Any:
+        kind, dtype = io.dataset_kind(dset)
+        bs = self._orig_bs
+        if kind == "tensor":
+            if dset.shape[: len(bs)] != tuple(bs):
+                raise batch_mismatch_error(key, dset.shape, bs)
+            return self._read_dataset(dset, dtype)
+        if kind in ("stack", "string") and dset.ndim and tuple(dset.shape) == tuple(bs) and (kind == "stack" or self._nts):
+            items = np.asarray(io.read_strings(dset), dtype=object).reshape(-1).tolist()
+            stack = NonTensorStack._from_flat(items, bs, self._device)
+            if self._sel is not None:
+                return stack._from_index(self._positions())
+            return stack
+        if kind in ("string", "stack"):
+            data = io.read_strings(dset)
+            data = data.tolist() if isinstance(data, np.ndarray) else data
+        else:
+            data = dset[()]
+        return NonTensorData(data, self._batch_size, self._device)
+
+    def _locate(self, path: tuple) -> tuple | None:
+        """Metadata of ``path``: ``(kind, h5py object, torch dtype)`` or ``None`` when absent.
+
+        kind is ``"group"``, ``"tensor"``, ``"string"``, ``"stack"``, ``"other"`` or ``"attr"``.
+
+        Raises:
+            KeyError: an intermediate entry is a dataset, not a group.
+        """
+        self._check_open()
+        group = self._group
+        for name in path[:-1]:
+            sub = group.get(name) if "/" not in name else None
+            if sub is None:
+                return None
+            if not isinstance(sub, h5py.Group):
+                msg = f"key {path!r}: {name!r} holds a dataset, not a group."
+                raise KeyError(msg)
+            group = sub
+        name = path[-1]
+        obj = group.get(name) if "/" not in name else None
+        if obj is None:
+            if name not in io.RESERVED_ATTRS and name in group.attrs:
+                return ("attr", None, None)
+            return None
+        if isinstance(obj, h5py.Group):
+            return ("group", obj, None)
+        kind, dtype = io.dataset_kind(obj)
+        return (kind, obj, dtype)
+
+    def _meta_class(self, found: tuple) -> type:
+        kind = found[0]
+        if kind == "group":
+            return PersistentTensorDict
+        if kind == "tensor":
+            return torch.Tensor
+        if kind == "stack" or (kind == "string" and self._nts and tuple(found[1].shape) == tuple(self._orig_bs) and found[1].ndim):
+            return NonTensorStack
+        return NonTensorData
+
+    def _meta_items(self) -> Iterator[tuple[str, type, Any]]:
+        """``(key, class, child)`` per entry, reading no data (child: nested PTD or None)."""
+        for key in self._keys_raw():
+            found = self._locate((key,))
+            if found is None:
+                continue
+            child = None
+            if found[0] == "group":
+                child = self._derive(found[1], self._state.child_bs(found[1], self._orig_bs), self._sel)
+            yield key, self._meta_class(found), child
+
+    def _tensor_datasets(self) -> list:
+        """``(path, dataset, torch dtype)`` of every numeric dataset under this group."""
+        self._check_open()
+        out = []
+
+        def walk(group: h5py.Group, prefix: tuple) -> None:
+            for name in group:
+                obj = group.get(name)
+                if isinstance(obj, h5py.Group):
+                    walk(obj, prefix + (name,))
+                elif isinstance(obj, h5py.Dataset):
+                    kind, dtype = io.dataset_kind(obj)
+                    if kind == "tensor":
+                        out.append((prefix + (name,), obj, dtype))
+
+        walk(self._group, ())
+        return out
+
+    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+        if batch_size is None:
+            batch_size = self._batch_size
+            if names is NO_DEFAULT:
+                names = self._names
+        elif names is NO_DEFAULT:
+            names = None
+        return TensorDict._new_unsafe(source, torch.Size(batch_size), self._device if device is NO_DEFAULT else device, names)
+
+    # ------------------------------------------------------------------ dict API (metadata)
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Any = None,
+        *,
+        sort: bool = False,
+    ) -> Any:
+        """A live view of the keys, listed from the file's metadata (no data is read).
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     td = TensorDict(a=torch.zeros(2), b={"c": torch.zeros(2)}, batch_size=[2]).to_h5(os.path.join(tmp, "k.h5"))
+            ...     print(sorted(td.keys(True, True), key=str))
+            ...     td.close()
+            [('b', 'c'), 'a']
+        """
+        view = H5KeysView(self, include_nested, leaves_only, is_leaf)
+        if sort:
+            return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
+        return view
+
+    def __contains__(self, key: object) -> bool:
+        return key in H5KeysView(self, True)
+
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """Shape of the entry ``key`` as this (view of the) TensorDict would return it, from metadata.
+
+        Raises:
+            KeyError: ``key`` is missing.
+        """
+        path = _as_tuple(key)
+        found = self._locate(path)
+        if found is None:
+            raise missing_key_error(unravel_key(key), self.keys(True))
+        kind, obj, _ = found
+        if kind == "tensor":
+            return torch.Size((*self._batch_size, *obj.shape[len(self._orig_bs) :]))
+        if kind == "group":
+            return self._get_any_raw(unravel_key(key)).batch_size
+        return self._batch_size
+
+    def is_empty(self) -> bool:
+        for _, cls, child in self._meta_items():
+            if child is None or not child.is_empty():
+                return False
+        return True
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDict:
+        """An in-memory TensorDict with the same batch size and no keys (nested ones kept with ``recurse``)."""
+        source = {}
+        if recurse:
+            source = {k: child.empty(recurse=True) for k, _, child in self._meta_items() if child is not None}
+        return TensorDict._new_unsafe(
+            source,
+            torch.Size(batch_size) if batch_size is not None else self._batch_size,
+            self._device if device is NO_DEFAULT else (torch.device(device) if device is not None else None),
+        )
+
+    def del_(self, key: NestedKey) -> PersistentTensorDict:
+        """Deletes the entry ``key`` from the file.
+
+        Raises:
+            KeyError: ``key`` is missing.
+            RuntimeError: the file is read-only or the TensorDict locked.
+        """
+        path = _as_tuple(key)
+        self._check_writable(key)
+        if self.is_locked:
+            raise locked_error("delete a key", unravel_key(key))
+        if self._locate(path) is None:
+            raise missing_key_error(unravel_key(key), self.keys(True))
+        parent = self._get_any_raw(path[:-1] if len(path) > 2 else path[0]) if len(path) > 1 else self
+        parent._del_raw(path[-1])
+        return self
+
+    def get_at(self, key: NestedKey, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """``td.get(key)[index]``, reading only the rows ``index`` selects when it indexes batch dims."""
+        try:
+            view = self._index(index)
+        except IndexError:
+            return TensorDictBase.get_at(self, key, index, default)
+        return view.get(key, default) if default is not NO_DEFAULT else view.get(key)
+
+    # ------------------------------------------------------------------ indexing and lazy shape ops
+    def _index(self, index: Any) -> PersistentTensorDict:
+        self._check_open()
+        norm = self._normalize_index(index)
+        sel = compose(self._sel, self._orig_bs, norm)
+        return self._derive(self._group, self._orig_bs, sel)
+
+    def _dim(self, dim: int, extra: int = 0) -> int:
+        nd = len(self._batch_size) + extra
+        if not -nd <= dim < nd:
+            msg = f"dim={dim} is out of range for a PersistentTensorDict with batch_size {tuple(self._batch_size)}."
+            raise IndexError(msg)
+        return dim + nd if dim < 0 else dim
+
+    def unbind(self, dim: int = 0) -> tuple:
+        """Lazy views, one per index along batch dim ``dim``."""
+        d = self._dim(dim)
+        lead = (slice(None),) * d
+        return tuple(self._index(lead + (i,)) for i in range(self._batch_size[d]))
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        """Lazy views of consecutive chunks along batch dim ``dim`` (sizes as ``torch.split``)."""
+        d = self._dim(dim)
+        n = self._batch_size[d]
+        if isinstance(split_size, int):
+            if split_size <= 0:
+                msg = f"split_size must be positive, got {split_size}."
+                raise RuntimeError(msg)
+            sizes = [min(split_size, n - s) for s in range(0, n, split_size)] or [0]
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != n:
+                msg = f"split sizes {sizes} do not add up to batch dim {d} of size {n}."
+                raise RuntimeError(msg)
+        lead = (slice(None),) * d
+        out, start = [], 0
+        for size in sizes:
+            out.append(self._index(lead + (slice(start, start + size),)))
+            start += size
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """Lazy views, as ``torch.chunk`` along batch dim ``dim``."""
+        d = self._dim(dim)
+        n = self._batch_size[d]
+        return self.split(max(1, math.ceil(n / chunks)), d)
+
+    def narrow(self, dim: int, start: int, length: int) -> PersistentTensorDict:
+        """A lazy view of ``length`` rows from ``start`` along batch dim ``dim``."""
+        d = self._dim(dim)
+        return self._index((slice(None),) * d + (slice(start, start + length),))
+
+    def unsqueeze(self, dim: int) -> PersistentTensorDict:
+        """A lazy view with a batch dim of size 1 inserted at ``dim``."""
+        d = self._dim(dim, extra=1)
+        return self._index((slice(None),) * d + (None,))
+
+    def squeeze(self, dim: int | None = None) -> PersistentTensorDict:
+        """A lazy view without the batch dims of size 1 (only ``dim`` when given)."""
+        bs = self._batch_size
+        if dim is None:
+            dims = {i for i, s in enumerate(bs) if s == 1}
+        else:
+            d = self._dim(dim)
+            dims = {d} if bs[d] == 1 else set()
+        if not dims:
+            return self
+        return self._index(tuple(0 if i in dims else slice(None) for i in range(len(bs))))
+
+    # ------------------------------------------------------------------ copies
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Reads everything (the view's rows) into an in-memory :class:`~tensordict.TensorDict`."""
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, PersistentTensorDict):
+                source[key] = value.to_tensordict()
+            elif isinstance(value, torch.Tensor):
+                source[key] = value
+            else:
+                source[key] = value.clone()
+        return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:
+        """An in-memory copy (:meth:`to_tensordict`); the file is not copied."""
+        return self.to_tensordict()
+
+    def __repr__(self) -> str:
+        self._check_open()
+        items = []
+        device = self._device
+        for key, cls, child in self._meta_items():
+            if child is not None:
+                items.append((key, _Shown(repr(child))))
+            elif cls is torch.Tensor:
+                found = self._locate((key,))
+                shape = torch.Size((*self._batch_size, *found[1].shape[len(self._orig_bs) :]))
+                items.append(
+                    (key, _Shown(f"Tensor(shape={shape}, device={device or 'cpu'}, dtype={found[2]}, is_shared=False)"))
+                )
+            else:
+                items.append((key, _Shown(repr(self._get_raw(key)))))
+        parts = [fields_repr(items), f"batch_size={self._batch_size}", f"device={device}", "is_shared=False"]
+        body = textwrap.indent(",\n".join(parts), " " * 4)
+        return f"{type(self).__name__}(\n{body})"
+
+    __str__ = __repr__
+
+
+# ---------------------------------------------------------------------- helpers
+def _tensordict_of(value: Any) -> TensorDictBase:
+    from tensordict import is_tensor_collection
+
+    if is_tensor_collection(value) and hasattr(value, "to_tensordict"):
+        return value.to_tensordict()
+    msg = f"expected a dict or a TensorDict, got {type(value).__name__}."
+    raise TypeError(msg)
+
+
+def _sel_state(sel: Any) -> Any:
+    if sel is None:
+        return None
+    if isinstance(sel, FlatSel):
+        return ("flat", tuple(sel.in_shape), sel.flat)
+    return ("sel", tuple(sel.in_shape), list(sel.dims), list(sel.layout))
+
+
+def _sel_from_state(state: Any) -> Any:
+    if state is None:
+        return None
+    if state[0] == "flat":
+        return FlatSel(torch.Size(state[1]), state[2])
+    return Selection(torch.Size(state[1]), list(state[2]), list(state[3]))
+
+
+def _rebuild(payload: dict) -> PersistentTensorDict:
+    td = PersistentTensorDict(
+        filename=payload["filename"],
+        group=payload["group"],
+        mode=payload["mode"],
+        batch_size=payload["orig_bs"],
+        non_tensor_as_stack=payload["nts"],
+    )
+    sel = _sel_from_state(payload["sel"])
+    if sel is not None:
+        td._init(td._state, td._group, td._orig_bs, sel, payload["device"], payload["nts"])
+    elif payload["device"] is not None:
+        td._device = payload["device"]
+    td._names = payload["names"]
+    td._is_locked = payload["locked"]
+    return td
+
+
+def from_h5(
+    filename: Any,
+    mode: str = "r",
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: Any = None,
+    non_tensor_as_stack: bool = False,
+    **kwargs: Any,
+) -> PersistentTensorDict:
+    """Opens an HDF5 file as a :class:`PersistentTensorDict` (``tensordict.from_h5``).
+
+    Args:
+        filename (str or path): the HDF5 file.
+        mode (str, optional): ``"r"``, ``"r+"``, ``"w"``, ``"w-"``/``"x"`` or ``"a"``.
+            Defaults to ``"r"``.
+        auto_batch_size (bool, optional): ignore a stored batch size and use the
+            longest leading shape every dataset shares. Defaults to ``False``.
+        batch_dims (int, optional): keep at most this many batch dims (turns
+            ``auto_batch_size`` on).
+        batch_size (torch.Size, optional): the batch size; every numeric dataset's
+            leading dims must match it.
+        non_tensor_as_stack (bool, optional): read string datasets shaped like the
+            batch as :class:`~tensordict.NonTensorStack`. Defaults to ``False``.
+
+    Returns:
+        A :class:`PersistentTensorDict` on the file (close it, or use ``with``).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not HDF5.
+        RuntimeError: a dataset does not match ``batch_size``.
+
+    Examples:
+        >>> import os, tempfile, torch
+        >>> import tensordict
+        >>> from tensordict import TensorDict
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "d.h5")
+        ...     TensorDict(a=torch.arange(4), batch_size=[4]).to_h5(path).close()
+        ...     with tensordict.from_h5(path) as td:
+        ...         print(td[1:3]["a"])
+        tensor([1, 2])
+    """
+    return PersistentTensorDict.from_h5(
+        filename,
+        mode=mode,
+        auto_batch_size=auto_batch_size,
+        batch_dims=batch_dims,
+        batch_size=batch_size,
+        non_tensor_as_stack=non_tensor_as_stack,
+        **kwargs,
+    )

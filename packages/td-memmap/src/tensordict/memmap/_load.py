@@ -1,0 +1,268 @@
+"""Reading a store back. Everything on disk is untrusted input.
+
+- ``meta.json`` is parsed as JSON and every field is type-checked; dtypes resolve
+  only through torch's dtype table; types other than TensorDict and lazy stacks
+  resolve only through the registry (nothing is imported).
+- File and folder names from the metadata must look like names this library
+  writes and must resolve inside the store (symbolic links out are refused).
+- Each data file must have exactly the size its metadata says; shapes must agree
+  with the batch size. Errors name the file.
+- Pickled values are read only with ``allow_pickle=True``.
+- A missing ``meta.json`` or an interrupted save next to the folder is reported
+  as an incomplete store.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.memmap._fileio import check_file, dtype_from_name
+from tensordict.memmap._names import member_path
+from tensordict.memmap._registry import lookup_name
+from tensordict.memmap._save import VERSION, make_lazy_stack
+from tensordict.memmap._store import META, find_partial, read_meta
+from tensordict.memmap._tensor import _map_file
+from tensordict.memmap._values import load_pickle
+
+__all__ = ["load_tree", "transplant"]
+
+
+class _Ctx:
+    __slots__ = ("root", "meta_device", "fake", "allow_pickle")
+
+    def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool) -> None:
+        self.root, self.meta_device, self.fake, self.allow_pickle = root, meta_device, fake, allow_pickle
+
+
+def _bad(where: str, what: str) -> RuntimeError:
+    return RuntimeError(f"{where}: invalid metadata: {what}. The store is damaged or was not written by td-memmap.")
+
+
+def _ints(value: Any, where: str, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
+        raise _bad(where, f"{what} must be a list of non-negative ints, got {value!r}")
+    return value
+
+
+def _incomplete(folder: str, detail: str) -> RuntimeError:
+    return RuntimeError(
+        f"the store at {folder!r} is incomplete: {detail}. It was left by an interrupted save (or copy) "
+        "and cannot be loaded; save it again."
+    )
+
+
+def _read_folder_meta(folder: str) -> dict:
+    try:
+        return read_meta(folder)
+    except FileNotFoundError:
+        raise _incomplete(folder, f"{META} is missing") from None
+
+
+def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
+    where = os.path.join(folder, META)
+    path = member_path(folder, entry.get("file"), ctx.root, "data file")
+    dtype = dtype_from_name(entry.get("dtype"), path)
+    shape = tuple(_ints(entry.get("shape"), where, f"shape of key {entry['key']!r}"))
+    nbytes = entry.get("nbytes")
+    expected = math.prod(shape) * dtype.itemsize
+    if type(nbytes) is not int or nbytes != expected:
+        msg = (
+            f"{path}: metadata mismatch for key {entry['key']!r}: shape {shape} of {dtype} needs {expected} bytes, "
+            f"the metadata records {nbytes!r}."
+        )
+        raise RuntimeError(msg)
+    if list(shape[: len(bs)]) != bs:
+        msg = f"{path}: key {entry['key']!r} has shape {shape}, which does not start with the batch size {tuple(bs)}."
+        raise RuntimeError(msg)
+    if ctx.meta_device:
+        return torch.empty(shape, dtype=dtype, device="meta")
+    if ctx.fake:
+        return torch.empty(shape, dtype=dtype)
+    check_file(path, nbytes, exact=True)
+    return _map_file(path, dtype, shape)
+
+
+def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:
+    where = os.path.join(folder, META)
+    key = entry["key"]
+    bs = _ints(entry.get("batch_size"), where, f"batch_size of key {key!r}")
+    encoding = entry.get("encoding")
+    if encoding == "json":
+        if "value" not in entry:
+            raise _bad(where, f"key {key!r} has no value")
+        payload = entry["value"]
+    elif encoding == "pickle":
+        path = member_path(folder, entry.get("file"), ctx.root, "pickle file")
+        payload = load_pickle(path, key, ctx.allow_pickle)
+    else:
+        raise _bad(where, f"unknown encoding {encoding!r} for key {key!r}")
+    if entry["kind"] == "non_tensor":
+        return NonTensorData(payload, bs)
+    if not isinstance(payload, list) or len(payload) != math.prod(bs):
+        raise _bad(where, f"the stack under key {key!r} must hold {math.prod(bs)} items")
+    return NonTensorStack._from_flat(payload, bs)
+
+
+def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
+    from tensordict._td import TensorDict
+
+    where = os.path.join(folder, META)
+    bs = _ints(meta.get("batch_size"), where, "batch_size")
+    names = meta.get("names")
+    if names is not None and (not isinstance(names, list) or len(names) != len(bs)
+                              or not all(n is None or isinstance(n, str) for n in names)):
+        raise _bad(where, f"names {names!r}")
+    entries = meta.get("entries")
+    if not isinstance(entries, list):
+        raise _bad(where, "entries must be a list")
+    source: dict = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+            raise _bad(where, f"entry {entry!r}")
+        key = entry["key"]
+        if key in source:
+            raise _bad(where, f"key {key!r} appears twice")
+        kind = entry.get("kind")
+        if kind == "tensor":
+            source[key] = _tensor(entry, folder, bs, ctx)
+        elif kind in ("non_tensor", "non_tensor_stack"):
+            value = _non_tensor(entry, folder, ctx)
+            if list(value.batch_size) != bs:
+                raise _bad(where, f"key {key!r} has batch size {list(value.batch_size)}, expected {bs}")
+            source[key] = value
+        elif kind == "tensordict":
+            sub = member_path(folder, entry.get("dir"), ctx.root, "sub-folder")
+            if not os.path.isdir(sub):
+                raise _incomplete(ctx.root, f"the folder {sub!r} of key {key!r} is missing")
+            value = _load_folder(sub, ctx)
+            sub_bs = value.batch_size
+            if list(sub_bs[: len(bs)]) != bs:
+                raise _bad(where, f"key {key!r} has batch size {list(sub_bs)}, which does not start with {bs}")
+            source[key] = value
+        else:
+            raise _bad(where, f"unknown kind {kind!r} for key {key!r}")
+    device = torch.device("cpu") if meta.get("device") is not None and not ctx.meta_device else None
+    if ctx.meta_device and meta.get("device") is not None:
+        device = torch.device("meta")
+    return TensorDict._new_unsafe(source, torch.Size(bs), device, names)
+
+
+def _load_folder(folder: str, ctx: _Ctx) -> Any:
+    meta = _read_folder_meta(folder)
+    where = os.path.join(folder, META)
+    if meta.get("version") != VERSION:
+        msg = f"{where}: unsupported td-memmap format version {meta.get('version')!r} (this reader: {VERSION})."
+        raise RuntimeError(msg)
+    kind = meta.get("type")
+    if kind == "TensorDict":
+        result = _load_td(folder, meta, ctx)
+    elif kind == "LazyStackedTensorDict":
+        stack = meta.get("stack")
+        dim = meta.get("stack_dim")
+        if not isinstance(stack, list) or type(dim) is not int:
+            raise _bad(where, "a lazy stack needs 'stack' (list) and 'stack_dim' (int)")
+        subs = []
+        for name in stack:
+            sub = member_path(folder, name, ctx.root, "stacked sub-folder")
+            if not os.path.isdir(sub):
+                raise _incomplete(ctx.root, f"the stacked folder {sub!r} is missing")
+            subs.append(_load_folder(sub, ctx))
+        result = make_lazy_stack(subs, dim, where)
+    else:
+        msg = f"{where}: unknown container type {kind!r} (expected 'TensorDict' or 'LazyStackedTensorDict')."
+        raise RuntimeError(msg)
+    result._saved_path = folder
+    result._is_memmap = not ctx.meta_device and not ctx.fake
+    reg = meta.get("registered")
+    if reg is None:
+        return result
+    if not isinstance(reg, dict):
+        raise _bad(where, "'registered' must be an object")
+    entry = lookup_name(reg.get("name"), where)
+    extra = reg.get("extra")
+    return entry.load_fn(result, dict(extra) if isinstance(extra, dict) else {})
+
+
+def _locate(prefix: Any) -> str:
+    path = os.path.abspath(os.fspath(prefix))
+    root = os.path.realpath(path)
+    if os.path.isdir(root):
+        if os.path.isfile(os.path.join(root, META)):
+            return root
+        staging, _ = find_partial(root)
+        leftovers = [e for e in os.listdir(root) if e.endswith((".memmap", ".pkl"))]
+        if staging or leftovers:
+            raise _incomplete(root, f"{META} is missing")
+        msg = f"no td-memmap store at {root!r}: the folder has no {META}."
+        raise FileNotFoundError(msg)
+    staging, old = find_partial(root)
+    for candidate in old:
+        if os.path.isfile(os.path.join(candidate, META)):
+            warnings.warn(
+                f"{root!r} is missing because a save was interrupted while replacing it; loading the earlier "
+                f"complete save from {candidate!r}. Save again to repair the store.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return candidate
+    if staging:
+        raise _incomplete(root, "a save into it was interrupted before it completed")
+    msg = f"no td-memmap store at {root!r}: the path does not exist."
+    raise FileNotFoundError(msg)
+
+
+def _fake_mode_active() -> bool:
+    try:
+        from torch._guards import detect_fake_mode
+    except ImportError:  # pragma: no cover
+        return False
+    return detect_fake_mode() is not None
+
+
+def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None,
+              allow_pickle: bool = False) -> Any:
+    """Loads the store at ``prefix``; see :func:`tensordict.memmap.load_memmap`."""
+    root = _locate(prefix)
+    dev = torch.device(device) if device is not None else None
+    meta_device = dev is not None and dev.type == "meta"
+    ctx = _Ctx(root, meta_device, _fake_mode_active(), bool(allow_pickle))
+    result = _load_folder(root, ctx)
+    if dev is not None and dev.type not in ("cpu", "meta") and not ctx.fake:
+        result = result.to(dev, non_blocking=non_blocking)
+    if out is not None:
+        transplant(out, result)
+        out._saved_path = root
+        return out
+    return result
+
+
+def transplant(dst: Any, src: Any) -> Any:
+    """Makes ``dst`` hold ``src``'s content: nested containers of ``dst`` are kept,
+    leaves are rebound to ``src``'s, keys missing from ``src`` are removed."""
+    if not isinstance(dst, TensorDictBase) or not isinstance(src, TensorDictBase):
+        msg = f"out= must be a TensorDict matching the stored structure, got {type(dst).__name__}."
+        raise TypeError(msg)
+    src_keys = set(src._keys_raw())
+    for key in list(dst._keys_raw()):
+        if key not in src_keys:
+            dst._del_raw(key)
+    for key, value in src._items_raw():
+        current = dst._get_raw(key, None)
+        if (isinstance(value, TensorDictBase) and type(current) is type(value)
+                and hasattr(current, "_tensordict")):
+            transplant(current, value)
+            current._saved_path = getattr(value, "_saved_path", None)
+        else:
+            dst._set_raw(key, value)
+    if dst.batch_size != src.batch_size and hasattr(dst, "_batch_size"):
+        dst._batch_size = src.batch_size
+    if hasattr(dst, "_device"):
+        dst._device = src.device
+    return dst

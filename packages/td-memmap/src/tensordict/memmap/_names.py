@@ -1,0 +1,82 @@
+"""Keys to file names, and the checks applied to names read back from disk.
+
+A key may be any string: ``".."``, ``"a/b"``, ``"/etc/passwd"``, ``"x\\0y"``, ``""``.
+Its file name is its UTF-8 bytes with everything outside ``[A-Za-z0-9_-]``
+percent-encoded (``.`` included), so a name never contains a path separator, never
+starts with a dot, and never clashes with another key's data file, sub-folder or
+``meta.json`` (suffixes are the only dots). The key itself is kept in the JSON
+metadata and loaded back from there, so the encoding never has to be decoded.
+
+Names are also made unique ignoring case (for case-insensitive file systems) and
+kept short enough for any file system (long names end in a hash of the key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+
+__all__ = ["assign_names", "encode_key", "member_path"]
+
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_MAX = 160
+#: what a member name read from metadata must look like
+_VALID = re.compile(r"^[A-Za-z0-9_%~\-]{1,240}(\.memmap|\.pkl)?$")
+
+
+def encode_key(key: str) -> str:
+    """The file-system-safe stem of ``key`` (no suffix).
+
+    Examples:
+        >>> encode_key("obs")
+        'obs'
+        >>> encode_key("../x")
+        '%2E%2E%2Fx'
+        >>> encode_key("")
+        '%'
+    """
+    raw = key.encode("utf-8", "surrogatepass")
+    out = "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
+    if not out:
+        return "%"
+    if len(out) > _MAX:
+        digest = hashlib.sha256(raw).hexdigest()[:24]
+        out = out[: _MAX - 26] + "~" + digest
+    return out
+
+
+def assign_names(keys: Iterable[str]) -> dict[str, str]:
+    """Maps each key of one folder to a stem that is unique ignoring case."""
+    out: dict[str, str] = {}
+    taken: set[str] = {"meta"}
+    for key in keys:
+        stem = encode_key(key)
+        low = stem.lower()
+        n = 0
+        while low in taken:
+            n += 1
+            low = f"{stem}~{n}".lower()
+        taken.add(low)
+        out[key] = stem if n == 0 else f"{stem}~{n}"
+    return out
+
+
+def member_path(folder: str, name: object, root: str, what: str) -> str:
+    """``folder/name`` for a ``name`` read from (untrusted) metadata.
+
+    Raises:
+        RuntimeError: the name is not one this library writes, or the path leaves
+            ``root`` (through a symbolic link, say).
+    """
+    meta = os.path.join(folder, "meta.json")
+    if not isinstance(name, str) or not _VALID.match(name):
+        msg = f"{meta}: invalid {what} name {name!r} in the metadata; refusing to read outside the store."
+        raise RuntimeError(msg)
+    path = os.path.join(folder, name)
+    real = os.path.realpath(path)
+    if not (real == root or real.startswith(root + os.sep)):
+        msg = f"{meta}: {what} {name!r} resolves to {real!r}, outside the store {root!r}; refusing to read it."
+        raise RuntimeError(msg)
+    return path

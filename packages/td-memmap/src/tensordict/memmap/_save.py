@@ -1,0 +1,332 @@
+"""Writing a TensorDict (or lazy stack, or registered type) to a folder tree.
+
+Three phases:
+
+1. *plan*: walk the structure once; create the folders, allocate every data file
+   (sparse, sized) inside a staging folder, queue the write jobs, pickle the
+   non-JSON non-tensor values, and build each folder's ``meta.json`` content;
+2. *write*: run the jobs (threads when ``num_threads > 1``), then write the
+   metadata files, children before parents;
+3. *publish and build*: commit the staging folder (see ``_store.py``), then map
+   the published files into the resulting TensorDict, or into the original one
+   for the in-place variants.
+
+Layout of one folder (``meta.json`` always; the rest as the keys require)::
+
+    meta.json          {"format": "td-memmap", "version": 1, "type": "TensorDict", "batch_size": [...],
+                        "device": ..., "names": ..., "entries": [{"key": ..., "kind": ..., ...}, ...]}
+    <stem>.memmap      raw bytes of a tensor leaf (C-contiguous)
+    <stem>.pkl         a pickled non-tensor value (read only with allow_pickle=True)
+    <stem>/            a nested TensorDict (its own meta.json: it loads on its own)
+
+A lazy stack folder has ``"type": "LazyStackedTensorDict"``, ``"stack_dim"`` and
+``"stack": ["0", "1", ...]``, one sub-folder per stacked TensorDict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.memmap._fileio import allocate, dtype_name, run_jobs, write_tensor_jobs
+from tensordict.memmap._names import assign_names
+from tensordict.memmap._registry import MemmapType, lookup_object
+from tensordict.memmap._store import FORMAT, META, Staging
+from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
+from tensordict.memmap._values import dump_pickle, json_faithful
+
+__all__ = ["save_tree", "is_lazy_stack", "make_lazy_stack", "VERSION"]
+
+VERSION = 1
+
+
+# --------------------------------------------------------------------------- lazy stacks
+def _lazy_module() -> Any:
+    try:
+        import tensordict._lazy as mod
+    except ImportError:
+        return None
+    return mod
+
+
+def is_lazy_stack(obj: Any) -> bool:
+    mod = _lazy_module()
+    cls = getattr(mod, "LazyStackedTensorDict", None) if mod is not None else None
+    return cls is not None and isinstance(obj, cls)
+
+
+def make_lazy_stack(tds: list, stack_dim: int, where: str) -> Any:
+    mod = _lazy_module()
+    cls = getattr(mod, "LazyStackedTensorDict", None) if mod is not None else None
+    if cls is None:
+        msg = f"{where}: the store holds a LazyStackedTensorDict, which this td-core does not provide."
+        raise RuntimeError(msg)
+    return cls(*tds, stack_dim=stack_dim)
+
+
+# --------------------------------------------------------------------------- plan nodes
+class _Leaf:
+    __slots__ = ("final", "dtype", "shape", "reuse", "source")
+
+    def __init__(self, final: str | None, dtype: torch.dtype, shape: tuple, reuse: Any, source: Any) -> None:
+        self.final, self.dtype, self.shape, self.reuse, self.source = final, dtype, shape, reuse, source
+
+
+class _Folder:
+    __slots__ = ("obj", "inner", "final", "reg", "extra", "entries", "children", "lazy")
+
+    def __init__(self, obj: Any, inner: Any, final: str | None, reg: MemmapType | None, extra: dict | None) -> None:
+        self.obj, self.inner, self.final, self.reg, self.extra = obj, inner, final, reg, extra
+        self.lazy = False
+        self.entries: list[tuple[str, Any]] = []
+        self.children: list[_Folder] = []
+
+
+class _Ctx:
+    def __init__(self, like: bool, copy_existing: bool, anonymous: bool) -> None:
+        self.like = like
+        self.copy_existing = copy_existing
+        self.anonymous = anonymous
+        self.jobs: list = []
+        self.metas: list[tuple[str, dict]] = []
+
+
+def _is_full_file(t: MemoryMappedTensor) -> bool:
+    with _DisableTF():
+        if t.storage_offset() != 0 or not t.is_contiguous():
+            return False
+        nbytes = t.numel() * t.element_size()
+        if nbytes != t.untyped_storage().nbytes():
+            return False
+    try:
+        return os.path.getsize(t._filename) == nbytes
+    except OSError:
+        return False
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _plan_tensor(value: torch.Tensor, stage: str | None, final: str | None, key: str, ctx: _Ctx) -> _Leaf:
+    dtype, shape = value.dtype, tuple(value.shape)
+    if ctx.anonymous:
+        reuse = value if isinstance(value, MemoryMappedTensor) and not ctx.like else None
+        return _Leaf(None, dtype, shape, reuse, value)
+    assert stage is not None and final is not None
+    nbytes = value.numel() * value.element_size()
+    if ctx.like:
+        allocate(stage, nbytes, existsok=False)
+        return _Leaf(final, dtype, shape, None, None)
+    if isinstance(value, MemoryMappedTensor) and value._filename is not None and _is_full_file(value):
+        if _same_file(value._filename, final):
+            try:
+                os.link(final, stage)
+                return _Leaf(final, dtype, shape, value, None)
+            except OSError:
+                pass  # no hard links here: copy instead
+        elif not ctx.copy_existing:
+            msg = (
+                f"key {key!r} is already memory-mapped to {value._filename!r}; saving it to {final!r} would "
+                "duplicate the file. Pass copy_existing=True to copy it."
+            )
+            raise RuntimeError(msg)
+    ctx.jobs.extend(write_tensor_jobs(stage, value))
+    return _Leaf(final, dtype, shape, None, None)
+
+
+def _non_tensor_entry(key: str, value: Any, stem: str, stage: str | None) -> dict:
+    if value.__class__ is NonTensorData or isinstance(value, NonTensorData):
+        entry: dict = {"key": key, "kind": "non_tensor", "batch_size": list(value.batch_size)}
+        payload = value.data
+    else:
+        entry = {"key": key, "kind": "non_tensor_stack", "batch_size": list(value.batch_size)}
+        payload = list(value._items)
+    if json_faithful(payload):
+        entry["encoding"] = "json"
+        entry["value"] = payload
+    else:
+        entry["encoding"] = "pickle"
+        entry["file"] = stem + ".pkl"
+        if stage is not None:
+            dump_pickle(os.path.join(stage, entry["file"]), payload, key)
+    return entry
+
+
+def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
+    reg = None
+    extra = None
+    inner = obj
+    if not isinstance(obj, TensorDictBase):
+        reg = lookup_object(obj)
+        if reg is None:
+            msg = f"cannot memory-map an object of type {type(obj).__name__}: it is not a TensorDict nor a registered type."
+            raise TypeError(msg)
+        inner, extra = reg.save_fn(obj)
+        if not isinstance(inner, TensorDictBase) or not isinstance(extra, dict) or not json_faithful(extra):
+            msg = f"save_fn of registered type {reg.name!r} must return (TensorDictBase, JSON-serialisable dict)."
+            raise TypeError(msg)
+    folder = _Folder(obj, inner, final, reg, extra)
+    device = inner.device
+    meta: dict = {
+        "format": FORMAT,
+        "version": VERSION,
+        "batch_size": list(inner.batch_size),
+        "device": str(device) if device is not None else None,
+    }
+    if reg is not None:
+        meta["registered"] = {"name": reg.name, "extra": extra}
+    if is_lazy_stack(inner):
+        subs = list(inner.tensordicts)
+        names = [str(i) for i in range(len(subs))]
+        meta.update(type="LazyStackedTensorDict", stack_dim=int(inner.stack_dim), stack=names)
+        folder.lazy = True
+        for name, sub in zip(names, subs):
+            sub_stage = sub_final = None
+            if stage is not None:
+                sub_stage, sub_final = os.path.join(stage, name), os.path.join(final, name)
+                os.mkdir(sub_stage)
+            folder.children.append(_plan(sub, sub_stage, sub_final, ctx))
+    else:
+        names_attr = inner.names if inner._has_names() else None
+        meta.update(type="TensorDict", names=names_attr)
+        items = list(inner._items_raw())
+        stems = assign_names(k for k, _ in items)
+        entries = []
+        for key, value in items:
+            stem = stems[key]
+            if isinstance(value, torch.Tensor):
+                file = stem + ".memmap"
+                s = os.path.join(stage, file) if stage is not None else None
+                f = os.path.join(final, file) if final is not None else None
+                leaf = _plan_tensor(value, s, f, key, ctx)
+                folder.entries.append((key, leaf))
+                entries.append({
+                    "key": key, "kind": "tensor", "file": file, "dtype": dtype_name(value.dtype),
+                    "shape": list(value.shape), "nbytes": value.numel() * value.element_size(),
+                })
+            elif isinstance(value, (NonTensorData, NonTensorStack)):
+                entries.append(_non_tensor_entry(key, value, stem, stage))
+                folder.entries.append((key, value))
+            elif isinstance(value, TensorDictBase) or lookup_object(value) is not None:
+                s = f = None
+                if stage is not None:
+                    s, f = os.path.join(stage, stem), os.path.join(final, stem)
+                    os.mkdir(s)
+                folder.entries.append((key, _plan(value, s, f, ctx)))
+                entries.append({"key": key, "kind": "tensordict", "dir": stem})
+            else:
+                msg = f"cannot memory-map key {key!r}: values of type {type(value).__name__} are not supported."
+                raise TypeError(msg)
+        meta["entries"] = entries
+    if stage is not None:
+        ctx.metas.append((os.path.join(stage, META), meta))
+    return folder
+
+
+# --------------------------------------------------------------------------- build
+def _leaf_value(leaf: _Leaf, like: bool) -> Any:
+    if leaf.reuse is not None:
+        return leaf.reuse
+    if leaf.final is None:  # anonymous shared memory
+        if like:
+            return MemoryMappedTensor.zeros(leaf.shape, dtype=leaf.dtype)
+        return MemoryMappedTensor.from_tensor(leaf.source)
+    return _map_file(leaf.final, leaf.dtype, leaf.shape)
+
+
+def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
+    inner = folder.inner
+    cpu = torch.device("cpu")
+    if folder.lazy:
+        subs = [_build(child, ctx, inplace) for child in folder.children]
+        result = inner if inplace else make_lazy_stack(subs, inner.stack_dim, folder.final or "memmap")
+    else:
+        source = {}
+        for key, item in folder.entries:
+            if isinstance(item, _Leaf):
+                source[key] = _leaf_value(item, ctx.like)
+            elif isinstance(item, _Folder):
+                source[key] = _build(item, ctx, inplace)
+            else:
+                source[key] = item if inplace else item.clone()
+        if inplace:
+            for key, value in source.items():
+                inner._set_raw(key, value)
+            if inner.device is not None and inner.device != cpu:
+                inner._set_device_tree(cpu)
+            result = inner
+        else:
+            from tensordict._td import TensorDict
+
+            device = cpu if inner.device is not None else None
+            names = inner.names if inner._has_names() else None
+            result = TensorDict._new_unsafe(source, inner.batch_size, device, names)
+    result._saved_path = folder.final
+    result._is_memmap = True
+    if folder.reg is None:
+        return result
+    if inplace:
+        return folder.obj
+    return folder.reg.load_fn(result, dict(folder.extra or {}))
+
+
+# --------------------------------------------------------------------------- entry point
+def _write_metas(metas: list[tuple[str, dict]]) -> None:
+    for path, meta in metas:
+        with open(path, "w", encoding="ascii") as f:
+            json.dump(meta, f, allow_nan=True, separators=(",", ":"))
+
+
+def _lock(obj: Any) -> None:
+    lock = getattr(obj, "lock_", None)
+    if lock is not None:
+        lock()
+
+
+def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: bool, existsok: bool,
+              num_threads: int) -> Any:
+    ctx = _Ctx(like, copy_existing, anonymous=prefix is None)
+    if prefix is None:
+        folder = _plan(obj, None, None, ctx)
+    else:
+        final = os.path.realpath(os.path.abspath(os.fspath(prefix)))
+        staging = Staging(final, existsok)
+        try:
+            folder = _plan(obj, staging.path, final, ctx)
+            run_jobs(ctx.jobs, num_threads)
+            ctx.jobs.clear()
+            _write_metas(ctx.metas)
+            staging.commit()
+        except BaseException:
+            staging.abort()
+            raise
+    result = _build(folder, ctx, inplace)
+    _lock(result)
+    return result
+
+
+def save_tree(obj: Any, prefix: Any = None, *, like: bool = False, inplace: bool = False,
+              copy_existing: bool = False, existsok: bool = True, num_threads: int = 0,
+              return_early: bool = False) -> Any:
+    """Saves ``obj`` under ``prefix`` (anonymous shared memory if ``None``) and maps it back.
+
+    Returns the memory-mapped result (``obj`` itself when ``inplace``), or a
+    ``concurrent.futures.Future`` of it when ``return_early`` and ``num_threads > 0``.
+    """
+    num_threads = int(num_threads or 0)
+    if return_early and num_threads > 0:
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="td-memmap")
+        future: Future = pool.submit(_save_now, obj, prefix, like, inplace, copy_existing, existsok, num_threads)
+        pool.shutdown(wait=False)
+        return future
+    return _save_now(obj, prefix, like, inplace, copy_existing, existsok, num_threads)

@@ -1,0 +1,201 @@
+"""Crash-safe publication of a store.
+
+A save never writes into the destination folder. It writes the whole tree into a
+hidden sibling, ``.<name>.td-tmp-<pid>-<random>``, then publishes it in one step:
+
+- destination missing or an empty folder: ``rename`` (atomic);
+- destination holds anything (an earlier save): ``renameat2(RENAME_EXCHANGE)``
+  swaps the two folders atomically (Linux); where that is not available, the old
+  folder is first renamed to ``.<name>.td-old-...`` and the new one renamed into
+  place (the loader recovers from a crash between the two renames).
+
+Afterwards, entries of the old folder that the old save did not write (a user's
+README, say) are moved into the new folder, and the old tree is deleted.
+
+So if the process is killed at any point, the destination holds either the
+earlier complete save or the new complete save. A sibling staging folder with no
+published destination marks an interrupted save: ``load_memmap`` reports it as
+incomplete.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import secrets
+import shutil
+from typing import Any
+
+__all__ = ["Staging", "find_partial", "read_meta", "META", "FORMAT"]
+
+META = "meta.json"
+FORMAT = "td-memmap"
+_TMP = ".td-tmp-"
+_OLD = ".td-old-"
+
+
+def _hidden(prefix: str, tag: str) -> str:
+    parent, name = os.path.split(prefix)
+    return os.path.join(parent, f".{name}{tag}{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _siblings(prefix: str, tag: str) -> list[tuple[str, int]]:
+    parent, name = os.path.split(prefix)
+    start = f".{name}{tag}"
+    out = []
+    try:
+        entries = os.listdir(parent)
+    except FileNotFoundError:
+        return out
+    for entry in entries:
+        if entry.startswith(start):
+            pid_part = entry[len(start) :].split("-", 1)[0]
+            pid = int(pid_part) if pid_part.isdigit() else -1
+            out.append((os.path.join(parent, entry), pid))
+    return out
+
+
+def find_partial(prefix: str) -> tuple[list[str], list[str]]:
+    """``(staging folders, old folders)`` left next to ``prefix`` by interrupted saves."""
+    return [p for p, _ in _siblings(prefix, _TMP)], [p for p, _ in _siblings(prefix, _OLD)]
+
+
+def _remove_stale(prefix: str) -> None:
+    """Deletes staging/old siblings whose writing process is gone (same host)."""
+    for tag in (_TMP, _OLD):
+        for path, pid in _siblings(prefix, tag):
+            if pid != os.getpid() and pid > 0 and not _pid_alive(pid):
+                if tag == _OLD and not os.path.exists(prefix):
+                    continue  # the only complete copy: keep it for recovery
+                shutil.rmtree(path, ignore_errors=True)
+
+
+_libc: Any = None
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Atomically swaps two paths (Linux ``renameat2``); ``False`` if unsupported."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.renameat2  # noqa: B018 - probe
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc is False:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    res = _libc.renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if res == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, f"renameat2({a!r}, {b!r}) failed: {os.strerror(err)}")
+
+
+def read_meta(folder: str) -> dict:
+    """Parses ``folder/meta.json``.
+
+    Raises:
+        FileNotFoundError: no metadata file.
+        RuntimeError: the file is not valid td-memmap metadata.
+    """
+    path = os.path.join(folder, META)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        msg = f"{path}: not valid JSON ({err}); the store is damaged or incomplete."
+        raise RuntimeError(msg) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        msg = f"{path}: not td-memmap metadata (missing \"format\": \"{FORMAT}\")."
+        raise RuntimeError(msg)
+    return meta
+
+
+def _owned_entries(folder: str) -> set[str]:
+    """Names in ``folder`` written by the save whose metadata lives there."""
+    try:
+        meta = read_meta(folder)
+    except (FileNotFoundError, RuntimeError):
+        return set()
+    owned = {META}
+    for entry in meta.get("entries", []) if isinstance(meta.get("entries"), list) else []:
+        if isinstance(entry, dict):
+            for field in ("file", "dir"):
+                if isinstance(entry.get(field), str):
+                    owned.add(entry[field])
+    for sub in meta.get("stack", []) if isinstance(meta.get("stack"), list) else []:
+        if isinstance(sub, str):
+            owned.add(sub)
+    return owned
+
+
+class Staging:
+    """A hidden sibling folder that becomes ``prefix`` on :meth:`commit`.
+
+    Args:
+        prefix (str): absolute destination path.
+        existsok (bool): allow replacing a non-empty destination.
+
+    Raises:
+        RuntimeError: ``prefix`` is a file, or holds data and ``existsok`` is False.
+    """
+
+    def __init__(self, prefix: str, existsok: bool) -> None:
+        self.prefix = prefix
+        if os.path.lexists(prefix) and not os.path.isdir(prefix):
+            msg = f"cannot save to {prefix!r}: it exists and is not a directory."
+            raise RuntimeError(msg)
+        if not existsok and os.path.isdir(prefix) and os.listdir(prefix):
+            msg = f"{prefix!r} already exists and is not empty; pass existsok=True to replace the store there."
+            raise RuntimeError(msg)
+        parent = os.path.dirname(prefix)
+        os.makedirs(parent, exist_ok=True)
+        _remove_stale(prefix)
+        self.path = _hidden(prefix, _TMP)
+        os.mkdir(self.path)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def commit(self) -> None:
+        """Publishes the staging folder as ``prefix`` (see the module docstring)."""
+        prefix, new = self.prefix, self.path
+        if not os.path.isdir(prefix):
+            os.rename(new, prefix)
+            return
+        try:
+            os.rename(new, prefix)  # replaces an empty directory atomically
+            return
+        except OSError as err:
+            if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        owned = _owned_entries(prefix)
+        if _exchange(new, prefix):
+            old = new  # after the swap, the staging path holds the old tree
+        else:
+            old = _hidden(prefix, _OLD)
+            os.rename(prefix, old)
+            os.rename(new, prefix)
+        for entry in os.listdir(old):
+            if entry not in owned and not os.path.lexists(os.path.join(prefix, entry)):
+                os.rename(os.path.join(old, entry), os.path.join(prefix, entry))
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,237 @@
+"""``TensorDictBase`` methods provided by td-memmap.
+
+td-core's ``_seams.py`` forwards ``td.memmap(...)`` and friends here, passing the
+TensorDict (or, for the class methods ``load_memmap``/``load``, the class) first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tensordict.memmap._load import load_tree, transplant
+from tensordict.memmap._save import save_tree
+from tensordict.memmap._tensor import MemoryMappedTensor
+
+__all__ = [
+    "memmap",
+    "memmap_",
+    "memmap_like",
+    "load_memmap",
+    "load_memmap_",
+    "memmap_refresh_",
+    "save",
+    "dumps",
+    "load",
+    "load_",
+    "is_memmap",
+]
+
+
+def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
+           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+    """Writes every leaf to a memory-mapped file and returns a new, locked TensorDict of them.
+
+    The folder tree under ``prefix`` mirrors the key tree: each (nested)
+    TensorDict is a folder with a ``meta.json`` and one ``<key>.memmap`` file per
+    tensor, so any sub-folder loads on its own. Keys are encoded into safe file
+    names (the key itself is kept in ``meta.json``). The save is crash-safe: the
+    tree is written next to ``prefix`` and published in one atomic step, so an
+    earlier save at ``prefix`` stays loadable if the process dies midway.
+
+    Args:
+        prefix (str or Path, optional): the folder to write. Defaults to ``None``:
+            anonymous shared memory, no files.
+        copy_existing (bool): if a leaf is already a ``MemoryMappedTensor`` of a
+            whole file elsewhere, copy it (``False`` raises instead, so that a file
+            is never duplicated by accident). Defaults to ``False``.
+
+    Keyword Args:
+        num_threads (int): threads writing the files (``0``/``1``: this thread).
+        return_early (bool): with ``num_threads > 0``, return a
+            ``concurrent.futures.Future`` of the result immediately.
+        share_non_tensor (bool): accepted for API compatibility; non-tensor values
+            are stored in the metadata (JSON) or pickled, and are not shared
+            between processes after loading.
+        existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
+
+    Returns:
+        TensorDict: same keys, batch size and names; every tensor leaf a
+        :class:`MemoryMappedTensor` (device ``cpu`` if ``td`` had a device).
+
+    Raises:
+        RuntimeError: ``prefix`` is not empty and ``existsok`` is False; a leaf is
+            memory-mapped elsewhere and ``copy_existing`` is False.
+        TypeError: a value cannot be stored (non-JSON non-tensor values are
+            pickled; an unpicklable one raises).
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(3, 2)}}, [3])
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     mm = td.memmap(path)
+        ...     (mm.is_locked, mm.is_memmap(), type(mm["b", "c"]).__name__)
+        (True, True, 'MemoryMappedTensor')
+    """
+    return save_tree(td, prefix, copy_existing=copy_existing, existsok=existsok,
+                     num_threads=num_threads, return_early=return_early)
+
+
+def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
+            return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+    """Like :func:`memmap`, but replaces ``td``'s leaves in place and returns ``td`` (locked).
+
+    With ``prefix=None`` a TensorDict already saved to a folder is written there
+    again (``saved_path``); otherwise anonymous shared memory is used.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+        >>> td.memmap_() is td, td.is_memmap()
+        (True, True)
+    """
+    if prefix is None:
+        prefix = getattr(td, "_saved_path", None)
+    return save_tree(td, prefix, inplace=True, copy_existing=copy_existing, existsok=existsok,
+                     num_threads=num_threads, return_early=return_early)
+
+
+def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, existsok: bool = True,
+                num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False) -> Any:
+    """A locked, memory-mapped TensorDict with ``td``'s structure, shapes and dtypes, and zeros.
+
+    No value is copied or written: each file is created sparse at its full size,
+    so ``td.expand(1_000_000).memmap_like(path)`` takes no time, RAM or disk
+    blocks until the result is filled (``result[i] = ...``, ``update_``...).
+    Non-tensor values are copied. Arguments as in :func:`memmap`.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"img": torch.zeros(8, 8, dtype=torch.uint8)}, []).expand(1000)
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     buf = td.memmap_like(path)
+        ...     buf[3] = TensorDict({"img": torch.ones(8, 8, dtype=torch.uint8)}, [])
+        ...     (buf.shape, int(buf["img"].sum()))
+        (torch.Size([1000]), 64)
+    """
+    return save_tree(td, prefix, like=True, copy_existing=copy_existing, existsok=existsok,
+                     num_threads=num_threads, return_early=return_early)
+
+
+def load_memmap(cls: Any, prefix: str | Path, device: Any = None, non_blocking: bool = False, *,
+                out: Any = None, allow_pickle: bool = False, num_threads: int = 0) -> Any:
+    """Loads a TensorDict that :func:`memmap`/:func:`save` wrote (``cls`` is ignored:
+    the stored type is returned).
+
+    Every leaf is a :class:`MemoryMappedTensor` of its file: nothing is read until
+    used. Any sub-folder of a store loads on its own (``prefix / "0"``).
+
+    Args:
+        prefix (str or Path): the store folder.
+        device (torch.device, optional): ``None``/``"cpu"`` keeps the memory maps;
+            ``"meta"`` reads only the metadata (meta tensors); another device copies
+            the data there. Under ``torch._subclasses.FakeTensorMode`` the leaves are
+            fake tensors and no data file is opened.
+        non_blocking (bool): non-blocking copies to ``device``.
+
+    Keyword Args:
+        out (TensorDictBase, optional): fill this TensorDict instead (its nested
+            TensorDicts are kept, its leaves rebound, keys absent on disk removed).
+        allow_pickle (bool): allow loading non-tensor values that were pickled.
+            Pickle runs arbitrary code: only for stores you trust. Defaults to ``False``.
+        num_threads (int): accepted for API compatibility (mapping is lazy).
+
+    Returns:
+        the stored TensorDict / LazyStackedTensorDict / registered type (unlocked).
+
+    Raises:
+        FileNotFoundError: no store at ``prefix``, or a data file is missing.
+        RuntimeError: the store is incomplete (interrupted save), damaged
+            (truncated/resized file, bad metadata), holds an unregistered type, or
+            holds pickled values and ``allow_pickle`` is False.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.arange(3), "b": {"c": torch.zeros(3)}}, [3])
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     _ = td.memmap(path)
+        ...     loaded = TensorDict.load_memmap(path)
+        ...     nested = TensorDict.load_memmap(path + "/b")
+        ...     (loaded["a"].tolist(), loaded.is_memmap(), nested.batch_size)
+        ([0, 1, 2], True, torch.Size([3]))
+    """
+    return load_tree(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle)
+
+
+def load_memmap_(td: Any, prefix: str | Path, *, allow_pickle: bool = False, **kwargs: Any) -> Any:
+    """Loads the store at ``prefix`` into ``td`` (``load_memmap(prefix, out=td)``) and returns ``td``.
+
+    Nested TensorDicts are kept; leaves are rebound to the loaded memory maps;
+    keys missing on disk are removed. The lock state of ``td`` is kept.
+    """
+    return load_tree(prefix, out=td, allow_pickle=allow_pickle, **kwargs)
+
+
+def memmap_refresh_(td: Any, *, allow_pickle: bool = False) -> Any:
+    """Re-reads ``td``'s folder (``saved_path``), e.g. after another process re-saved it.
+
+    Raises:
+        RuntimeError: ``td`` was not memory-mapped to a folder.
+    """
+    path = getattr(td, "_saved_path", None)
+    if path is None:
+        msg = "memmap_refresh_: this TensorDict has no saved_path (it was not memory-mapped to a folder)."
+        raise RuntimeError(msg)
+    loaded = load_tree(path, allow_pickle=allow_pickle)
+    transplant(td, loaded)
+    td._saved_path = path
+    return td
+
+
+def save(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
+         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+    """Saves ``td`` to ``prefix``: a proxy of :func:`memmap` (returns its result)."""
+    return memmap(td, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
+                  share_non_tensor=share_non_tensor, existsok=existsok)
+
+
+dumps = save
+
+
+def load(cls: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
+    """Loads a saved TensorDict: a proxy of :func:`load_memmap`."""
+    return load_memmap(cls, prefix, *args, **kwargs)
+
+
+def load_(td: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
+    """Loads a saved TensorDict into ``td``: a proxy of :func:`load_memmap_`."""
+    return load_memmap_(td, prefix, *args, **kwargs)
+
+
+def is_memmap(td: Any) -> bool:
+    """``True`` if every tensor leaf of ``td`` (at least one) is a :class:`MemoryMappedTensor`,
+    or ``td`` has no tensor leaf and was produced by a memmap call or a load."""
+    found = False
+    stack = [td]
+    while stack:
+        node = stack.pop()
+        subs = getattr(node, "tensordicts", None)
+        if subs is not None and not hasattr(node, "_tensordict"):
+            stack.extend(subs)
+            continue
+        for _, value in node._items_raw():
+            if isinstance(value, MemoryMappedTensor):
+                found = True
+            elif hasattr(value, "_items_raw"):
+                stack.append(value)
+            elif hasattr(value, "_tensordict") and hasattr(value._tensordict, "_items_raw"):
+                stack.append(value._tensordict)
+            elif isinstance(value, torch.Tensor):
+                return False
+    return found or bool(getattr(td, "_is_memmap", False))

@@ -1,0 +1,614 @@
+"""Shared machinery of the ``tensordict.nn`` modules.
+
+- :class:`TensorDictModuleBase`: the parent of every module that reads and writes
+  TensorDicts (``in_keys`` / ``out_keys``, ``select_out_keys``, keyword-tensor calls).
+- :class:`dispatch`: lets a ``forward(tensordict)`` be called with keyword tensors.
+- :func:`skip_existing` / :class:`set_skip_existing`: skip a module whose outputs are
+  already in the TensorDict.
+- small key helpers shared by the other files of the package.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from tensordict import TensorDict, TensorDictBase, unravel_key
+from tensordict._keys import NestedKey
+
+__all__ = [
+    "TensorDictModuleBase",
+    "dispatch",
+    "make_tensordict",
+    "set_skip_existing",
+    "skip_existing",
+]
+
+
+class _NotSet:
+    """Sentinel for a missing entry (``td.get(key, _NOTSET) is _NOTSET``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not set>"
+
+
+_NOTSET: Any = _NotSet()
+
+# ---------------------------------------------------------------------------- keys
+
+
+def _normalize_keys(keys: Any, what: str, owner: str = "module") -> list[NestedKey]:
+    """A list of unravelled keys from a key, a list of keys or ``None``.
+
+    Raises:
+        TypeError: an entry is not a str or a (nested) tuple of str.
+    """
+    if keys is None:
+        return []
+    if isinstance(keys, str):
+        return [keys]
+    if isinstance(keys, (list, tuple)):
+        out = []
+        for key in keys:
+            try:
+                out.append(unravel_key(key))
+            except (TypeError, ValueError) as err:
+                msg = (
+                    f"{owner}: every entry of {what} must be a str or a tuple of str (a nested "
+                    f"key), got {key!r} of type {type(key).__name__} in {what}={list(keys)!r}."
+                )
+                raise TypeError(msg) from err
+        return out
+    msg = (
+        f"{owner}: {what} must be a str, a list of keys or a tuple of keys, "
+        f"got {type(keys).__name__} ({keys!r})."
+    )
+    raise TypeError(msg)
+
+
+def _key_to_name(key: NestedKey, separator: str = "_") -> str:
+    """``("a", "b")`` -> ``"a_b"``: the keyword-argument name of a nested key."""
+    return key if isinstance(key, str) else separator.join(key)
+
+
+def _missing_in_key_error(owner: str, key: NestedKey, tensordict: TensorDictBase) -> KeyError:
+    keys = sorted(str(k) for k in tensordict.keys(include_nested=True, leaves_only=True))
+    if len(keys) > 20:
+        keys = keys[:20] + ["..."]
+    msg = (
+        f"{owner} reads the key {key!r}, which is missing from the input TensorDict "
+        f"(batch_size={tuple(tensordict.batch_size)}, keys {keys}). The TensorDict was "
+        "left unchanged. Add the entry to the input, or change the module's in_keys."
+    )
+    return KeyError(msg)
+
+
+def _module_label(module: nn.Module) -> str:
+    """``"TensorDictModule(Linear)"`` style label for error messages."""
+    inner = module._modules.get("module") if isinstance(module, nn.Module) else None
+    if inner is None:
+        fn = getattr(module, "module", None)
+        inner_name = getattr(fn, "__name__", None) if fn is not None else None
+    else:
+        inner_name = type(inner).__name__
+    if inner_name:
+        return f"{type(module).__name__}({inner_name}, in_keys={getattr(module, 'in_keys', None)}, out_keys={getattr(module, 'out_keys', None)})"
+    return f"{type(module).__name__}(in_keys={getattr(module, 'in_keys', None)}, out_keys={getattr(module, 'out_keys', None)})"
+
+
+# ---------------------------------------------------------------------------- batch size
+
+
+def _leaf_shapes(td: TensorDictBase, out: list) -> None:
+    for _, value in td._items_raw():
+        if isinstance(value, torch.Tensor):
+            out.append(value.shape)
+        elif isinstance(value, TensorDictBase):
+            _leaf_shapes(value, out)
+
+
+def _infer_batch_size_(td: TensorDictBase) -> TensorDictBase:
+    """Sets ``td.batch_size`` to the leading dims shared by every tensor leaf (nested ones too)."""
+    shapes: list = []
+    _leaf_shapes(td, shapes)
+    if not shapes:
+        return td
+    common = list(shapes[0])
+    for shape in shapes[1:]:
+        n = 0
+        for a, b in zip(common, shape):
+            if a != b:
+                break
+            n += 1
+        del common[n:]
+    if len(common) > len(td.batch_size):
+        td.batch_size = torch.Size(common)
+    return td
+
+
+def make_tensordict(
+    input_dict: Mapping | None = None,
+    batch_size: Sequence[int] | torch.Size | int | None = None,
+    device: torch.device | str | int | None = None,
+    auto_batch_size: bool | None = None,
+    **kwargs: Any,
+) -> TensorDict:
+    """Returns a TensorDict built from a dict and/or keyword tensors.
+
+    Without ``batch_size``, the batch size is the longest leading shape shared by
+    every tensor leaf (``auto_batch_size`` defaults to ``True`` in that case).
+
+    Args:
+        input_dict (dict, optional): the entries; tuple keys are nested keys.
+        batch_size (torch.Size or sequence of int, optional): the batch size.
+        device (torch.device, optional): the device of the result.
+        auto_batch_size (bool, optional): compute the batch size from the leaves.
+            Defaults to ``True`` when no ``batch_size`` is given.
+        **kwargs (Tensor): more entries.
+
+    Returns:
+        a :class:`~tensordict.TensorDict`.
+
+    Raises:
+        RuntimeError: a value does not start with ``batch_size``.
+
+    Examples:
+        >>> import torch
+        >>> td = make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3))
+        >>> td.batch_size
+        torch.Size([3])
+    """
+    source: dict = dict(input_dict) if input_dict is not None else {}
+    source.update(kwargs)
+    if batch_size is not None:
+        return TensorDict(source, batch_size=batch_size, device=device)
+    td = TensorDict({}, batch_size=[], device=device)
+    for key, value in source.items():
+        td.set(key, value)
+    if auto_batch_size is None or auto_batch_size:
+        _infer_batch_size_(td)
+    return td
+
+
+# ---------------------------------------------------------------------------- skip existing
+
+_SKIP_EXISTING = [False]
+
+
+def skip_existing() -> bool:
+    """Returns whether modules skip their computation when their outputs already exist.
+
+    Examples:
+        >>> skip_existing()
+        False
+    """
+    return _SKIP_EXISTING[0]
+
+
+class set_skip_existing:  # noqa: N801 - public name of the tensordict API
+    """Context manager / decorator: modules skip their work when their ``out_keys`` exist.
+
+    Inside ``with set_skip_existing(True):``, a :class:`TensorDictModule` (or a
+    sequence, or a probabilistic module) called on a TensorDict that already holds
+    every one of its ``out_keys`` returns the TensorDict unchanged, without running.
+
+    Used as a decorator of a ``forward(self, tensordict, ...)`` method with
+    ``mode=None``, the decorated method performs that check itself and otherwise
+    runs normally; with ``mode=True``/``False`` the mode is set for the duration of
+    the call.
+
+    Args:
+        mode (bool or None, optional): the mode to set. Defaults to ``True``.
+        in_key_attr (str, optional): attribute with the input keys. Defaults to ``"in_keys"``.
+        out_key_attr (str, optional): attribute with the output keys. Defaults to ``"out_keys"``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> module = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"])
+        >>> td = TensorDict(x=torch.zeros(()), y=torch.zeros(()))
+        >>> with set_skip_existing(True):
+        ...     _ = module(td)
+        >>> td["y"]
+        tensor(0.)
+    """
+
+    def __init__(self, mode: bool | None = True, in_key_attr: str = "in_keys", out_key_attr: str = "out_keys") -> None:
+        self.mode = mode
+        self.in_key_attr = in_key_attr
+        self.out_key_attr = out_key_attr
+        self._prev: list = []
+
+    def __enter__(self) -> set_skip_existing:
+        self._prev.append(_SKIP_EXISTING[0])
+        if self.mode is not None:
+            _SKIP_EXISTING[0] = bool(self.mode)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _SKIP_EXISTING[0] = self._prev.pop()
+
+    def __call__(self, func: Callable) -> Callable:
+        out_attr = self.out_key_attr
+        mode = self.mode
+
+        if mode is None:
+
+            @functools.wraps(func)
+            def checked(_self: Any, tensordict: Any = None, *args: Any, **kwargs: Any) -> Any:
+                if _SKIP_EXISTING[0] and isinstance(tensordict, TensorDictBase):
+                    keys = getattr(_self, out_attr, ())
+                    if keys and all(k in tensordict.keys(True) for k in keys):
+                        return tensordict
+                return func(_self, tensordict, *args, **kwargs)
+
+            return checked
+
+        @functools.wraps(func)
+        def scoped(*args: Any, **kwargs: Any) -> Any:
+            with set_skip_existing(mode):
+                return func(*args, **kwargs)
+
+        return scoped
+
+
+def _all_present(tensordict: TensorDictBase, keys: Iterable[NestedKey]) -> bool:
+    view = tensordict.keys(True)
+    return all(k in view for k in keys)
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def _values_from_call(
+    owner: str,
+    in_keys: Sequence[NestedKey],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    separator: str,
+) -> dict:
+    """Maps positional and keyword tensors to ``in_keys``; raises on duplicates/unknowns."""
+    if len(args) > len(in_keys):
+        msg = (
+            f"{owner}: got {len(args)} positional inputs but the module reads only "
+            f"{len(in_keys)} keys ({list(in_keys)})."
+        )
+        raise TypeError(msg)
+    values: dict = dict(zip(in_keys, args))
+    names: dict = {}
+    for key in in_keys:
+        names[_key_to_name(key, separator)] = key
+        if isinstance(key, str):
+            names.setdefault(key, key)
+    for name, value in kwargs.items():
+        key = names.get(name)
+        if key is None:
+            msg = (
+                f"{owner}: unexpected keyword argument {name!r}. The module reads "
+                f"{list(in_keys)}; pass them as keywords {sorted(names)} (nested keys are "
+                f"joined with {separator!r}) or as positional arguments in that order."
+            )
+            raise TypeError(msg)
+        if key in values:
+            msg = f"{owner}: Duplicated argument {name!r}: the key {key!r} was also passed positionally."
+            raise RuntimeError(msg)
+        values[key] = value
+    return values
+
+
+def _td_from_values(values: Mapping[NestedKey, Any]) -> TensorDict:
+    td = TensorDict({}, batch_size=[])
+    for key, value in values.items():
+        td.set(key, value)
+    return td
+
+
+class dispatch:  # noqa: N801 - public name of the tensordict API
+    """Lets a function that expects a TensorDict be called with keyword tensors.
+
+    The decorated ``forward(self, tensordict)`` keeps working with a TensorDict. Called
+    with tensors instead (positional, in ``in_keys`` order, or keywords named after the
+    keys, nested keys joined with ``separator``), it builds the TensorDict, runs, and
+    returns the entries at ``dest``: one tensor for a single key, a tuple otherwise.
+
+    Args:
+        separator (str, optional): joins the parts of a nested key into a keyword
+            name. Defaults to ``"_"``.
+        source (str or list of keys, optional): the attribute holding the input keys,
+            or the keys themselves. Defaults to ``"in_keys"``.
+        dest (str or list of keys, optional): the attribute holding the output keys,
+            or the keys themselves. Defaults to ``"out_keys"``.
+        auto_batch_size (bool, optional): give the built TensorDict the batch size
+            shared by the inputs (otherwise ``[]``). Defaults to ``True``.
+
+    Raises:
+        TypeError: an unknown keyword, or too many positional inputs.
+        RuntimeError: the same key passed twice.
+
+    Examples:
+        >>> import torch
+        >>> from torch import nn
+        >>> class MyModule(nn.Module):
+        ...     in_keys = [("a", "c"), "d"]
+        ...     out_keys = ["b"]
+        ...
+        ...     @dispatch
+        ...     def forward(self, tensordict):
+        ...         tensordict["b"] = tensordict["a", "c"] + tensordict["d"]
+        ...         return tensordict
+        >>> MyModule()(a_c=torch.zeros(2, 3), d=torch.ones(2, 3)).shape
+        torch.Size([2, 3])
+    """
+
+    def __new__(cls, func: Callable | None = None, **kwargs: Any) -> Any:
+        self = super().__new__(cls)
+        if func is not None and callable(func) and not isinstance(func, str):
+            self.__init__(**kwargs)
+            return self(func)
+        return self
+
+    def __init__(
+        self,
+        separator: str = "_",
+        source: str | Sequence[NestedKey] = "in_keys",
+        dest: str | Sequence[NestedKey] = "out_keys",
+        auto_batch_size: bool = True,
+    ) -> None:
+        self.separator = separator
+        self.source = source
+        self.dest = dest
+        self.auto_batch_size = auto_batch_size
+
+    def __call__(self, func: Callable) -> Callable:
+        try:
+            params = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            params = []
+        is_method = bool(params) and params[0] == "self"
+        source, dest, separator, auto_bs = self.source, self.dest, self.separator, self.auto_batch_size
+
+        def keys_of(owner: Any, spec: Any) -> list:
+            if isinstance(spec, str):
+                return _normalize_keys(getattr(owner, spec), spec)
+            return _normalize_keys(list(spec), "keys")
+
+        def run(owner: Any, call: Callable, args: tuple, kwargs: dict) -> Any:
+            if args and isinstance(args[0], TensorDictBase) or any(isinstance(v, TensorDictBase) for v in kwargs.values()):
+                return call(*args, **kwargs)
+            name = type(owner).__name__ if owner is not None else getattr(func, "__name__", "function")
+            in_keys = keys_of(owner, source)
+            values = _values_from_call(name, in_keys, args, kwargs, separator)
+            td = _td_from_values(values)
+            if auto_bs:
+                _infer_batch_size_(td)
+            out = call(td)
+            out_keys = keys_of(owner, dest)
+            if not isinstance(out, TensorDictBase):
+                return out
+            result = tuple(out.get(k) for k in out_keys)
+            return result[0] if len(result) == 1 else result
+
+        if is_method:
+
+            @functools.wraps(func)
+            def method_wrapper(_self: Any, *args: Any, **kwargs: Any) -> Any:
+                return run(_self, lambda *a, **k: func(_self, *a, **k), args, kwargs)
+
+            method_wrapper._td_handles_kwargs = True  # type: ignore[attr-defined]
+            return method_wrapper
+
+        @functools.wraps(func)
+        def func_wrapper(*args: Any, **kwargs: Any) -> Any:
+            return run(None, func, args, kwargs)
+
+        func_wrapper._td_handles_kwargs = True  # type: ignore[attr-defined]
+        return func_wrapper
+
+
+def _handles_kwargs(func: Callable) -> Callable:
+    """Marks a forward that builds the TensorDict from keyword tensors itself."""
+    func._td_handles_kwargs = True  # type: ignore[attr-defined]
+    return func
+
+
+def _wrap_forward(fwd: Callable) -> Callable:
+    """Gives a subclass's ``forward(tensordict)`` the keyword-tensor call of the API."""
+
+    @functools.wraps(fwd)
+    def forward(self: Any, tensordict: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensordict, TensorDictBase):
+            return fwd(self, tensordict, *args, **kwargs)
+        if tensordict is None and any(isinstance(v, TensorDictBase) for v in kwargs.values()):
+            return fwd(self, *args, **kwargs)
+        td = self._td_from_call(tensordict, args, kwargs)
+        out = fwd(self, td)
+        if isinstance(out, TensorDictBase):
+            _infer_batch_size_(out)
+        return out
+
+    forward._td_handles_kwargs = True  # type: ignore[attr-defined]
+    return forward
+
+
+# ---------------------------------------------------------------------------- base class
+
+
+class TensorDictModuleBase(nn.Module):
+    """Parent class of the modules that read and write TensorDicts.
+
+    A subclass declares ``in_keys`` (the entries it reads) and ``out_keys`` (the
+    entries it writes), and its ``forward`` follows
+    ``tensordict_out = module.forward(tensordict_in)``.
+
+    Every subclass may also be called with tensors instead of a TensorDict:
+    ``module(x=tensor)`` (keywords named after the in_keys, nested keys joined with
+    ``"_"``) or ``module(tensor)`` (positional, in in_keys order) builds a
+    TensorDict, runs the module and returns the TensorDict, whose batch size is the
+    leading shape shared by its entries.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> class AddOne(TensorDictModuleBase):
+        ...     in_keys = ["x"]
+        ...     out_keys = ["y"]
+        ...
+        ...     def forward(self, tensordict):
+        ...         tensordict["y"] = tensordict["x"] + 1
+        ...         return tensordict
+        >>> AddOne()(x=torch.zeros(3))["y"]
+        tensor([1., 1., 1.])
+    """
+
+    in_keys: list
+    out_keys: list
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fwd = cls.__dict__.get("forward")
+        if fwd is not None and callable(fwd) and not getattr(fwd, "_td_handles_kwargs", False):
+            cls.forward = _wrap_forward(fwd)
+
+    # -------------------------------------------------------------- calls with tensors
+    def _td_from_call(self, first: Any, args: tuple, kwargs: dict) -> TensorDict:
+        positional = (first, *args) if first is not None else tuple(args)
+        in_keys = _normalize_keys(getattr(self, "in_keys", []), "in_keys", type(self).__name__)
+        values = _values_from_call(type(self).__name__, in_keys, positional, kwargs, "_")
+        return _td_from_values(values)
+
+    # -------------------------------------------------------------- out keys selection
+    @staticmethod
+    def is_tdmodule_compatible(module: Any) -> bool:
+        """``True`` if ``module`` has ``in_keys`` and ``out_keys`` attributes.
+
+        Examples:
+            >>> from torch import nn
+            >>> TensorDictModuleBase.is_tdmodule_compatible(nn.Linear(2, 2))
+            False
+        """
+        return hasattr(module, "in_keys") and hasattr(module, "out_keys")
+
+    @property
+    def out_keys_source(self) -> list:
+        """The ``out_keys`` before any :meth:`select_out_keys`."""
+        src = self.__dict__.get("_out_keys_source_generic")
+        return list(src) if src is not None else list(self.out_keys)
+
+    def _check_selection(self, out_keys: tuple) -> list:
+        if len(out_keys) == 1 and isinstance(out_keys[0], list):
+            out_keys = tuple(out_keys[0])
+        selected = _normalize_keys(list(out_keys), "out_keys", type(self).__name__)
+        available = self.out_keys_source
+        for key in selected:
+            if key not in available:
+                msg = (
+                    f"{type(self).__name__}.select_out_keys: {key!r} is not one of the module's "
+                    f"out_keys {available}."
+                )
+                raise ValueError(msg)
+        return selected
+
+    def select_out_keys(self, *out_keys: NestedKey) -> TensorDictModuleBase:
+        """Keeps only ``out_keys`` in the output; the other outputs are not written.
+
+        Args:
+            *out_keys (NestedKey): a subset of the module's ``out_keys``.
+
+        Returns:
+            the module itself (modified in place).
+
+        Raises:
+            ValueError: a key is not one of the module's ``out_keys``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.nn import TensorDictModule
+            >>> mod = TensorDictModule(lambda x, y: (x + 2, y + 2), in_keys=["a", "b"], out_keys=["c", "d"])
+            >>> _ = mod.select_out_keys("d")
+            >>> sorted(mod(TensorDict(a=torch.zeros(()), b=torch.zeros(()))).keys())
+            ['a', 'b', 'd']
+            >>> _ = mod.reset_out_keys()
+            >>> mod.out_keys
+            ['c', 'd']
+        """
+        selected = self._check_selection(out_keys)
+        if "_out_keys_source_generic" not in self.__dict__:
+            self.__dict__["_out_keys_source_generic"] = list(self.out_keys)
+            self.__dict__["_selection_handles"] = (
+                self.register_forward_pre_hook(_record_present, with_kwargs=True),
+                self.register_forward_hook(_drop_unselected, with_kwargs=True),
+            )
+        self.out_keys = selected
+        return self
+
+    def reset_out_keys(self) -> TensorDictModuleBase:
+        """Undoes :meth:`select_out_keys`: every output is written again.
+
+        Returns:
+            the module itself.
+        """
+        src = self.__dict__.pop("_out_keys_source_generic", None)
+        if src is not None:
+            for handle in self.__dict__.pop("_selection_handles", ()):
+                handle.remove()
+            self.out_keys = src
+        return self
+
+    # -------------------------------------------------------------- parameters
+    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> TensorDictBase | None:
+        """Calls ``reset_parameters()`` on every submodule that has one.
+
+        Args:
+            parameters (TensorDictBase, optional): if given, the parameters (as from
+                ``TensorDict.from_module(self)``) are re-initialised in place instead of
+                the module's own.
+
+        Returns:
+            ``parameters`` (re-initialised), or ``None``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.nn import TensorDictModule
+            >>> mod = TensorDictModule(torch.nn.Linear(2, 2), in_keys=["x"], out_keys=["y"])
+            >>> _ = mod.reset_parameters_recursive()
+        """
+        if parameters is None:
+            for sub in self.modules():
+                if sub is not self and hasattr(sub, "reset_parameters") and not isinstance(sub, TensorDictModuleBase):
+                    sub.reset_parameters()
+            return None
+        from tensordict.nn._functional import _swap_params
+
+        with _swap_params(self, parameters):
+            self.reset_parameters_recursive()
+        return parameters
+
+
+def _record_present(module: TensorDictModuleBase, args: tuple, kwargs: dict) -> None:
+    td = args[0] if args else kwargs.get("tensordict")
+    src = module.__dict__.get("_out_keys_source_generic")
+    if isinstance(td, TensorDictBase) and src is not None:
+        view = td.keys(True)
+        module.__dict__["_present_before"] = [k for k in src if k in view]
+    else:
+        module.__dict__["_present_before"] = []
+
+
+def _drop_unselected(module: TensorDictModuleBase, args: tuple, kwargs: dict, output: Any) -> Any:
+    src = module.__dict__.get("_out_keys_source_generic")
+    if src is None or not isinstance(output, TensorDictBase):
+        return output
+    keep = set(module.out_keys) | set(module.__dict__.pop("_present_before", []))
+    drop = [k for k in src if k not in keep]
+    if drop:
+        output.exclude(*drop, inplace=True)
+    return output

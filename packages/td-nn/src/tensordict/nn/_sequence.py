@@ -1,0 +1,392 @@
+"""``TensorDictSequential``: a chain of TensorDict modules, each reading and writing
+entries of one TensorDict (so a step can take several inputs, unlike ``nn.Sequential``)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from torch import nn
+
+from tensordict import TensorDictBase
+from tensordict._keys import NestedKey
+from tensordict.nn._common import (
+    _NOTSET,
+    _SKIP_EXISTING,
+    TensorDictModuleBase,
+    _all_present,
+    _handles_kwargs,
+    _infer_batch_size_,
+    _missing_in_key_error,
+    _normalize_keys,
+)
+from tensordict.nn._module import TensorDictModule, WrapModule
+
+__all__ = ["TensorDictSequential"]
+
+
+def _as_module(obj: Any, owner: str) -> nn.Module:
+    if isinstance(obj, nn.Module):
+        return obj
+    if isinstance(obj, TensorDictBase) or not callable(obj):
+        msg = (
+            f"{owner}: every step must be an nn.Module or a callable taking a TensorDict, got "
+            f"{type(obj).__name__}."
+        )
+        raise TypeError(msg)
+    return WrapModule(obj)
+
+
+def _keys_of(module: nn.Module, attr: str) -> list:
+    keys = getattr(module, attr, None)
+    if keys is None:
+        return []
+    return [k for k in _normalize_keys(keys, attr) if k != "_"]
+
+
+def _tracks_keys(module: nn.Module) -> bool:
+    """``True`` when the module reads and writes exactly its declared keys."""
+    if isinstance(module, TensorDictSequential):
+        return module.__dict__.get("_precheck") is not None
+    if isinstance(module, TensorDictModule):
+        return module.strict
+    return bool(getattr(module, "_tracks_keys", False))
+
+
+class TensorDictSequential(TensorDictModule):
+    """Runs TensorDict modules one after the other on the same TensorDict.
+
+    Each step reads its ``in_keys`` and writes its ``out_keys``, so any step can use
+    the outputs of any earlier one (or other inputs). Plain callables taking and
+    returning a TensorDict are wrapped in :class:`~tensordict.nn.WrapModule`.
+
+    Args:
+        *modules (TensorDictModuleBase, callable, or one OrderedDict of them): the steps.
+
+    Keyword Args:
+        partial_tolerant (bool, optional): if ``True``, a step whose inputs are
+            missing is skipped (for a lazy stack, run on the stacked TensorDicts that
+            have them) instead of raising. Defaults to ``False``.
+        selected_out_keys (list of NestedKey, optional): keep only these outputs
+            (see :meth:`select_out_keys`). Defaults to ``None`` (all).
+        inplace (bool, optional): ``True``/``None`` (default) writes into the input
+            TensorDict; ``False`` runs on a shallow copy and returns it.
+
+    Attributes:
+        in_keys: the keys read before any step writes them.
+        out_keys: every key written by a step (the selected ones after
+            :meth:`select_out_keys`).
+
+    Raises:
+        TypeError: a step is neither an ``nn.Module`` nor a callable.
+
+    At call time a missing input raises ``KeyError`` naming the key and the step
+    that reads it, before any step runs (the TensorDict is left unchanged).
+
+    Examples:
+        >>> import torch
+        >>> from torch import nn
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> seq = TensorDictSequential(
+        ...     TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["hidden"]),
+        ...     TensorDictModule(lambda h, m: h * m, in_keys=["hidden", "mask"], out_keys=["y"]),
+        ... )
+        >>> seq.in_keys, seq.out_keys
+        (['x', 'mask'], ['hidden', 'y'])
+        >>> td = seq(TensorDict(x=torch.randn(5, 3), mask=torch.ones(5, 4), batch_size=[5]))
+        >>> td["y"].shape
+        torch.Size([5, 4])
+        >>> len(seq.select_subsequence(out_keys=["hidden"]))
+        1
+    """
+
+    def __init__(
+        self,
+        *modules: Any,
+        partial_tolerant: bool = False,
+        selected_out_keys: Sequence[NestedKey] | None = None,
+        inplace: bool | None = None,
+    ) -> None:
+        TensorDictModuleBase.__init__(self)
+        owner = type(self).__name__
+        if len(modules) == 1 and isinstance(modules[0], Mapping):
+            container: nn.Module = nn.ModuleDict(OrderedDict((str(k), _as_module(v, owner)) for k, v in modules[0].items()))
+        else:
+            container = nn.ModuleList([_as_module(m, owner) for m in modules])
+        self.module = container
+        self.partial_tolerant = bool(partial_tolerant)
+        self.inplace = inplace
+        self.strict = True
+        self.method = None
+        self.method_kwargs = {}
+        self.__dict__["_kwargs"] = None
+        self.__dict__["_selected"] = None
+        self._update_keys()
+        if selected_out_keys is not None:
+            self.select_out_keys(*selected_out_keys)
+
+    # -------------------------------------------------------------- keys
+    def _modules_list(self) -> list[nn.Module]:
+        return list(self._fn._modules.values())
+
+    def _update_keys(self) -> None:
+        """Recomputes in_keys / out_keys (and the pre-run check) from the steps."""
+        in_keys: list = []
+        out_keys: list = []
+        written: set = set()
+        tracked = True
+        for m in self._modules_list():
+            for key in _keys_of(m, "in_keys"):
+                if key not in written and key not in in_keys:
+                    in_keys.append(key)
+            for key in _keys_of(m, "out_keys"):
+                if key not in out_keys:
+                    out_keys.append(key)
+                written.add(key)
+            tracked = tracked and _tracks_keys(m)
+        d = self.__dict__
+        d["_in_keys"] = in_keys
+        d["_out_keys_source"] = out_keys
+        selected = d.get("_selected")
+        if selected is not None:
+            selected = [k for k in selected if k in out_keys]
+            d["_selected"] = selected
+        d["_out_keys"] = list(selected) if selected is not None else list(out_keys)
+        d["_unselected"] = [k for k in out_keys if k not in d["_out_keys"]] if selected is not None else []
+        d["_written"] = out_keys
+        d["_precheck"] = tuple(in_keys) if tracked and not self.partial_tolerant else None
+
+    @property
+    def in_keys(self) -> list:
+        """The keys read before any step writes them."""
+        return self.__dict__["_in_keys"]
+
+    @in_keys.setter
+    def in_keys(self, value: Any) -> None:
+        msg = "TensorDictSequential.in_keys is computed from its modules and cannot be set."
+        raise AttributeError(msg)
+
+    @property
+    def out_keys(self) -> list:
+        """Every key written by a step (only the selected ones after :meth:`select_out_keys`)."""
+        return self.__dict__["_out_keys"]
+
+    @out_keys.setter
+    def out_keys(self, value: Any) -> None:
+        self.select_out_keys(*_normalize_keys(value, "out_keys", type(self).__name__))
+
+    def select_out_keys(self, *out_keys: NestedKey) -> TensorDictSequential:
+        """Keeps only ``out_keys`` in the output: the other written keys are removed
+        after the run (unless they were in the input).
+
+        Returns:
+            the sequence itself.
+
+        Raises:
+            ValueError: a key is not written by any step.
+        """
+        self.__dict__["_selected"] = self._check_selection(out_keys)
+        self._update_keys()
+        return self
+
+    def reset_out_keys(self) -> TensorDictSequential:
+        """Every written key is kept in the output again."""
+        self.__dict__["_selected"] = None
+        self._update_keys()
+        return self
+
+    # -------------------------------------------------------------- container API
+    def __len__(self) -> int:
+        return len(self._fn)
+
+    def __iter__(self) -> Iterator[nn.Module]:
+        return iter(self._modules_list())
+
+    def __getitem__(self, index: int | slice | str) -> Any:
+        if isinstance(index, slice):
+            mods = self._modules_list()[index]
+            return self._new_like(mods)
+        if isinstance(index, str):
+            return self._fn[index]
+        return self._modules_list()[index]
+
+    def __setitem__(self, index: int | str, module: Any) -> None:
+        module = _as_module(module, type(self).__name__)
+        if isinstance(self._fn, nn.ModuleDict):
+            key = index if isinstance(index, str) else list(self._fn.keys())[index]
+            self._fn[key] = module
+        else:
+            self._fn[index] = module
+        self._update_keys()
+
+    def append(self, module: Any) -> TensorDictSequential:
+        """Adds a step at the end (``nn.Module`` or callable). Returns ``self``."""
+        module = _as_module(module, type(self).__name__)
+        if isinstance(self._fn, nn.ModuleDict):
+            self._fn[str(len(self._fn))] = module
+        else:
+            self._fn.append(module)
+        self._update_keys()
+        return self
+
+    def insert(self, index: int, module: Any) -> TensorDictSequential:
+        """Inserts a step before ``index``. Returns ``self``."""
+        if isinstance(self._fn, nn.ModuleDict):
+            msg = "insert() is not available for a TensorDictSequential built from a dict."
+            raise TypeError(msg)
+        self._fn.insert(index, _as_module(module, type(self).__name__))
+        self._update_keys()
+        return self
+
+    def _new_like(self, mods: list) -> TensorDictSequential:
+        try:
+            return type(self)(*mods, partial_tolerant=self.partial_tolerant)
+        except (TypeError, ValueError):
+            return TensorDictSequential(*mods, partial_tolerant=self.partial_tolerant)
+
+    def select_subsequence(
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+    ) -> TensorDictSequential:
+        """Returns the smallest sub-sequence linking ``in_keys`` to ``out_keys``.
+
+        With ``in_keys``, only the steps that depend (directly or through earlier
+        steps) on those keys are kept. With ``out_keys``, only the steps needed to
+        produce those keys are kept. The steps are shared, not copied.
+
+        Args:
+            in_keys (list of NestedKey, optional): the inputs the sub-sequence starts from.
+            out_keys (list of NestedKey, optional): the outputs wanted.
+
+        Returns:
+            a new sequence of the same class (or a TensorDictSequential).
+
+        Raises:
+            ValueError: no step reads one of ``in_keys``, no step writes one of
+                ``out_keys``, or nothing is left.
+
+        Examples:
+            >>> from tensordict.nn import TensorDictModule as Mod
+            >>> seq = TensorDictSequential(
+            ...     Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]),
+            ...     Mod(lambda b: b + 1, in_keys=["b"], out_keys=["c"]),
+            ...     Mod(lambda a: a - 1, in_keys=["a"], out_keys=["d"]),
+            ... )
+            >>> seq.select_subsequence(out_keys=["c"]).out_keys
+            ['b', 'c']
+            >>> seq.select_subsequence(in_keys=["b"]).out_keys
+            ['c']
+        """
+        owner = type(self).__name__
+        mods = self._modules_list()
+        if in_keys is not None:
+            in_keys = _normalize_keys(in_keys, "in_keys", owner)
+            read = {k for m in mods for k in _keys_of(m, "in_keys")}
+            for key in in_keys:
+                if key not in read:
+                    msg = f"{owner}.select_subsequence: no step reads the key {key!r}; the steps read {sorted(map(str, read))}."
+                    raise ValueError(msg)
+            reach = set(in_keys)
+            kept = []
+            for m in mods:
+                if any(k in reach for k in _keys_of(m, "in_keys")):
+                    kept.append(m)
+                    reach.update(_keys_of(m, "out_keys"))
+            mods = kept
+        if out_keys is not None:
+            out_keys = _normalize_keys(out_keys, "out_keys", owner)
+            produced = {k for m in mods for k in _keys_of(m, "out_keys")}
+            for key in out_keys:
+                if key not in produced:
+                    msg = (
+                        f"{owner}.select_subsequence: no step{' after the given in_keys' if in_keys is not None else ''} "
+                        f"writes the key {key!r}; the steps write {sorted(map(str, produced))}."
+                    )
+                    raise ValueError(msg)
+            need = set(out_keys)
+            kept = []
+            for m in reversed(mods):
+                if any(k in need for k in _keys_of(m, "out_keys")):
+                    kept.append(m)
+                    need.update(_keys_of(m, "in_keys"))
+            mods = kept[::-1]
+        if not mods:
+            msg = f"{owner}.select_subsequence: no step is left after the selection; check that in_keys and out_keys are connected."
+            raise ValueError(msg)
+        return self._new_like(mods)
+
+    # -------------------------------------------------------------- forward
+    def _run_partial(self, tensordict: TensorDictBase, kwargs: dict) -> TensorDictBase:
+        for m in self._modules_list():
+            keys = _keys_of(m, "in_keys")
+            if keys and not _all_present(tensordict, keys):
+                subs = getattr(tensordict, "tensordicts", None)
+                if subs is not None:
+                    for sub in subs:
+                        if _all_present(sub, keys):
+                            m(sub, **kwargs)
+                continue
+            tensordict = m(tensordict, **kwargs)
+        return tensordict
+
+    @_handles_kwargs
+    def forward(
+        self,
+        tensordict: TensorDictBase | None = None,
+        *args: Any,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> TensorDictBase:
+        """Runs every step on ``tensordict`` and returns it.
+
+        Args:
+            tensordict (TensorDictBase): the input. Omit it to pass tensors as keywords
+                named after ``in_keys``; a new TensorDict is then returned.
+            tensordict_out (TensorDictBase, optional): where to write the outputs.
+            **kwargs: extra keyword arguments passed to every step.
+
+        Returns:
+            the TensorDict holding the outputs.
+
+        Raises:
+            KeyError: an input is missing (checked before any step runs).
+        """
+        if not isinstance(tensordict, TensorDictBase):
+            td = self._td_from_call(tensordict, args, kwargs)
+            return _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+        if _SKIP_EXISTING[0] and self._written and _all_present(tensordict, self._written):
+            return tensordict
+        pre = self._precheck
+        if pre is not None:
+            for key in pre:
+                if tensordict.get(key, _NOTSET) is _NOTSET:
+                    raise self._missing(key, tensordict)
+        unselected = self._unselected
+        present = [k for k in unselected if k in tensordict.keys(True)] if unselected else None
+        td = tensordict if self.inplace is not False else tensordict.copy()
+        if self.partial_tolerant:
+            td = self._run_partial(td, kwargs)
+        else:
+            for m in self._fn._modules.values():
+                td = m(td, **kwargs)
+        if unselected:
+            drop = [k for k in unselected if k not in present]
+            if drop:
+                td.exclude(*drop, inplace=True)
+        if tensordict_out is not None:
+            tensordict_out.update(td.select(*self.out_keys, strict=False))
+            return tensordict_out
+        return td
+
+    def _missing(self, key: NestedKey, tensordict: TensorDictBase) -> KeyError:
+        reader = next((m for m in self._modules_list() if key in _keys_of(m, "in_keys")), None)
+        label = f"{type(self).__name__} (step {type(reader).__name__} with in_keys={getattr(reader, 'in_keys', None)})"
+        return _missing_in_key_error(label, key, tensordict)
+
+    def __repr__(self) -> str:
+        body = ",\n".join("    " + repr(m).replace("\n", "\n    ") for m in self._modules_list())
+        return f"{type(self).__name__}(\n{body},\n    in_keys={self.in_keys},\n    out_keys={self.out_keys})"
+

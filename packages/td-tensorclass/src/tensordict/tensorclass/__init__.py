@@ -1,0 +1,40 @@
+"""``tensordict.tensorclass``: dataclasses of tensors with every TensorDict operation.
+
+Provided by the ``td-tensorclass`` distribution. Two ways to declare one:
+
+- the ``@tensorclass`` decorator (also ``@tensorclass(autocast=..., frozen=...)``);
+- subclassing ``TensorClass`` (``class MyData(TensorClass): ...``), which static type
+  checkers understand best.
+
+``from tensordict import tensorclass`` gives the decorator even after this
+subpackage has been imported (td-core keeps the top-level name bound to it).
+"""
+
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.tensorclass._dataclass import from_dataclass
+from tensordict.tensorclass._decorator import TensorClass, tensorclass
+from tensordict.tensorclass._registry import (
+    get_tensorclass,
+    is_tensorclass,
+    register_tensorclass,
+    registered_tensorclasses,
+    tensorclass_name,
+)
+from tensordict.tensorclass._version import __version__
+
+__all__ = [
+    # declaring tensorclasses
+    "tensorclass",
+    "TensorClass",
+    "from_dataclass",
+    # non-tensor leaves (re-exported from td-core, as upstream does)
+    "NonTensorData",
+    "NonTensorStack",
+    # registry, for loaders that resolve class names read from disk
+    "is_tensorclass",
+    "get_tensorclass",
+    "register_tensorclass",
+    "registered_tensorclasses",
+    "tensorclass_name",
+    "__version__",
+]

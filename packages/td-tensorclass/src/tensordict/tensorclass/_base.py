@@ -1,0 +1,684 @@
+"""The instance behaviour every tensorclass shares: field access, indexing, repr,
+pickling, ``get``/``set`` and the conversions to and from TensorDicts.
+
+Storage layout and the fast paths are described in ``_storage.py``; how TensorDict
+results become instances again in ``_wrap.py``. Shape, device and math methods are in
+``_ops.py``; constructors and saving in ``_io.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._base import TensorDictBase
+from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._repr import leaf_repr
+from tensordict._td import TensorDict
+from tensordict.tensorclass._storage import (
+    _ABSENT,
+    _SET_TD,
+    _batch_error,
+    _bind,
+    _full_td,
+    _locked_error,
+    _new,
+    _obj_new,
+    _obj_setattr,
+    _Slots,
+    _store_field,
+    _tensorclass_hint,
+)
+from tensordict.tensorclass._wrap import _unwrap, _unwrap_args, _wrap_out
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+__all__: list[str] = []
+
+_Tensor = torch.Tensor
+_SLOT_NAMES = frozenset(_Slots.__slots__)
+
+
+def _type_attr(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _ABSENT
+
+
+def _rebuild(cls: type, td: TensorDictBase, nt: dict, extra: dict | None = None) -> Any:
+    """Unpickling entry point (kept importable under this name)."""
+    obj = _obj_new(cls)
+    _bind(obj, td, dict(nt))
+    if extra:
+        _obj_setattr(obj, "_tc_extra", dict(extra))
+    return obj
+
+
+class _TensorClassCore(_Slots):
+    """Field access, indexing, repr and conversions (see the module docstring)."""
+
+    __slots__ = ()
+
+    _is_tensorclass = True
+    #: field names in declaration order, and as a set (set per class by the builder)
+    _tc_fields: tuple[str, ...] = ()
+    _tc_field_set: frozenset[str] = frozenset()
+    _tc_autocast = False
+    _tc_nocast = False
+    _tc_frozen = False
+    _tc_shadow = False
+
+    if TYPE_CHECKING:  # pragma: no cover
+        _tensordict: TensorDictBase
+        _non_tensordict: dict[str, Any]
+        _tc_extra: dict[str, Any]
+
+    # ------------------------------------------------------------------ attributes
+    def __getattr__(self, name: str) -> Any:
+        # Only called when the normal lookup fails: a field that is not a tensor (or
+        # not in the instance dict), a private attribute, or a TensorDict method.
+        cls = type(self)
+        if name in _SLOT_NAMES or (name[:2] == "__" and name[-2:] == "__"):
+            msg = f"{cls.__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg)
+        try:
+            td = self._tensordict
+        except AttributeError:
+            msg = f"{cls.__name__!r} object has no attribute {name!r} (the instance is not initialised)"
+            raise AttributeError(msg) from None
+        if name in cls._tc_field_set:
+            nt = self._non_tensordict
+            if name in nt:
+                return nt[name]
+            if td.__class__ is not TensorDict:
+                value = td._get_raw(name, _ABSENT)
+                if value is not _ABSENT:
+                    return value.data if value.__class__ is NonTensorData else value
+            return None
+        if name[:1] == "_":
+            try:
+                extra = self._tc_extra
+            except AttributeError:
+                extra = None
+            if extra is not None and name in extra:
+                return extra[name]
+        try:
+            attr = getattr(td, name)
+        except AttributeError:
+            msg = f"{cls.__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg) from None
+        if callable(attr) and not isinstance(attr, (TensorDictBase, _Tensor, type)):
+
+            def forwarded(*args: Any, **kwargs: Any) -> Any:
+                args, kwargs = _unwrap_args(args, kwargs)
+                return _wrap_out(self, attr(*args, **kwargs))
+
+            forwarded.__name__ = name
+            forwarded.__doc__ = getattr(attr, "__doc__", None)
+            return forwarded
+        return _wrap_out(self, attr)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        cls = type(self)
+        if name in cls._tc_field_set:
+            if cls._tc_frozen:
+                msg = f"cannot assign to field {name!r}: {cls.__name__} is frozen."
+                raise dataclasses.FrozenInstanceError(msg)
+            td = self._tensordict
+            if value.__class__ is _Tensor and td.__class__ is TensorDict and not cls._tc_autocast:
+                if td._is_locked:
+                    raise _locked_error(cls, name)
+                bs = td._batch_size
+                if bs and value.shape[: len(bs)] != bs:
+                    raise _batch_error(cls, name, value.shape, bs)
+                device = td._device
+                if device is not None and value.device != device:
+                    value = value.to(device)
+                td._tensordict[name] = value
+                nt = self._non_tensordict
+                if nt:
+                    nt.pop(name, None)
+                return
+            _store_field(self, name, value)
+            return
+        if name in _SLOT_NAMES:
+            _obj_setattr(self, name, value)
+            return
+        attr = _type_attr(cls, name)
+        if attr is not _ABSENT and hasattr(type(attr), "__set__"):
+            _obj_setattr(self, name, value)
+            return
+        if name[:1] == "_":
+            try:
+                extra = self._tc_extra
+            except AttributeError:
+                extra = {}
+                _obj_setattr(self, "_tc_extra", extra)
+            extra[name] = value
+            return
+        msg = (
+            f"{cls.__name__} has no field {name!r}; its fields are {list(cls._tc_fields)}. "
+            f"Declare {name!r} as a field (an annotation in the class body) or as a property, "
+            "or use a name starting with '_' for private state."
+        )
+        raise AttributeError(msg)
+
+    def __delattr__(self, name: str) -> None:
+        cls = type(self)
+        if name in cls._tc_field_set:
+            if cls._tc_frozen:
+                msg = f"cannot delete field {name!r}: {cls.__name__} is frozen."
+                raise dataclasses.FrozenInstanceError(msg)
+            td = self._tensordict
+            if td._get_raw(name, _ABSENT) is not _ABSENT:
+                if td._is_locked:
+                    raise _locked_error(cls, name)
+                td._del_raw(name)
+            self._non_tensordict[name] = None
+            return
+        extra = getattr(self, "_tc_extra", None) if name[:1] == "_" else None
+        if extra is not None and name in extra:
+            del extra[name]
+            return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        names = set(object.__dir__(self)) | set(type(self)._tc_fields)
+        names |= {n for n in dir(type(self._tensordict)) if not n.startswith("_")}
+        return sorted(names)
+
+    # ------------------------------------------------------------------ shape info
+    @property
+    def batch_size(self) -> torch.Size:
+        """Leading dims shared by every tensor field (settable, like a TensorDict's)."""
+        return self._tensordict.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Any) -> None:
+        self._tensordict.batch_size = value
+
+    @property
+    def shape(self) -> torch.Size:
+        """Alias of ``batch_size``."""
+        return self._tensordict.batch_size
+
+    @property
+    def device(self) -> torch.device | None:
+        """Device of every tensor field, or ``None`` if not fixed."""
+        return self._tensordict.device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = f"{type(self).__name__}.device cannot be set directly; use `obj = obj.to(device)`."
+        raise RuntimeError(msg)
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (``None`` for unnamed dims)."""
+        return self._tensordict.names
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        self._tensordict.names = value
+
+    @property
+    def batch_dims(self) -> int:
+        """``len(batch_size)``."""
+        return len(self._tensordict.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        """``len(batch_size)``."""
+        return len(self._tensordict.batch_size)
+
+    def dim(self) -> int:
+        """``len(batch_size)``."""
+        return len(self._tensordict.batch_size)
+
+    def ndimension(self) -> int:
+        """``len(batch_size)``."""
+        return len(self._tensordict.batch_size)
+
+    def numel(self) -> int:
+        """Number of elements of the batch (product of ``batch_size``)."""
+        return self._tensordict.batch_size.numel()
+
+    def size(self, dim: int | None = None) -> Any:
+        """``batch_size``, or its ``dim``-th entry."""
+        bs = self._tensordict.batch_size
+        return bs if dim is None else bs[dim]
+
+    def __len__(self) -> int:
+        bs = self._tensordict.batch_size
+        return bs[0] if bs else 0
+
+    def __iter__(self) -> Iterator[Self]:
+        if not self._tensordict.batch_size:
+            msg = f"iteration over a 0-d {type(self).__name__} (batch_size=[]) is not possible."
+            raise TypeError(msg)
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        msg = (
+            f"Boolean value of {type(self).__name__} is ambiguous (as for a Tensor with more "
+            "than one value). Use `obj.all()` or `obj.any()` instead."
+        )
+        raise RuntimeError(msg)
+
+    __hash__ = object.__hash__
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, index: Any) -> Self:
+        """Indexes every field along the batch dims; a str (or tuple of str) reads a key.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Pair(TensorClass):
+            ...     a: torch.Tensor
+            ...     b: torch.Tensor
+            >>> p = Pair(a=torch.arange(4), b=torch.zeros(4, 2), batch_size=[4])
+            >>> p[1:3].b.shape
+            torch.Size([2, 2])
+            >>> type(p[p.a > 1]).__name__
+            'Pair'
+        """
+        kind = index.__class__
+        if kind is str or (kind is tuple and index and all(i.__class__ in (str, tuple) for i in index)):
+            return self.get(index)
+        td = self._tensordict
+        out = td._index(index) if td.__class__ is TensorDict else td[index]
+        return _new(type(self), out, self._non_tensordict)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Writes ``value`` (an instance, a TensorDict, a dict or a tensor) at ``index``."""
+        kind = index.__class__
+        if kind is str or (kind is tuple and index and all(i.__class__ in (str, tuple) for i in index)):
+            self.set(index, value)
+            return
+        from tensordict.tensorclass._storage import _non_tensor_in_td
+
+        if isinstance(value, _Slots):
+            if not value._non_tensordict and not self._non_tensordict:
+                self._tensordict[index] = value._tensordict
+                return
+            source = _full_td(value)
+            with _non_tensor_in_td(self) as td:
+                td[index] = source
+            return
+        with _non_tensor_in_td(self) as td:
+            td[index] = _unwrap(value)
+
+    # ------------------------------------------------------------------ get / set
+    def get(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The value of a field (or of a nested key such as ``("nested", "x")``).
+
+        Args:
+            key (str or tuple of str): a field name, or a path through nested
+                tensorclasses and TensorDicts.
+            default (Any, optional): returned when ``key`` is missing.
+
+        Returns:
+            the tensor, nested instance or object stored; ``None`` for a field that
+            holds no value.
+
+        Raises:
+            KeyError: ``key`` is not a field (and no default is given).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Pair(TensorClass):
+            ...     a: torch.Tensor
+            ...     name: str = "p"
+            >>> p = Pair(a=torch.zeros(2), batch_size=[2])
+            >>> p.get("a").shape, p.get("name")
+            (torch.Size([2]), 'p')
+        """
+        if key.__class__ is not str:
+            key = unravel_key(key)
+            if key.__class__ is tuple:
+                parent = self.get(key[0], _ABSENT)
+                if parent is _ABSENT or parent is None:
+                    if default is not NO_DEFAULT:
+                        return default
+                    msg = f"{type(self).__name__} has no nested key {key!r}."
+                    raise KeyError(msg)
+                rest = key[1:] if len(key) > 2 else key[1]
+                return parent.get(rest, default) if default is not NO_DEFAULT else parent.get(rest)
+        value = self._tensordict._get_raw(key, _ABSENT)
+        if value is not _ABSENT:
+            return value.data if value.__class__ is NonTensorData else value
+        nt = self._non_tensordict
+        if key in nt:
+            return nt[key]
+        if default is not NO_DEFAULT:
+            return default
+        if key in type(self)._tc_field_set:
+            return None
+        msg = f"{type(self).__name__} has no field {key!r}; its fields are {list(type(self)._tc_fields)}."
+        raise KeyError(msg)
+
+    def set(self, key: NestedKey, value: Any, inplace: bool = False, non_blocking: bool = False, **kwargs: Any) -> Self:
+        """Sets a field (or a nested key), with the same checks as attribute assignment.
+
+        Args:
+            key (str or tuple of str): a field name or a nested path.
+            value (Any): the value; tensors must start with ``batch_size``.
+            inplace (bool, optional): copy into the existing tensor when there is one.
+                Defaults to ``False``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            KeyError: ``key`` is not a field.
+            RuntimeError: the leading dims of ``value`` do not match ``batch_size``.
+            dataclasses.FrozenInstanceError: the class is frozen.
+        """
+        cls = type(self)
+        if key.__class__ is not str:
+            key = unravel_key(key)
+        if key.__class__ is tuple:
+            parent = self.get(key[0], None)
+            if parent is None:
+                msg = f"{cls.__name__}.set({key!r}): {key[0]!r} holds no nested container."
+                raise KeyError(msg)
+            rest = key[1:] if len(key) > 2 else key[1]
+            parent.set(rest, value, inplace=inplace)
+            return self
+        if key not in cls._tc_field_set:
+            msg = f"{cls.__name__} has no field {key!r}; its fields are {list(cls._tc_fields)}."
+            raise KeyError(msg)
+        if inplace:
+            existing = self._tensordict._get_raw(key, _ABSENT)
+            if isinstance(existing, _Tensor) and isinstance(value, _Tensor):
+                existing.copy_(value, non_blocking=non_blocking)
+                return self
+        if cls._tc_frozen:
+            msg = f"cannot assign to field {key!r}: {cls.__name__} is frozen."
+            raise dataclasses.FrozenInstanceError(msg)
+        _store_field(self, key, value, non_blocking)
+        return self
+
+    # ------------------------------------------------------------------ copies
+    def clone(self, recurse: bool = True, **kwargs: Any) -> Self:
+        """A copy (``recurse=False`` copies the structure but shares the tensors)."""
+        return _new(type(self), self._tensordict.clone(recurse=recurse), self._non_tensordict)
+
+    def copy(self) -> Self:
+        """Shallow copy: ``clone(recurse=False)``."""
+        return self.clone(recurse=False)
+
+    def __copy__(self) -> Self:
+        return self.clone(recurse=False)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """A ``TensorDict`` copy of every field.
+
+        Tensors are cloned; nested tensorclasses become nested TensorDicts; non-tensor
+        fields become ``NonTensorData`` leaves; ``None`` fields are kept as
+        ``NonTensorData(None)`` unless ``retain_none=False``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Pair(TensorClass):
+            ...     a: torch.Tensor
+            ...     tag: str = "x"
+            >>> td = Pair(a=torch.zeros(3), batch_size=[3]).to_tensordict()
+            >>> sorted(td.keys()), td["tag"]
+            (['a', 'tag'], 'x')
+        """
+        td = self._tensordict
+        source: dict = {}
+        for key, value in td._items_raw():
+            if isinstance(value, _Tensor):
+                source[key] = value.clone()
+            elif isinstance(value, (TensorDictBase, _Slots)):
+                source[key] = value.to_tensordict(retain_none=retain_none)
+            else:
+                source[key] = value.clone()
+        bs, device = td.batch_size, td.device
+        keep_none = retain_none is None or retain_none
+        for key, value in self._non_tensordict.items():
+            if value is None and not keep_none:
+                continue
+            source[key] = NonTensorData(value, bs, device)
+        return TensorDict._new_unsafe(source, bs, device, td.names if td._has_names() else None)
+
+    def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
+        """A ``dict`` of the fields (nested instances become dicts)."""
+        out: dict = {}
+        for name in type(self)._tc_fields:
+            value = self.get(name)
+            if value is None and not retain_none:
+                continue
+            if isinstance(value, (TensorDictBase, _Slots)):
+                value = value.to_dict(convert_tensors=convert_tensors)
+            elif isinstance(value, _Tensor) and convert_tensors:
+                value = value.tolist()
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_tensordict(
+        cls, tensordict: TensorDictBase, non_tensordict: dict | None = None, safe: bool = True
+    ) -> Self:
+        """An instance whose fields are the entries of ``tensordict`` (shared, not copied).
+
+        Args:
+            tensordict (TensorDictBase): the tensor fields. ``NonTensorData`` entries
+                become non-tensor fields; a nested TensorDict under a field annotated
+                with a tensorclass becomes an instance of it.
+            non_tensordict (dict, optional): non-tensor (and ``None``) fields.
+            safe (bool, optional): raise if ``tensordict`` is not a TensorDictBase.
+                Defaults to ``True``; with ``False`` a mapping is converted.
+
+        Returns:
+            an instance of this class; fields given nowhere are ``None``.
+
+        Raises:
+            TypeError: ``tensordict`` is not a TensorDict (and ``safe=True``).
+            KeyError: a key is not a field of the class.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Pair(TensorClass):
+            ...     a: torch.Tensor
+            ...     tag: str
+            >>> p = Pair.from_tensordict(TensorDict({"a": torch.zeros(2)}, [2]), {"tag": "t"})
+            >>> p.tag, p.batch_size
+            ('t', torch.Size([2]))
+        """
+        if not isinstance(tensordict, TensorDictBase):
+            if isinstance(tensordict, _Slots):
+                tensordict = tensordict._tensordict
+            elif safe or not isinstance(tensordict, Mapping):
+                msg = f"{cls.__name__}.from_tensordict expects a TensorDictBase, got {type(tensordict).__name__}."
+                raise TypeError(msg)
+            else:
+                tensordict = TensorDict(dict(tensordict))
+        fields = cls._tc_field_set
+        nt = dict(non_tensordict) if non_tensordict else {}
+        keys = list(tensordict._keys_raw())
+        extra = [k for k in keys if k not in fields] + [k for k in nt if k not in fields]
+        if extra:
+            msg = (
+                f"{cls.__name__}.from_tensordict: {sorted(extra)} are not fields of {cls.__name__} "
+                f"(fields: {list(cls._tc_fields)}). Select the fields first, e.g. td.select(*fields)."
+            )
+            raise KeyError(msg)
+        td = tensordict
+        if td.__class__ is TensorDict:
+            converted = _convert_nested(cls, td)
+            if converted is not None or any(v.__class__ is NonTensorData for v in td._tensordict.values()):
+                td = TensorDict._new_unsafe(
+                    dict(td._tensordict) if converted is None else converted,
+                    td._batch_size,
+                    td._device,
+                    td._names,
+                )
+                td._is_locked = tensordict._is_locked
+        for name in cls._tc_fields:
+            if name not in nt and td._get_raw(name, _ABSENT) is _ABSENT:
+                nt[name] = None
+        obj = _obj_new(cls)
+        _bind(obj, td, nt)
+        return obj
+
+    _from_tensordict = from_tensordict
+
+    @classmethod
+    def fields(cls) -> tuple[dataclasses.Field, ...]:
+        """The class's ``dataclasses.Field`` objects, in declaration order."""
+        return dataclasses.fields(cls)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ leaf protocol
+    # td-core calls these when a tensorclass is stored inside a TensorDict.
+    def _batch_transform(self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None) -> Self:
+        return _new(type(self), self._tensordict._batch_transform(fn, nd), self._non_tensordict)
+
+    def _split_leaves(self, fn: Callable[[Any, int], Sequence[Any]], nd: int) -> list:
+        cls, nt = type(self), self._non_tensordict
+        return [_new(cls, td, nt) for td in self._tensordict._split_leaves(fn, nd)]
+
+    def _index(self, index: Any) -> Self:
+        return self[index]
+
+    def unbind(self, dim: int = 0) -> tuple[Self, ...]:
+        """Splits along batch dim ``dim`` into a tuple of instances (views of the fields)."""
+        cls, nt = type(self), self._non_tensordict
+        return tuple(_new(cls, td, nt) for td in self._tensordict.unbind(dim))
+
+    # ------------------------------------------------------------------ comparisons
+    def _compare(self, other: Any, op: str) -> Any:
+        if isinstance(other, _Slots):
+            if self._non_tensordict or other._non_tensordict:
+                out = getattr(_full_td(self), op)(_full_td(other))
+                return _new(type(self), out, None)
+            other = other._tensordict
+        out = getattr(self._tensordict, op)(other)
+        return _wrap_out(self, out)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, "__eq__")
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, "__ne__")
+
+    # ------------------------------------------------------------------ repr, pickling
+    def __repr__(self) -> str:
+        cls = type(self)
+        td = self._tensordict
+        bs, device = td.batch_size, td.device
+        entries = [(key, leaf_repr(value)) for key, value in td._items_raw()]
+        nones = []
+        for key, value in self._non_tensordict.items():
+            if value is None:
+                nones.append(key)
+            else:
+                entries.append((key, f"NonTensorData(data={value}, batch_size={bs}, device={device})"))
+        entries.sort(key=lambda kv: kv[0])
+        present = {k for k, _ in entries} | set(nones)
+        nones.extend(f for f in cls._tc_fields if f not in present)
+        order = {f: i for i, f in enumerate(cls._tc_fields)}
+        nones.sort(key=lambda k: order.get(k, len(order)))
+        parts = [f"{key}={text}" for key, text in entries] + [f"{key}=None" for key in nones]
+        shared = td.is_shared() if list(td._keys_raw()) else False
+        parts += [f"batch_size={bs}", f"device={device}", f"is_shared={shared}"]
+        body = textwrap.indent(",\n".join(parts), " " * 4)
+        return f"{cls.__name__}(\n{body})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple:
+        extra = getattr(self, "_tc_extra", None)
+        return (_rebuild, (type(self), self._tensordict, dict(self._non_tensordict), extra))
+
+    # ------------------------------------------------------------------ torch functions
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        from tensordict.tensorclass._torch_fn import dispatch
+
+        return dispatch(func, types, args, kwargs or {})
+
+
+def _convert_nested(cls: type, td: TensorDict) -> dict | None:
+    """A copy of ``td``'s storage in which nested TensorDicts under fields annotated with
+    a tensorclass become instances of it; ``None`` if nothing needs converting."""
+    out = None
+    for key, value in td._tensordict.items():
+        if isinstance(value, TensorDictBase):
+            target = _tensorclass_hint(cls, key)
+            if target is not None:
+                if out is None:
+                    out = dict(td._tensordict)
+                out[key] = target.from_tensordict(value)
+    return out
+
+
+def _init_instance(
+    self: Any,
+    values: tuple,
+    batch_size: Any,
+    device: Any,
+    names: Any,
+    non_blocking: bool,
+    lock: bool,
+) -> None:
+    """The body of every generated ``__init__``: validates the fields and binds them."""
+    from tensordict.tensorclass._storage import _convert_field, _to_device, _to_size
+
+    cls = type(self)
+    bs = _to_size(batch_size)
+    dev = _to_device(device) if device is not None else None
+    n = len(bs)
+    store: dict = {}
+    nt: dict = {}
+    td = TensorDict._new_unsafe(store, bs, dev)
+    fast = not cls._tc_autocast
+    for name, value in zip(cls._tc_fields, values):
+        if value.__class__ is _Tensor and fast:
+            if n and value.shape[:n] != bs:
+                raise _batch_error(cls, name, value.shape, bs)
+            if dev is not None and value.device != dev:
+                value = value.to(dev, non_blocking=non_blocking)
+            store[name] = value
+        elif value is None:
+            nt[name] = None
+        else:
+            in_td, value = _convert_field(cls, name, value, td, non_blocking)
+            if in_td:
+                store[name] = value
+            else:
+                nt[name] = value
+    if names is not None:
+        td.names = names
+    _SET_TD(self, td)
+    _obj_setattr(self, "_non_tensordict", nt)
+    _obj_setattr(self, "__dict__", store)
+    post_init = getattr(cls, "__post_init__", None)
+    if post_init is not None:
+        post_init(self)
+    if lock or cls._tc_frozen:
+        td.lock_()
+
+
+def _init_empty(self: Any, batch_size: Any, device: Any, names: Any) -> None:
+    """Prepares an instance whose class defines its own ``__init__``: every field ``None``."""
+    from tensordict.tensorclass._storage import _to_device, _to_size
+
+    td = TensorDict._new_unsafe({}, _to_size(batch_size), _to_device(device))
+    if names is not None:
+        td.names = names
+    _bind(self, td, dict.fromkeys(type(self)._tc_fields))

@@ -1,0 +1,209 @@
+"""Turning a class body into a tensorclass: fields, the generated ``__init__``,
+reserved names, options, registration.
+
+Used by both front doors, the ``@tensorclass`` decorator and ``TensorClass``
+subclassing (``_decorator.py``). Fields are parsed with :mod:`dataclasses` (so
+``field(default_factory=...)``, ``KW_ONLY``, ``ClassVar`` and inheritance behave as
+for dataclasses); the ``__init__`` is generated here, and the class attributes that
+dataclasses leave for defaults are removed so that reading a field finds the
+instance dict first (see ``_storage.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tensordict._base import TensorDictBase
+from tensordict.tensorclass._base import _init_empty, _init_instance
+from tensordict.tensorclass._pytree import register_pytree
+from tensordict.tensorclass._registry import register_tensorclass
+from tensordict.tensorclass._storage import _Slots
+
+__all__: list[str] = []
+
+OPTION_NAMES = ("autocast", "nocast", "frozen", "shadow")
+#: names a field can never take: constructor keywords and the instance layout
+_ALWAYS_RESERVED = frozenset(
+    {"batch_size", "device", "names", "shape", "non_blocking", "lock", "self"} | set(_Slots.__slots__)
+)
+_FACTORY = object()
+
+
+class _FieldReader:
+    """Class attribute for a field whose name a base class also defines as a class
+    attribute: makes the lookup fall through to the instance's storage."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, name: str, default: Any) -> None:
+        self.name = name
+        self.default = default
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self.default
+        return obj.get(self.name)
+
+
+def _reserved_names(base: type) -> set[str]:
+    names = {n for n in dir(TensorDictBase) if not n.startswith("__")}
+    names |= {n for n in dir(base) if not n.startswith("__")}
+    return names
+
+
+def _check_names(cls: type, names: list[str], shadow: bool, base: type) -> None:
+    for name in names:
+        if name in _ALWAYS_RESERVED:
+            msg = (
+                f"{cls.__name__}: a field cannot be named {name!r} (reserved for the tensorclass "
+                "constructor or layout); rename the field."
+            )
+            raise AttributeError(msg)
+    if shadow:
+        return
+    reserved = _reserved_names(base)
+    for name in names:
+        if name in reserved:
+            msg = (
+                f"{cls.__name__}: the field name {name!r} shadows the TensorDict attribute of the "
+                f"same name; rename the field, or pass shadow=True to allow it (then "
+                f"`obj.{name}` is the field, not the method)."
+            )
+            raise AttributeError(msg)
+
+
+def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
+    """Generates ``__init__(self, <fields>, *, batch_size=None, device=None, names=None,
+    non_blocking=False, lock=False)``."""
+    globs: dict[str, Any] = {"_init": _init_instance, "_FACTORY": _FACTORY, "_MISSING": dataclasses.MISSING}
+    positional, keyword = [], []
+    seen_default = None
+    for f in fields:
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if f.default is not dataclasses.MISSING:
+            globs[f"_d_{f.name}"] = f.default
+            param = f"{f.name}=_d_{f.name}"
+        elif f.default_factory is not dataclasses.MISSING:
+            globs[f"_f_{f.name}"] = f.default_factory
+            param = f"{f.name}=_FACTORY"
+        else:
+            param = f.name
+        if f.kw_only:
+            keyword.append(param)
+            continue
+        if has_default:
+            seen_default = f.name
+        elif seen_default is not None:
+            msg = (
+                f"{target.__name__}: field {f.name!r} has no default but follows field "
+                f"{seen_default!r}, which has one; give {f.name!r} a default or make it keyword-only."
+            )
+            raise TypeError(msg)
+        positional.append(param)
+    values = []
+    for f in fields:
+        if f.default_factory is not dataclasses.MISSING and f.default is dataclasses.MISSING:
+            values.append(f"(_f_{f.name}() if {f.name} is _FACTORY else {f.name})")
+        else:
+            values.append(f.name)
+    params = ["self", *positional, "*", *keyword]
+    params += ["batch_size=None", "device=None", "names=None", "non_blocking=False", "lock=False"]
+    tuple_src = "(" + "".join(f"{v}, " for v in values) + ")"
+    src = (
+        f"def __init__({', '.join(params)}):\n"
+        f"    _init(self, {tuple_src}, batch_size, device, names, non_blocking, lock)\n"
+    )
+    exec(src, globs)  # noqa: S102 - generated from field names that are identifiers
+    init = globs["__init__"]
+    init.__qualname__ = f"{target.__qualname__}.__init__"
+    init.__module__ = target.__module__
+    init.__doc__ = (
+        f"Builds a {target.__name__} from its fields plus ``batch_size`` (leading dims every "
+        "tensor field shares; defaults to ``[]``), ``device``, ``names`` and ``lock``."
+    )
+    return init
+
+
+def _wrap_user_init(user_init: Any) -> Any:
+    def __init__(self: Any, *args: Any, batch_size: Any = None, device: Any = None, names: Any = None, **kwargs: Any) -> None:
+        _init_empty(self, batch_size, device, names)
+        user_init(self, *args, **kwargs)
+
+    __init__.__qualname__ = getattr(user_init, "__qualname__", "__init__")
+    __init__.__doc__ = user_init.__doc__
+    __init__.__wrapped__ = user_init  # type: ignore[attr-defined]
+    return __init__
+
+
+def _set_options(cls: type, options: dict[str, bool]) -> None:
+    if options.get("autocast") and options.get("nocast"):
+        msg = f"{cls.__name__}: autocast and nocast cannot both be True."
+        raise ValueError(msg)
+    setattr(cls, "_tc_options", dict(options))
+    setattr(cls, "_tc_autocast", bool(options.get("autocast", False)))
+    setattr(cls, "_tc_nocast", bool(options.get("nocast", False)))
+    setattr(cls, "_tc_frozen", bool(options.get("frozen", False)))
+    setattr(cls, "_tc_shadow", bool(options.get("shadow", False)))
+
+
+def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
+    """Makes ``cls`` a tensorclass deriving from ``base`` (the shared instance
+    behaviour). Returns the class to bind under the user's name: ``cls`` itself when it
+    already derives from ``base``, otherwise a subclass of ``cls`` and ``base`` with the
+    same name (a class body cannot gain the slots ``base`` needs after the fact)."""
+    unknown = set(options) - set(OPTION_NAMES)
+    if unknown:
+        msg = f"{cls.__name__}: unknown tensorclass option(s) {sorted(unknown)}; expected {list(OPTION_NAMES)}."
+        raise TypeError(msg)
+    if "_tc_fields" in cls.__dict__:
+        # processed already (a TensorClass subclass that is also decorated): options only
+        _set_options(cls, {**cls.__dict__.get("_tc_options", {}), **options})
+        return cls
+    for name, value in cls.__dict__.get("__dataclass_fields__", {}).items():
+        if getattr(value, "_field_type", None) is dataclasses._FIELD_INITVAR:  # type: ignore[attr-defined]
+            msg = f"{cls.__name__}: InitVar field {name!r} is not supported by tensorclasses."
+            raise TypeError(msg)
+    user_init = cls.__dict__.get("__init__")
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    fields = list(dataclasses.fields(cls))
+    if any(isinstance(getattr(f, "type", None), dataclasses.InitVar) for f in fields):
+        msg = f"{cls.__name__}: InitVar fields are not supported by tensorclasses."
+        raise TypeError(msg)
+    names = [f.name for f in fields]
+    _check_names(cls, names, bool(options.get("shadow")), base)
+
+    if issubclass(cls, base):
+        target = cls
+    else:
+        try:
+            target = type(cls)(
+                cls.__name__,
+                (cls, base),
+                {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__},
+            )
+        except TypeError as err:
+            msg = f"@tensorclass cannot extend {cls.__name__} ({err}); remove __slots__ from the class."
+            raise TypeError(msg) from None
+    # defaults live in the Field objects; class attributes would shadow the instance dict
+    for name in names:
+        if name in cls.__dict__ and not isinstance(cls.__dict__[name], (property, classmethod, staticmethod)):
+            delattr(cls, name)
+    for f in fields:
+        for klass in target.__mro__[1:]:
+            if f.name in klass.__dict__:
+                default = f.default if f.default is not dataclasses.MISSING else None
+                setattr(target, f.name, _FieldReader(f.name, default))
+                break
+    target._tc_fields = tuple(names)
+    target._tc_field_set = frozenset(names)
+    _set_options(target, {**getattr(cls, "_tc_options", {}), **options})
+    if user_init is not None:
+        target.__init__ = _wrap_user_init(user_init)
+    else:
+        target.__init__ = _make_init(target, fields)
+    if cls.__doc__ is None or cls.__doc__.startswith(f"{cls.__name__}("):
+        target.__doc__ = f"{cls.__name__}({', '.join(names)}, *, batch_size=None, device=None, names=None)"
+    register_tensorclass(target)
+    register_pytree(target)
+    return target

@@ -1,0 +1,178 @@
+"""The two front doors: the ``@tensorclass`` decorator and the ``TensorClass`` base."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from tensordict.tensorclass._base import _TensorClassCore
+from tensordict.tensorclass._build import OPTION_NAMES, build_tensorclass
+from tensordict.tensorclass._io import _IOMixin
+from tensordict.tensorclass._ops import _OpsMixin
+
+try:  # Python >= 3.11
+    from typing import dataclass_transform
+except ImportError:  # pragma: no cover - Python 3.10
+    from typing_extensions import dataclass_transform
+
+__all__ = ["tensorclass", "TensorClass"]
+
+T = TypeVar("T", bound=type)
+
+
+class _TensorClassBase(_TensorClassCore, _OpsMixin, _IOMixin):
+    """Behaviour shared by every tensorclass instance (decorated or subclassed)."""
+
+    __slots__ = ()
+
+
+@overload
+def tensorclass(cls: T, /) -> T: ...
+
+
+@overload
+def tensorclass(
+    cls: None = None, /, *, autocast: bool = False, frozen: bool = False, nocast: bool = False, shadow: bool = False
+) -> Callable[[T], T]: ...
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field,))
+def tensorclass(
+    cls: Any = None,
+    /,
+    *,
+    autocast: bool = False,
+    frozen: bool = False,
+    nocast: bool = False,
+    shadow: bool = False,
+) -> Any:
+    """Makes a dataclass-like class whose instances have every TensorDict operation.
+
+    Fields are declared with annotations, as for :func:`dataclasses.dataclass`. The
+    constructor takes the fields (positionally or by keyword) plus ``batch_size``,
+    ``device``, ``names`` and ``lock`` keywords. Tensor fields (and nested
+    TensorDicts or tensorclasses) must start with ``batch_size`` and follow every
+    batch operation (indexing, reshaping, stacking, ``to``, saving); other fields
+    (strings, objects, ``None``) are kept as they are.
+
+    Args:
+        cls (type, optional): the class to decorate (when used without arguments).
+
+    Keyword Args:
+        autocast (bool): cast values to the annotated type when set (``int``
+            annotations give ints, ``torch.Tensor`` annotations give tensors, a nested
+            tensorclass annotation turns a dict or TensorDict into it). Exclusive with
+            ``nocast``. Defaults to ``False``.
+        frozen (bool): fields cannot be reassigned and the data is locked (in-place
+            writes into tensors stay allowed). Defaults to ``False``.
+        nocast (bool): keep numbers and numpy arrays as they are instead of casting
+            them to tensors. Defaults to ``False``.
+        shadow (bool): allow field names that shadow TensorDict attributes.
+            Defaults to ``False``.
+
+    Returns:
+        the tensorclass (or a decorator when called with keywords only).
+
+    Raises:
+        AttributeError: a field name is reserved (``batch_size``, ``device``, ...) or
+            shadows a TensorDict attribute without ``shadow=True``.
+        ValueError: ``autocast`` and ``nocast`` are both ``True``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import tensorclass
+        >>> @tensorclass
+        ... class MyData:
+        ...     image: torch.Tensor
+        ...     label: torch.Tensor
+        ...
+        ...     def select_label(self, label):
+        ...         return self[self.label == label]
+        >>> data = MyData(torch.zeros(4, 3), label=torch.tensor([0, 1, 1, 2]), batch_size=[4])
+        >>> sub = data.select_label(1)
+        >>> type(sub).__name__, sub.batch_size
+        ('MyData', torch.Size([2]))
+        >>> data.reshape(2, 2).image.shape
+        torch.Size([2, 2, 3])
+    """
+    options = {"autocast": autocast, "frozen": frozen, "nocast": nocast, "shadow": shadow}
+
+    def wrap(klass: Any) -> Any:
+        if not isinstance(klass, type):
+            msg = f"@tensorclass expects a class, got {klass!r}."
+            raise TypeError(msg)
+        return build_tensorclass(klass, _TensorClassBase, options)
+
+    if cls is None:
+        return wrap
+    return wrap(cls)
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field,))
+class TensorClass(_TensorClassBase):
+    """Base class form of :func:`tensorclass`: ``class MyData(TensorClass): ...``.
+
+    Subclasses are tensorclasses (their annotations are fields). Options are given as
+    class keywords (``class MyData(TensorClass, autocast=True)``) or by subscription
+    (``class MyData(TensorClass["autocast", "frozen"])``). Static type checkers see
+    the constructor (fields plus ``batch_size``, ``device``, ``names``) and the
+    TensorDict methods, typed to return the subclass.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Particles(TensorClass):
+        ...     pos: torch.Tensor
+        ...     mass: torch.Tensor
+        ...     tag: str = "gas"
+        >>> p = Particles(pos=torch.zeros(5, 3), mass=torch.ones(5), batch_size=[5])
+        >>> p[:2].pos.shape, p.tag
+        (torch.Size([2, 3]), 'gas')
+        >>> class Frozen(TensorClass["frozen"]):
+        ...     x: torch.Tensor
+        >>> Frozen(x=torch.zeros(2), batch_size=[2]).x.shape
+        torch.Size([2])
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # pragma: no cover
+        # Seen by type checkers only: the keywords every constructor takes, declared as
+        # keyword-only fields of this dataclass-like base.
+        batch_size: Any = dataclasses.field(default=None, kw_only=True)
+        device: Any = dataclasses.field(default=None, kw_only=True)
+        names: Any = dataclasses.field(default=None, kw_only=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_tc_options_carrier"):
+            return
+        inherited = dict(getattr(cls, "_tc_options", {}))
+        build_tensorclass(cls, _TensorClassBase, {**inherited, **options})
+
+    def __class_getitem__(cls, item: Any) -> type:
+        items = item if isinstance(item, tuple) else (item,)
+        unknown = [i for i in items if i not in OPTION_NAMES]
+        if unknown:
+            msg = f"TensorClass[...] accepts {list(OPTION_NAMES)}, got {unknown}."
+            raise TypeError(msg)
+        key = tuple(sorted(set(items)))
+        cached = _OPTION_BASES.get((cls, key))
+        if cached is None:
+            cached = type(cls)(
+                f"{cls.__name__}[{', '.join(repr(k) for k in key)}]",
+                (cls,),
+                {
+                    "__slots__": (),
+                    "_tc_options_carrier": True,
+                    "_tc_options": {**getattr(cls, "_tc_options", {}), **dict.fromkeys(key, True)},
+                    "__module__": cls.__module__,
+                },
+            )
+            _OPTION_BASES[(cls, key)] = cached
+        return cached
+
+
+_OPTION_BASES: dict[tuple, type] = {}

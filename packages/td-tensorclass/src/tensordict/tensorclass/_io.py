@@ -1,0 +1,250 @@
+"""Constructors, stacking and saving for tensorclasses.
+
+The ``from_*`` class methods build a TensorDict with the TensorDict class method of
+the same name (td-core, or the sibling that provides it: ``from_h5`` from td-h5,
+``from_remote_init`` from td-distributed) and turn it into an instance with
+``from_tensordict``. The memmap family runs through td-memmap on a TensorDict that
+also holds the non-tensor fields, so that they are saved and loaded back too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tensordict._base import TensorDictBase
+from tensordict._td import TensorDict
+from tensordict.tensorclass._storage import _non_tensor_in_td, _Slots
+from tensordict.tensorclass._wrap import _td_method, _wrap_out
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+__all__: list[str] = []
+
+
+def _td_classmethod(name: str) -> Any:
+    try:
+        return getattr(TensorDict, name)
+    except AttributeError:
+        msg = f"TensorDict.{name} is not provided by the installed td-core; it is needed by the tensorclass method {name}."
+        raise AttributeError(msg) from None
+
+
+def _call_with_non_tensor(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Runs ``TensorDict.<name>`` with the non-tensor fields inside the TensorDict."""
+    with _non_tensor_in_td(obj):
+        out = _td_method(obj, name)(*args, **kwargs)
+    return _wrap_out(obj, out)
+
+
+class _IOMixin:
+    """Constructors (``from_*``), stacking class methods and the memmap family."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # pragma: no cover
+        _tensordict: Any
+        _non_tensordict: dict
+
+        @classmethod
+        def from_tensordict(cls, tensordict: Any, non_tensordict: dict | None = None, safe: bool = True) -> Self: ...
+
+    @classmethod
+    def _from_result(cls, out: Any) -> Any:
+        if isinstance(out, cls):
+            return out
+        if isinstance(out, TensorDictBase):
+            return cls.from_tensordict(out)
+        return out
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_dict(cls, input_dict: Any, *args: Any, **kwargs: Any) -> Self:
+        """An instance from a dict of fields (``TensorDict.from_dict`` keywords apply:
+        ``batch_size``, ``auto_batch_size``, ``batch_dims``, ``device``). Nested dicts
+        under fields annotated with a tensorclass become instances of it.
+
+        Raises:
+            KeyError: a key of ``input_dict`` is not a field.
+        """
+        return cls._from_result(_td_classmethod("from_dict")(input_dict, *args, **kwargs))
+
+    @classmethod
+    def from_any(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_any`` then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_any")(obj, *args, **kwargs))
+
+    @classmethod
+    def from_tuple(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_tuple`` then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_tuple")(obj, *args, **kwargs))
+
+    @classmethod
+    def from_namedtuple(cls, named_tuple: Any, *args: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_namedtuple`` then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_namedtuple")(named_tuple, *args, **kwargs))
+
+    @classmethod
+    def from_struct_array(cls, struct_array: Any, *args: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_struct_array`` (zero-copy) then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_struct_array")(struct_array, *args, **kwargs))
+
+    @classmethod
+    def from_pytree(cls, pytree: Any, *args: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_pytree`` then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_pytree")(pytree, *args, **kwargs))
+
+    @classmethod
+    def from_h5(cls, filename: Any, *args: Any, **kwargs: Any) -> Self:
+        """An instance over an HDF5 file (td-h5's ``PersistentTensorDict``)."""
+        return cls._from_result(_td_classmethod("from_h5")(filename, *args, **kwargs))
+
+    @classmethod
+    def from_modules(cls, *modules: Any, **kwargs: Any) -> Self:
+        """``TensorDict.from_modules`` then :meth:`from_tensordict`."""
+        return cls._from_result(_td_classmethod("from_modules")(*modules, **kwargs))
+
+    @classmethod
+    def fromkeys(cls, keys: Sequence[Any], value: Any = 0) -> Self:
+        """An instance with every field in ``keys`` set to ``value`` (batch_size ``[]``)."""
+        return cls._from_result(_td_classmethod("fromkeys")(keys, value))
+
+    @classmethod
+    def from_remote_init(cls, *args: Any, **kwargs: Any) -> Self:
+        """Receives an instance sent with ``init_remote`` (td-distributed)."""
+        return cls._from_result(_td_classmethod("from_remote_init")(*args, **kwargs))
+
+    # ------------------------------------------------------------------ stacking
+    @classmethod
+    def stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Self:
+        """Stacks instances along a new batch dim ``dim`` (same as ``torch.stack``).
+
+        Non-tensor fields that are equal stay one value; differing ones become a
+        ``NonTensorStack``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class P(TensorClass):
+            ...     x: torch.Tensor
+            >>> P.stack([P(x=torch.zeros(3), batch_size=[3])] * 2, 1).batch_size
+            torch.Size([3, 2])
+        """
+        from tensordict.tensorclass._torch_fn import stack_instances
+
+        return stack_instances(input, dim, out=out, **kwargs)
+
+    @classmethod
+    def cat(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Self:
+        """Concatenates instances along batch dim ``dim`` (same as ``torch.cat``)."""
+        from tensordict.tensorclass._torch_fn import cat_instances
+
+        return cat_instances(input, dim, out=out)
+
+    @classmethod
+    def lazy_stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Self:
+        """Stacks instances lazily (a ``LazyStackedTensorDict`` inside)."""
+        from tensordict.tensorclass._torch_fn import stack_instances
+
+        return stack_instances(input, dim, out=out, how="lazy_stack", **kwargs)
+
+    @classmethod
+    def maybe_dense_stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Self:
+        """Stacks densely when the instances' shapes allow it, lazily otherwise."""
+        from tensordict.tensorclass._torch_fn import stack_instances
+
+        return stack_instances(input, dim, out=out, how="maybe_dense_stack", **kwargs)
+
+    # ------------------------------------------------------------------ memmap family
+    def memmap(
+        self,
+        prefix: Any = None,
+        copy_existing: bool = False,
+        *,
+        num_threads: int = 0,
+        return_early: bool = False,
+        share_non_tensor: bool = False,
+        existsok: bool = True,
+    ) -> Self:
+        """Writes every field to memory-mapped files under ``prefix`` (td-memmap) and
+        returns a locked instance backed by them. Non-tensor fields are saved too.
+
+        Raises:
+            ImportError: td-memmap is not installed.
+        """
+        return _call_with_non_tensor(
+            self,
+            "memmap",
+            prefix,
+            copy_existing,
+            num_threads=num_threads,
+            return_early=return_early,
+            share_non_tensor=share_non_tensor,
+            existsok=existsok,
+        )
+
+    def memmap_(self, prefix: Any = None, copy_existing: bool = False, **kwargs: Any) -> Self:
+        """Like :meth:`memmap`, in place; returns ``self``."""
+        return _call_with_non_tensor(self, "memmap_", prefix, copy_existing, **kwargs)
+
+    def memmap_like(self, prefix: Any = None, copy_existing: bool = False, **kwargs: Any) -> Self:
+        """An instance of memory-mapped, content-less fields shaped like these."""
+        return _call_with_non_tensor(self, "memmap_like", prefix, copy_existing, **kwargs)
+
+    def save(self, prefix: Any = None, *args: Any, **kwargs: Any) -> Self:
+        """Saves to disk (td-memmap's ``save``, a proxy of :meth:`memmap`)."""
+        return _call_with_non_tensor(self, "save", prefix, *args, **kwargs)
+
+    def dumps(self, prefix: Any = None, *args: Any, **kwargs: Any) -> Self:
+        """Saves to disk (td-memmap's ``dumps``, a proxy of :meth:`memmap`)."""
+        return _call_with_non_tensor(self, "dumps", prefix, *args, **kwargs)
+
+    def load_(self, prefix: Any, *args: Any, **kwargs: Any) -> Self:
+        """Loads a saved instance into this one, in place."""
+        return _call_with_non_tensor(self, "load_", prefix, *args, **kwargs)
+
+    def load_memmap_(self, prefix: Any, *args: Any, **kwargs: Any) -> Self:
+        """Loads a memory-mapped instance into this one, in place."""
+        return _call_with_non_tensor(self, "load_memmap_", prefix, *args, **kwargs)
+
+    def memmap_refresh_(self) -> Self:
+        """Re-reads the memory-mapped content from ``saved_path``."""
+        return _call_with_non_tensor(self, "memmap_refresh_")
+
+    @classmethod
+    def load_memmap(cls, prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None) -> Self:
+        """An instance of this class loaded from a folder written by :meth:`memmap`.
+
+        Raises:
+            ImportError: td-memmap is not installed.
+            KeyError: the folder holds keys that are not fields of this class.
+        """
+        if out is not None:
+            with _non_tensor_in_td(out) as td:
+                TensorDict.load_memmap(prefix, device, non_blocking, out=td)
+            return out
+        return cls._from_result(TensorDict.load_memmap(prefix, device, non_blocking))
+
+    @classmethod
+    def load(cls, prefix: Any, *args: Any, **kwargs: Any) -> Self:
+        """An instance of this class loaded from disk (``TensorDict.load``)."""
+        return cls._from_result(TensorDict.load(prefix, *args, **kwargs))
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False, flatten: bool = False) -> dict:
+        """``TensorDict.state_dict`` of every field (non-tensor fields included)."""
+        return _call_with_non_tensor(
+            self, "state_dict", destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=flatten
+        )
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = False) -> Self:
+        """Loads a :meth:`state_dict` into this instance (in place); returns ``self``."""
+        _call_with_non_tensor(
+            self, "load_state_dict", state_dict, strict=strict, assign=assign, from_flatten=from_flatten
+        )
+        return self
+
+
+def _is_instance(value: Any) -> bool:
+    return isinstance(value, _Slots)

@@ -1,0 +1,208 @@
+"""TensorDict operations on a tensorclass: shape, device and dtype, selection, apply,
+math and operators. Each runs the TensorDict method of the same name on the
+instance's ``_tensordict`` and wraps the result back into the class (``_wrap.py``).
+
+The methods users call most are written out (typed ``Self`` for static checkers);
+the rest are generated from the tables at the bottom. Any other TensorDict method
+is still reachable through ``__getattr__`` (``_base.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _Slots
+from tensordict.tensorclass._wrap import (
+    _td_method,
+    _unwrap,
+    _unwrap_args,
+    _wrap_out,
+    binary_dunder,
+    forward,
+    unary_dunder,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+__all__: list[str] = []
+
+
+class _OpsMixin:
+    """Shape, device, selection and math methods (see the module docstring)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # pragma: no cover
+        _tensordict: Any
+        _non_tensordict: dict
+
+    # ------------------------------------------------------------------ shape
+    def view(self, *shape: Any, **kwargs: Any) -> Self:
+        """Views the batch dims as ``shape`` (every field keeps its feature dims)."""
+        return _wrap_out(self, self._tensordict.view(*shape, **kwargs))
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Self:
+        """Reshapes the batch dims to ``shape`` (copies only where a view is impossible).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Img(TensorClass):
+            ...     x: torch.Tensor
+            >>> Img(x=torch.zeros(100, 3), batch_size=[100]).reshape(10, 10).x.shape
+            torch.Size([10, 10, 3])
+        """
+        return _wrap_out(self, self._tensordict.reshape(*shape, **kwargs))
+
+    def permute(self, *dims: Any) -> Self:
+        """Permutes the batch dims."""
+        return _wrap_out(self, self._tensordict.permute(*dims))
+
+    def transpose(self, dim0: int, dim1: int) -> Self:
+        """Swaps two batch dims."""
+        return _wrap_out(self, self._tensordict.transpose(dim0, dim1))
+
+    def squeeze(self, dim: int | None = None) -> Self:
+        """Removes batch dims of size 1 (only ``dim`` when given)."""
+        return _wrap_out(self, self._tensordict.squeeze(dim))
+
+    def unsqueeze(self, dim: int) -> Self:
+        """Inserts a batch dim of size 1 at ``dim``."""
+        return _wrap_out(self, self._tensordict.unsqueeze(dim))
+
+    def expand(self, *shape: Any) -> Self:
+        """Expands the batch dims to ``shape`` (no copy)."""
+        return _wrap_out(self, self._tensordict.expand(*shape))
+
+    def expand_as(self, other: Any) -> Self:
+        """Expands to ``other``'s batch size (a tensorclass or TensorDict) or shape (a tensor)."""
+        return _wrap_out(self, self._tensordict.expand_as(_unwrap(other)))
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Self:
+        """Flattens batch dims ``start_dim..end_dim`` into one."""
+        return _wrap_out(self, self._tensordict.flatten(start_dim, end_dim))
+
+    def unflatten(self, dim: int, unflattened_size: Any) -> Self:
+        """Splits batch dim ``dim`` into ``unflattened_size``."""
+        return _wrap_out(self, self._tensordict.unflatten(dim, unflattened_size))
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Self, ...]:
+        """Splits along batch dim ``dim`` into instances of ``split_size`` (or the given sizes)."""
+        return _wrap_out(self, self._tensordict.split(split_size, dim))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Self, ...]:
+        """Splits into ``chunks`` instances along batch dim ``dim``."""
+        return _wrap_out(self, self._tensordict.chunk(chunks, dim))
+
+    # ------------------------------------------------------------------ device / dtype
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """Moves and/or casts every tensor field (the forms of ``torch.Tensor.to``).
+
+        Returns ``self`` when nothing changes, a new instance otherwise.
+        """
+        args, kwargs = _unwrap_args(args, kwargs)
+        return _wrap_out(self, self._tensordict.to(*args, **kwargs))
+
+    def cpu(self, **kwargs: Any) -> Self:
+        """``to("cpu")``."""
+        return _wrap_out(self, self._tensordict.cpu(**kwargs))
+
+    def cuda(self, device: Any = None, **kwargs: Any) -> Self:
+        """``to("cuda")`` (or ``cuda:<device>``)."""
+        return _wrap_out(self, self._tensordict.cuda(device, **kwargs))
+
+    def detach(self) -> Self:
+        """Every tensor field detached from the autograd graph (same storage)."""
+        return _wrap_out(self, self._tensordict.detach())
+
+    def contiguous(self) -> Self:
+        """Every tensor field made contiguous."""
+        return _wrap_out(self, self._tensordict.contiguous())
+
+    # ------------------------------------------------------------------ selection / apply
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Self:
+        """An instance with only ``keys`` set (the other fields read ``None``)."""
+        return _wrap_out(self, self._tensordict.select(*keys, inplace=inplace, strict=strict))
+
+    def exclude(self, *keys: Any, inplace: bool = False) -> Self:
+        """An instance without ``keys`` (they read ``None``)."""
+        return _wrap_out(self, self._tensordict.exclude(*keys, inplace=inplace))
+
+    def apply(self, fn: Any, *others: Any, **kwargs: Any) -> Self:
+        """``TensorDict.apply`` over the tensor fields; ``others`` may be instances too."""
+        others, kwargs = _unwrap_args(others, kwargs)
+        return _wrap_out(self, _td_method(self, "apply")(fn, *others, **kwargs))
+
+    def apply_(self, fn: Any, *others: Any, **kwargs: Any) -> Self:
+        """``TensorDict.apply_``: ``fn`` applied in place to every tensor field."""
+        others, kwargs = _unwrap_args(others, kwargs)
+        return _wrap_out(self, _td_method(self, "apply_")(fn, *others, **kwargs))
+
+    def update(self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any) -> Self:
+        """Writes the fields of ``input_dict_or_td`` (an instance, a TensorDict or a dict).
+
+        Raises:
+            KeyError: a key is not a field of the class.
+        """
+        cls = type(self)
+        source = _full_td(input_dict_or_td) if isinstance(input_dict_or_td, _Slots) else input_dict_or_td
+        keys = source._keys_raw() if hasattr(source, "_keys_raw") else source.keys()
+        extra = [k for k in keys if (k if isinstance(k, str) else k[0]) not in cls._tc_field_set]
+        if extra:
+            msg = f"{cls.__name__}.update: {extra} are not fields of {cls.__name__} (fields: {list(cls._tc_fields)})."
+            raise KeyError(msg)
+        if cls._tc_frozen:
+            import dataclasses
+
+            msg = f"cannot update fields of {cls.__name__}: it is frozen."
+            raise dataclasses.FrozenInstanceError(msg)
+        with _non_tensor_in_td(self) as td:
+            td.update(source, clone=clone, inplace=inplace, **kwargs)
+        return self
+
+
+# ---------------------------------------------------------------------- generated
+#: methods returning a TensorDict of the same fields (or ``self``) whose arguments are
+#: never tensorclasses
+_PLAIN = [
+    "movedim", "moveaxis", "repeat", "repeat_interleave", "flip", "roll", "narrow",
+    "gather", "tensor_split", "float", "double", "half", "bfloat16", "int", "long",
+    "short", "byte", "char", "bool", "type", "pin_memory", "empty", "zero_", "fill_",
+    "detach_", "requires_grad_", "share_memory_", "lock_", "unlock_", "clear_device_",
+    "rename", "rename_", "refine_names", "consolidate", "densify", "auto_batch_size_",
+    "filter_empty_", "data_ptr", "is_shared", "all", "any",
+]
+#: methods whose arguments may be tensorclasses (unwrapped to their TensorDicts first)
+_UNWRAP = [
+    "named_apply", "update_", "copy_", "masked_fill", "masked_fill_", "masked_select",
+    "where", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "pow", "pow_",
+    "maximum", "maximum_", "minimum", "minimum_", "clamp", "clamp_", "clamp_min",
+    "clamp_min_", "clamp_max", "clamp_max_", "lerp", "lerp_", "addcmul", "addcmul_",
+    "addcdiv", "addcdiv_", "abs", "abs_", "neg", "neg_", "exp", "exp_", "log", "log_",
+    "log1p", "log1p_", "sqrt", "sqrt_", "sin", "sin_", "cos", "cos_", "tanh", "tanh_",
+    "sigmoid", "sigmoid_", "sign", "sign_", "floor", "floor_", "ceil", "ceil_", "round",
+    "round_", "reciprocal", "reciprocal_", "isnan", "isfinite", "sum", "mean", "nanmean",
+    "nansum", "prod", "std", "var", "max", "min", "amax", "amin", "norm", "logsumexp",
+    "softmax", "cumsum", "set_at_", "update_at_", "copy_at_",
+]
+_BINARY = [
+    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__", "__mul__",
+    "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__", "__floordiv__",
+    "__rfloordiv__", "__ifloordiv__", "__mod__", "__rmod__", "__imod__", "__pow__",
+    "__rpow__", "__ipow__", "__matmul__", "__and__", "__or__", "__xor__", "__lt__",
+    "__le__", "__gt__", "__ge__",
+]
+_UNARY = ["__neg__", "__abs__", "__invert__", "__pos__"]
+
+for _name in _PLAIN:
+    if _name not in _OpsMixin.__dict__:
+        setattr(_OpsMixin, _name, forward(_name))
+for _name in _UNWRAP:
+    if _name not in _OpsMixin.__dict__:
+        setattr(_OpsMixin, _name, forward(_name, unwrap=True))
+for _name in _BINARY:
+    setattr(_OpsMixin, _name, binary_dunder(_name))
+for _name in _UNARY:
+    setattr(_OpsMixin, _name, unary_dunder(_name))
+del _name

@@ -1,0 +1,368 @@
+"""Where a tensorclass instance keeps its fields, and the fast paths that bind them.
+
+An instance has three slots and an instance ``__dict__``:
+
+- ``_tensordict``: a TensorDict holding the tensor-like fields (tensors, nested
+  TensorDicts and tensorclasses, ``NonTensorStack`` of per-element objects);
+- ``_non_tensordict``: a ``dict`` with the other fields (``None``, strings, any
+  object), shared by every element of the batch;
+- ``_tc_extra``: private attributes (names starting with ``_``), created on demand;
+- ``__dict__``: **the very dict** that stores the TensorDict's leaves
+  (``_tensordict._tensordict``) when the TensorDict is a plain ``TensorDict``.
+
+The last point is what makes ``data.image`` as fast as a dataclass attribute: the
+class defines no attribute under a field's name, so Python finds the tensor with
+one lookup in the instance dict, in C. Fields that are not in the TensorDict
+(non-tensor values, ``None``) miss that lookup and are served by
+``__getattr__`` from ``_non_tensordict``. For other TensorDict types (lazy stacks,
+HDF5-backed ones) ``__dict__`` is empty and every field read goes through
+``__getattr__``, which asks the TensorDict.
+
+Invariant: a field name is a key of the TensorDict or of ``_non_tensordict``, never
+of both. Operations that may leave ``NonTensorData`` leaves in the TensorDict call
+``_pull_non_tensor`` to move them back to ``_non_tensordict``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import types
+import typing
+from collections.abc import Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from tensordict._base import TensorDictBase, is_tensor_collection
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._td import TensorDict
+
+__all__: list[str] = []
+
+_Tensor = torch.Tensor
+_Size = torch.Size
+_EMPTY_SIZE = torch.Size(())
+
+
+class _Slots:
+    """Instance layout shared by every tensorclass (see the module docstring)."""
+
+    __slots__ = ("_tensordict", "_non_tensordict", "_tc_extra")
+
+
+_SET_TD = _Slots._tensordict.__set__  # type: ignore[attr-defined]
+_SET_NT = _Slots._non_tensordict.__set__  # type: ignore[attr-defined]
+_obj_new = object.__new__
+_obj_setattr = object.__setattr__
+
+
+def _batch_error(cls: type, name: str, shape: Any, batch_size: Any) -> RuntimeError:
+    msg = (
+        f"{cls.__name__}.{name}: the value's leading dims must match "
+        f"batch_size={tuple(batch_size)}, got shape {tuple(shape)}. Make the leading dims "
+        f"match, or build the {cls.__name__} with a different batch_size."
+    )
+    return RuntimeError(msg)
+
+
+def _locked_error(cls: type, name: str) -> RuntimeError:
+    msg = (
+        f"Cannot set {cls.__name__}.{name}: the instance is locked (for instance after "
+        "memmap()). Unlock it with `obj.unlock_()`, or write in place with "
+        f"`obj.{name}.copy_(value)` / `obj[index] = value`."
+    )
+    return RuntimeError(msg)
+
+
+def _to_size(batch_size: Any) -> torch.Size:
+    if batch_size is None:
+        return _EMPTY_SIZE
+    if batch_size.__class__ is _Size:
+        return batch_size
+    if isinstance(batch_size, int):
+        return _Size((batch_size,))
+    try:
+        return _Size(batch_size)
+    except TypeError:
+        msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
+        raise TypeError(msg) from None
+
+
+def _to_device(device: Any) -> torch.device | None:
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+# ---------------------------------------------------------------------- binding
+def _pull_non_tensor(store: dict, nt: dict) -> None:
+    """Moves ``NonTensorData`` leaves of ``store`` into ``nt`` (as their objects)."""
+    for key, value in list(store.items()):
+        if value.__class__ is NonTensorData:
+            nt[key] = value.data
+            del store[key]
+
+
+def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
+    """Attaches ``td`` and ``nt`` to ``obj`` (a fresh instance) and restores the invariant."""
+    _SET_TD(obj, td)
+    _SET_NT(obj, nt)
+    if td.__class__ is TensorDict:
+        store = td._tensordict
+        for value in store.values():
+            if value.__class__ is NonTensorData:
+                _pull_non_tensor(store, nt)
+                break
+        if nt:
+            for key in [k for k in nt if k in store]:
+                del nt[key]
+        _obj_setattr(obj, "__dict__", store)
+    else:
+        _obj_setattr(obj, "__dict__", {})
+
+
+def _new(cls: type, td: TensorDictBase, nt: dict | None) -> Any:
+    """A new ``cls`` instance over ``td``; ``nt`` is copied (it is per instance)."""
+    obj = _obj_new(cls)
+    _bind(obj, td, dict(nt) if nt else {})
+    return obj
+
+
+def _resync(obj: Any) -> None:
+    """Restores the invariant after an in-place TensorDict operation on ``obj``."""
+    td = obj._tensordict
+    nt = obj._non_tensordict
+    if td.__class__ is TensorDict:
+        store = td._tensordict
+        if obj.__dict__ is not store:
+            _obj_setattr(obj, "__dict__", store)
+        _pull_non_tensor(store, nt)
+        if nt:
+            for key in [k for k in nt if k in store]:
+                del nt[key]
+
+
+def _full_td(obj: Any) -> TensorDictBase:
+    """``obj``'s TensorDict plus its non-tensor fields as ``NonTensorData`` (a shallow copy
+    when there are any; the TensorDict itself otherwise)."""
+    td = obj._tensordict
+    nt = obj._non_tensordict
+    if not nt:
+        return td
+    bs, device = td.batch_size, td.device
+    if td.__class__ is TensorDict:
+        source = dict(td._tensordict)
+        for key, value in nt.items():
+            source[key] = NonTensorData(value, bs, device)
+        return TensorDict._new_unsafe(source, bs, device, td.names if td._has_names() else None)
+    out = td.clone(recurse=False)
+    for key, value in nt.items():
+        out._set_raw(key, NonTensorData(value, bs, device))
+    return out
+
+
+@contextmanager
+def _non_tensor_in_td(obj: Any):
+    """Within the block, ``obj``'s non-tensor fields are ``NonTensorData`` leaves of its
+    own TensorDict, so that a TensorDict method sees (and may save, load or rewrite)
+    every field. On exit the invariant is restored. Yields the TensorDict."""
+    td = obj._tensordict
+    nt = obj._non_tensordict
+    if nt and td.__class__ is TensorDict:
+        bs, device = td._batch_size, td._device
+        store = td._tensordict
+        for key, value in nt.items():
+            store[key] = NonTensorData(value, bs, device)
+        nt.clear()
+    try:
+        yield td
+    finally:
+        if obj._tensordict is not td and td.__class__ is TensorDict:
+            _pull_non_tensor(td._tensordict, nt)
+        _resync(obj)
+
+
+# ---------------------------------------------------------------------- type hints
+_HINTS_ATTR = "_tc_hints_cache"
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    """Resolved type hints of ``cls``'s fields (best effort; unresolvable ones are absent)."""
+    cached = cls.__dict__.get(_HINTS_ATTR)
+    if cached is not None:
+        return cached
+    hints: dict[str, Any] = {}
+    try:
+        hints = typing.get_type_hints(cls, localns={cls.__name__: cls})
+    except Exception:
+        import sys
+
+        for klass in reversed(cls.__mro__):
+            module = sys.modules.get(klass.__module__)
+            glob = dict(vars(module)) if module is not None else {}
+            for name, ann in klass.__dict__.get("__annotations__", {}).items():
+                if isinstance(ann, str):
+                    try:
+                        ann = eval(ann, glob, {cls.__name__: cls})  # noqa: S307 - class's own annotation
+                    except Exception:
+                        continue
+                hints[name] = ann
+    fields = set(getattr(cls, "_tc_fields", ()))
+    hints = {k: v for k, v in hints.items() if k in fields}
+    type.__setattr__(cls, _HINTS_ATTR, hints)
+    return hints
+
+
+def _strip_optional(hint: Any) -> tuple[Any, bool]:
+    """``(inner, allows_none)`` for ``X | None`` / ``Optional[X]``; ``(None, ...)`` when
+    the hint is a union of several types."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        allows_none = len(args) != len(typing.get_args(hint))
+        return (args[0] if len(args) == 1 else None), allows_none
+    return hint, False
+
+
+def _tensorclass_hint(cls: type, name: str) -> type | None:
+    """The tensorclass type a field is annotated with, if any."""
+    from tensordict.tensorclass._registry import is_tensorclass
+
+    hint = _type_hints(cls).get(name)
+    if hint is None:
+        return None
+    hint, _ = _strip_optional(hint)
+    if isinstance(hint, type) and is_tensorclass(hint):
+        return hint
+    return None
+
+
+def _autocast(cls: type, name: str, value: Any, batch_size: torch.Size) -> tuple[Any, bool]:
+    """Casts ``value`` to the type ``name`` is annotated with. Returns
+    ``(value, keep_as_object)``; the flag is set for Python scalar/str annotations."""
+    from tensordict.tensorclass._registry import is_tensorclass
+
+    hint = _type_hints(cls).get(name)
+    if hint is None or hint is Any or value is None:
+        return value, False
+    hint, _ = _strip_optional(hint)
+    if hint is None or not isinstance(hint, type):
+        return value, False
+    if issubclass(hint, _Tensor):
+        if not isinstance(value, _Tensor) and not is_tensor_collection(value):
+            value = torch.as_tensor(value)
+        return value, False
+    if is_tensorclass(hint):
+        if isinstance(value, hint):
+            return value, False
+        if isinstance(value, TensorDictBase):
+            return hint.from_tensordict(value), False
+        if isinstance(value, Mapping):
+            return hint.from_tensordict(TensorDict(dict(value), batch_size=batch_size)), False
+        return value, False
+    if issubclass(hint, TensorDictBase):
+        if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
+            return TensorDict(dict(value), batch_size=batch_size), False
+        return value, False
+    if hint in (int, float, bool, complex):
+        if isinstance(value, _Tensor):
+            value = hint(value.item()) if value.numel() == 1 else value.tolist()
+        elif isinstance(value, NonTensorData):
+            value = hint(value.data)
+        else:
+            value = hint(value)
+        return value, True
+    if hint is str:
+        if isinstance(value, NonTensorData):
+            value = value.data
+        return value, True
+    return value, False
+
+
+def _is_numpy_numeric(value: Any) -> bool:
+    mod = type(value).__module__
+    if mod != "numpy" and not mod.startswith("numpy."):
+        return False
+    kind = getattr(getattr(value, "dtype", None), "kind", "O")
+    return kind not in "OUSV"
+
+
+# ---------------------------------------------------------------------- conversion
+def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blocking: bool = False) -> tuple[bool, Any]:
+    """Validates and converts one field value for ``td`` (whose batch_size and device
+    apply). Returns ``(goes_in_td, value)``. Raises before anything is written."""
+    keep_object = False
+    if cls._tc_autocast:
+        value, keep_object = _autocast(cls, name, value, td.batch_size)
+    if keep_object or value is None:
+        return False, value
+    bs = td.batch_size
+    device = td.device
+    if isinstance(value, _Tensor):
+        n = len(bs)
+        if n and value.shape[:n] != bs:
+            raise _batch_error(cls, name, value.shape, bs)
+        if device is not None and value.device != device:
+            value = value.to(device, non_blocking=non_blocking)
+        return True, value
+    if value.__class__ is NonTensorData:
+        return False, value.data
+    if isinstance(value, NonTensorStack):
+        if value.batch_size != bs:
+            raise _batch_error(cls, name, value.batch_size, bs)
+        return True, value
+    if is_tensor_collection(value):
+        vbs = value.batch_size
+        if vbs[: len(bs)] != bs:
+            raise _batch_error(cls, name, vbs, bs)
+        if device is not None and value.device != device:
+            value = value.to(device)
+        if isinstance(value, TensorDictBase):
+            target = _tensorclass_hint(cls, name)
+            if target is not None:
+                value = target.from_tensordict(value)
+        return True, value
+    if isinstance(value, Mapping):
+        target = _tensorclass_hint(cls, name)
+        sub = TensorDict(dict(value), batch_size=bs, device=device)
+        return True, (target.from_tensordict(sub) if target is not None else sub)
+    if not cls._tc_nocast and (
+        isinstance(value, (bool, numbers.Number)) and not isinstance(value, complex) or _is_numpy_numeric(value)
+    ):
+        tensor = torch.as_tensor(value, device=device)
+        if tensor.ndim == 0 and bs:
+            tensor = tensor.expand(bs).clone()
+        n = len(bs)
+        if n and tensor.shape[:n] != bs:
+            raise _batch_error(cls, name, tensor.shape, bs)
+        return True, tensor
+    return False, value
+
+
+def _store_field(obj: Any, name: str, value: Any, non_blocking: bool = False) -> None:
+    """Writes one field (validated) into ``obj``: the TensorDict or ``_non_tensordict``."""
+    cls = type(obj)
+    td = obj._tensordict
+    if td._is_locked:
+        raise _locked_error(cls, name)
+    in_td, value = _convert_field(cls, name, value, td, non_blocking)
+    nt = obj._non_tensordict
+    if in_td:
+        if td.__class__ is TensorDict:
+            td._tensordict[name] = value
+        else:
+            td._set_raw(name, value)
+        nt.pop(name, None)
+    else:
+        if td._get_raw(name, _ABSENT) is not _ABSENT:
+            td._del_raw(name)
+        nt[name] = value
+
+
+_ABSENT: Any = object()

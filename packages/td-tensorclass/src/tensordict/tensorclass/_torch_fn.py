@@ -1,0 +1,116 @@
+"""``torch.*`` functions called on tensorclasses (``__torch_function__``).
+
+``torch.stack`` and ``torch.cat`` get their own implementation, which carries the
+non-tensor fields along (equal values stay one object, differing ones become a
+``NonTensorStack``). Every other function td-core handles for TensorDicts
+(``torch.unbind``, ``torch.split``, ``torch.squeeze``, ``torch.zeros_like``, ...) runs
+on the instances' TensorDicts and the result is wrapped back into the class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from tensordict._torch_fn import TD_HANDLED_FUNCTIONS
+from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
+from tensordict.tensorclass._wrap import _unwrap, _wrap_out
+
+__all__ = ["stack_instances", "cat_instances", "dispatch"]
+
+
+def _instances(items: Sequence[Any], op: str) -> tuple[list, type]:
+    items = list(items)
+    if not items:
+        msg = f"{op} expects a non-empty sequence of tensorclass instances."
+        raise RuntimeError(msg)
+    cls = type(items[0])
+    for i, item in enumerate(items):
+        if type(item) is not cls:
+            msg = (
+                f"{op} expects instances of one tensorclass: item 0 is a {cls.__name__}, "
+                f"item {i} is a {type(item).__name__}."
+            )
+            raise TypeError(msg)
+    return items, cls
+
+
+def _write_out(out: Any, result: Any) -> Any:
+    with _non_tensor_in_td(out) as td:
+        td.update_(result)
+    return out
+
+
+def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how: str = "stack", **kwargs: Any) -> Any:
+    """Stacks tensorclass instances of one class along a new batch dim ``dim``.
+
+    ``how`` is ``"stack"`` (dense; lazy under ``set_lazy_legacy(True)``),
+    ``"lazy_stack"`` or ``"maybe_dense_stack"``.
+    """
+    items, cls = _instances(items, "stack")
+    tds = [_full_td(item) for item in items]
+    if how == "stack":
+        from tensordict._stack import stack
+
+        result = stack(tds, dim, **kwargs)
+    else:
+        import tensordict
+
+        result = getattr(tensordict, how)(tds, dim, **kwargs)
+    if out is not None:
+        return _write_out(out, result)
+    return _new(cls, result, None)
+
+
+def cat_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
+    """Concatenates tensorclass instances of one class along batch dim ``dim``."""
+    from tensordict._stack import cat
+
+    items, cls = _instances(items, "cat")
+    result = cat([_full_td(item) for item in items], dim)
+    if out is not None:
+        return _write_out(out, result)
+    return _new(cls, result, None)
+
+
+def _stack(tensors: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
+    return stack_instances(tensors, dim, out=out)
+
+
+def _cat(tensors: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
+    return cat_instances(tensors, dim, out=out)
+
+
+_OWN = {
+    torch.stack: _stack,
+    torch.cat: _cat,
+    torch.concat: _cat,
+    torch.concatenate: _cat,
+}
+
+
+def _template(args: tuple, kwargs: dict) -> Any:
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, _Slots):
+            return value
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                if isinstance(v, _Slots):
+                    return v
+    return None
+
+
+def dispatch(func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    impl = _OWN.get(func)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    td_impl = TD_HANDLED_FUNCTIONS.get(func)
+    if td_impl is None:
+        return NotImplemented
+    template = _template(args, kwargs)
+    args = tuple(_unwrap(a) for a in args)
+    kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+    out = td_impl(*args, **kwargs)
+    return _wrap_out(template, out) if template is not None else out
