@@ -161,7 +161,9 @@ class TestFromAny:
         td = TensorDict.from_any(obj, auto_batch_size=True)
         assert td.batch_size == (2,)
         assert torch.equal(td["p", "y"], torch.ones(2))
-        assert td["t", "1", "0"] == 2
+        # a level made only of scalars follows its parent's batch size
+        assert td["t", "1"].batch_size == (2,)
+        assert td["t", "1", "0"].tolist() == [2, 2]
         assert td["d", "step"].tolist() == [3, 3]
         assert td["d", "meta", "k"].shape == (2, 1)
 
@@ -292,7 +294,7 @@ class TestStructArray:
         assert td["name"] == ["Rex", "Fido"]
 
     def test_zero_copy_both_ways(self):
-        x = np.zeros((2, 3), dtype=[("a", "f4"), ("b", "i8", (2,))])
+        x = np.zeros((2, 3), dtype=[("a", "f8"), ("b", "i8", (2,))])
         td = TensorDict.from_struct_array(x)
         assert td.batch_size == (2, 3)
         assert td["b"].shape == (2, 3, 2)
@@ -302,7 +304,7 @@ class TestStructArray:
         assert x["b"][0, 0, 1] == 9
 
     def test_nested_and_zero_dim(self):
-        dt = np.dtype([("pos", [("x", "f8"), ("y", "f8")]), ("id", "i4")])
+        dt = np.dtype([("pos", [("x", "f8"), ("y", "f8")]), ("id", "i4")], align=True)
         x = np.zeros(4, dtype=dt)
         td = TensorDict.from_struct_array(x)
         assert td["pos"].batch_size == (4,)
@@ -348,6 +350,16 @@ class TestStructArray:
         x["b"][0] = 2.0
         assert td["a"][0] == 0.0  # copied
         assert td["b"][0] == 2.0  # shared
+        # a packed layout whose offsets break the item alignment
+        packed = np.zeros(2, dtype=[("c", "i1"), ("d", "f8")])
+        with pytest.warns(UserWarning, match="'d'.*copied"):
+            td = TensorDict.from_struct_array(packed)
+        aligned = np.zeros(2, dtype=np.dtype([("c", "i1"), ("d", "f8")], align=True))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            td = TensorDict.from_struct_array(aligned)
+        aligned["d"][1] = 3.0
+        assert td["d"][1] == 3.0
 
     def test_device(self, device):
         x = np.zeros(3, dtype=[("a", "f4")])

@@ -27,7 +27,10 @@ def make_tds(n=3, bs=(4,), device=None, seed=0):
         TensorDict(
             {
                 "a": torch.randn((*bs, 2), generator=g),
-                "b": {"c": torch.randn(torch.Size(bs), generator=g), "d": torch.arange(int(torch.Size(bs).numel())).view(bs) + i},
+                "b": {
+                    "c": torch.randn(torch.Size(bs), generator=g),
+                    "d": torch.arange(int(torch.Size(bs).numel())).view(bs) + i,
+                },
                 "s": "text",
             },
             batch_size=bs,
@@ -159,7 +162,9 @@ def test_missing_key_names_indices():
 
 # ---------------------------------------------------------------------- reads and writes
 def test_seed_overview_example():
-    tensordicts = [TensorDict({"a": torch.rand(10), "b": torch.rand(10, 100, 10)}, [10]) for _ in range(3)]
+    tensordicts = [
+        TensorDict({"a": torch.rand(10), "b": torch.rand(10, 100, 10)}, [10]) for _ in range(3)
+    ]
     with set_lazy_legacy(True):
         stacked = torch.stack(tensordicts, 0)  # no stacking happens here
     stacked_a = stacked["a"]
@@ -249,7 +254,9 @@ def test_indexed_write_stack_dim_1():
 def test_update_writes_through():
     tds = make_tds()
     s = lazy_stack(tds)
-    other = lazy_stack([TensorDict({"a": torch.ones(4, 2), "z": torch.ones(4)}, [4]) for _ in range(3)])
+    other = lazy_stack(
+        [TensorDict({"a": torch.ones(4, 2), "z": torch.ones(4)}, [4]) for _ in range(3)]
+    )
     s.update(other)
     assert (tds[0]["a"] == 1).all() and "z" in tds[2].keys()
     s.update(TensorDict({"w": torch.zeros(3, 4)}, [3, 4]))
@@ -261,7 +268,10 @@ def test_update_writes_through():
 # ---------------------------------------------------------------------- heterogeneous stacks
 def hetero():
     return [
-        TensorDict({"a": torch.zeros(2, 3), "shared": {"x": torch.ones(2, 1)}, "only0": torch.zeros(2)}, [2]),
+        TensorDict(
+            {"a": torch.zeros(2, 3), "shared": {"x": torch.ones(2, 1)}, "only0": torch.zeros(2)},
+            [2],
+        ),
         TensorDict({"a": torch.ones(2, 5), "shared": {"x": torch.ones(2, 4)}}, [2]),
     ]
 
@@ -283,8 +293,11 @@ def test_heterogeneous_shapes():
     assert nested.is_nested
     r = repr(s)
     assert "shape=torch.Size([2, 2, -1])" in r
-    # listing keys never stacks
+    # listing keys and membership tests never stack
     assert set(s.keys(True, True)) == {"a", ("shared", "x")}
+    assert ("shared", "x") in s.keys(True, True)
+    assert "shared" not in s.keys(True, True) and "shared" in s.keys()
+    assert ("shared", "y") not in s.keys(True)
 
 
 def test_densify():
@@ -372,7 +385,12 @@ INDICES = [
 def test_index_matches_dense(stack_dim, index):
     member_bs = [2, 3, 3]
     n = member_bs.pop(stack_dim)
-    tds = [TensorDict({"a": torch.randn(*member_bs, 2), "n": {"c": torch.randn(*member_bs)}}, member_bs) for _ in range(n)]
+    tds = [
+        TensorDict(
+            {"a": torch.randn(*member_bs, 2), "n": {"c": torch.randn(*member_bs)}}, member_bs
+        )
+        for _ in range(n)
+    ]
     s = lazy_stack(tds, stack_dim)
     dense = torch.stack(tds, stack_dim)
     assert s.batch_size == dense.batch_size == torch.Size([2, 3, 3])
@@ -386,7 +404,10 @@ def test_index_matches_dense(stack_dim, index):
 @given(
     stack_dim=st.integers(0, 2),
     parts=st.lists(
-        st.one_of(st.integers(-2, 1), st.sampled_from([slice(None), slice(0, 1), slice(1, None), None, Ellipsis])),
+        st.one_of(
+            st.integers(-2, 1),
+            st.sampled_from([slice(None), slice(0, 1), slice(1, None), None, Ellipsis]),
+        ),
         max_size=3,
     ),
 )
@@ -448,7 +469,12 @@ def test_shape_ops_match_dense(stack_dim, name, op):
     member_bs = [2, 3, 4]
     del member_bs[stack_dim]
     n = [2, 3, 4][stack_dim]
-    tds = [TensorDict({"a": torch.randn(*member_bs, 5), "n": {"c": torch.randn(*member_bs)}}, member_bs) for _ in range(n)]
+    tds = [
+        TensorDict(
+            {"a": torch.randn(*member_bs, 5), "n": {"c": torch.randn(*member_bs)}}, member_bs
+        )
+        for _ in range(n)
+    ]
     s = lazy_stack(tds, stack_dim)
     dense = torch.stack(tds, stack_dim)
     assert s.batch_size == torch.Size([2, 3, 4])
@@ -467,7 +493,9 @@ def test_shape_ops_stay_lazy_and_share_storage():
     assert t.stack_dim == 1 and t.tensordicts[2] is tds[2]
     assert lazy_stack(tds[:1]).squeeze(0) is tds[0]
     e = lazy_stack(tds[:1]).expand(3, 4)
-    assert e.batch_size == torch.Size([3, 4]) and all(td["a"].data_ptr() == tds[0]["a"].data_ptr() for td in e.tensordicts)
+    assert e.batch_size == torch.Size([3, 4]) and all(
+        td["a"].data_ptr() == tds[0]["a"].data_ptr() for td in e.tensordicts
+    )
 
 
 def test_unbind_split_chunk():
@@ -645,3 +673,52 @@ def test_pickle_round_trip():
     out = pickle.loads(pickle.dumps(s))
     assert isinstance(out, LazyStackedTensorDict) and out.stack_dim == 1
     assert_same(out, s)
+
+
+# ---------------------------------------------------------------------- math
+def test_inplace_math_writes_through():
+    tds = [TensorDict({"a": torch.ones(4, 2), "b": {"c": torch.ones(4)}}, [4]) for _ in range(3)]
+    s = lazy_stack(tds)
+    ptr = tds[0]["a"].data_ptr()
+    s += 1
+    assert (tds[0]["a"] == 2).all() and tds[0]["a"].data_ptr() == ptr
+    s.mul_(torch.arange(3.0))  # a tensor over the stack dim is split along it
+    assert (tds[0]["a"] == 0).all() and (tds[2]["a"] == 4).all()
+    s.sub_(lazy_stack([td.clone() for td in tds]))
+    assert (tds[2]["b", "c"] == 0).all()
+    s.masked_fill_(torch.ones(3, 4, dtype=torch.bool), 0.5)
+    assert (tds[1]["b", "c"] == 0.5).all()
+    s.exp_()
+    torch.testing.assert_close(tds[1]["a"], torch.full((4, 2), 0.5).exp())
+    s.clamp_(0, 1)
+    assert tds[2]["a"].max() <= 1
+
+
+def test_out_of_place_math_is_lazy():
+    tds = make_tds(3, (4,))
+    s = lazy_stack(tds, 1)
+    dense = torch.stack(tds, 1)
+    for op in (
+        lambda t: t + 1,
+        lambda t: 2 * t - t,
+        lambda t: -t,
+        lambda t: t.abs(),
+        lambda t: t.exp(),
+    ):
+        out = op(s.exclude("s"))
+        assert isinstance(out, LazyStackedTensorDict) and out.stack_dim == 1
+        assert_same(out, op(dense.exclude("s")))
+    torch.testing.assert_close((s.exclude("s") + dense.exclude("s"))["a"], dense["a"] * 2)
+    h = lazy_stack(hetero())
+    doubled = h * 2 + 1
+    assert doubled._shape_of("a") == torch.Size([2, 2, -1])
+    assert (doubled.tensordicts[1]["a"] == 3).all()
+
+
+def test_from_modules_lazy_repr_matches_documentation():
+    modules = [torch.nn.Linear(3, 4) for _ in range(2)]
+    params = TensorDict.from_modules(*modules, lazy_stack=True)
+    assert isinstance(params, LazyStackedTensorDict)
+    assert "bias: Tensor(shape=torch.Size([2, 4])" in repr(params)
+    params["weight"].sum().backward()
+    assert modules[0].weight.grad is not None

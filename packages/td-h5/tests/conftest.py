@@ -67,7 +67,9 @@ def grid_file(tmp_path):
     return path
 
 
-def grid_reference() -> TensorDict:
+@pytest.fixture
+def grid_ref() -> TensorDict:
+    """In-memory copy of ``grid_file``."""
     return TensorDict(
         {
             "x": torch.arange(40, dtype=torch.float32).view(4, 5, 2),

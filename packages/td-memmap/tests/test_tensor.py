@@ -13,7 +13,7 @@ import torch.multiprocessing as mp
 from tensordict.memmap import MemoryMappedTensor, is_memmap
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import allocated_bytes, rss_kib  # noqa: E402
+from _memmap_helpers import allocated_bytes, rss_kib  # noqa: E402
 
 
 def test_from_tensor_file_roundtrip(tmp_path):

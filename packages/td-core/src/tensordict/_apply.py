@@ -29,6 +29,19 @@ _Size = torch.Size
 _NESTED = 1
 _PASS = 2
 
+# TensorDictBase / TensorDict, bound on first use (``_base`` imports this module)
+_TDB: Any = None
+_TD: Any = None
+
+
+def _bind() -> Any:
+    global _TDB, _TD
+    from tensordict._base import TensorDictBase
+    from tensordict._td import TensorDict
+
+    _TDB, _TD = TensorDictBase, TensorDict
+    return TensorDictBase
+
 
 # ---------------------------------------------------------------------- tree helpers
 def _flatten_tensors(td: Any, leaves: list) -> tuple:
@@ -40,8 +53,16 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
         ``(key, _PASS, value)`` for anything else (non-tensor data), which the math
         passes through unchanged. ``simple`` is ``True`` when every entry is a tensor.
     """
-    from tensordict._base import TensorDictBase
-
+    tdb = _TDB or _bind()
+    if td.__class__ is _TD:
+        store = td._tensordict
+        values = list(store.values())
+        for v in values:
+            if v.__class__ is not _Tensor:
+                break
+        else:
+            leaves.extend(values)
+            return (td, list(store), True)
     entries: list = []
     simple = True
     append = leaves.append
@@ -50,7 +71,7 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
             add(key)
             append(value)
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, tdb):
             simple = False
             add((key, _NESTED, _flatten_tensors(value, leaves)))
         else:
@@ -102,9 +123,22 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
         TypeError: ``other`` holds a nested TensorDict where ``spec`` has a tensor (or
             the reverse).
     """
-    from tensordict._base import TensorDictBase
-
-    td, entries, _ = spec
+    tdb = _TDB or _bind()
+    td, entries, simple = spec
+    if simple and other.__class__ is _TD:
+        store = other._tensordict
+        if len(store) == len(entries):
+            try:
+                values = [store[k] for k in entries]
+            except KeyError:
+                values = None
+            if values is not None:
+                for v in values:
+                    if v.__class__ is not _Tensor:
+                        break
+                else:
+                    out.extend(values)
+                    return
     get = other._get_raw
     for entry in entries:
         key = entry if entry.__class__ is str else entry[0]
@@ -127,7 +161,7 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
                 raise TypeError(msg)
             out.append(value)
         elif entry[1] == _NESTED:
-            if not isinstance(value, TensorDictBase):
+            if not isinstance(value, tdb):
                 full = prefix + (key,) if prefix else key
                 msg = (
                     f"{what}: key {full!r} is a TensorDict in the TensorDict but a "
@@ -182,8 +216,7 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
 
 def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
     """``apply(fn)`` with one TensorDict and no keyword: the hot path."""
-    from tensordict._base import TensorDictBase
-
+    tdb = _TDB or _bind()
     bs = td.batch_size
     n = len(bs)
     source = {}
@@ -192,12 +225,59 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
             res = fn(value)
             if res is None:
                 continue
-            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, TensorDictBase)):
+            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
                 res = td._convert_value(prefix + (key,) if prefix else key, res)
             elif n and res.shape[:n] != bs:
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, tdb):
             res = _apply_simple(value, fn, filter_empty, prefix + (key,))
+            if res is None:
+                continue
+        else:
+            res = value
+        source[key] = res
+    if not source and filter_empty is not False:
+        if filter_empty or not td.is_empty():
+            return None
+    return td._new_like(source)
+
+
+def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple) -> Any:
+    """``apply(fn, *others)`` without keywords: several TensorDicts walked together."""
+    tdb = _TDB or _bind()
+    bs = td.batch_size
+    n = len(bs)
+    gets = [o._tensordict.get if o.__class__ is _TD else o._get_raw for o in others]
+    single = gets[0] if len(gets) == 1 else None
+    source = {}
+    for key, value in td._items_raw():
+        if single is not None:
+            other = single(key, _MISSING)
+            if other is _MISSING:
+                raise _missing_in_other(prefix + (key,) if prefix else key, 1)
+            vals = (other,)
+        else:
+            vals = tuple(g(key, _MISSING) for g in gets)
+            if _MISSING in vals:
+                raise _missing_in_other(prefix + (key,) if prefix else key, vals.index(_MISSING) + 1)
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            res = fn(value, *vals)
+            if res is None:
+                continue
+            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
+                res = td._convert_value(prefix + (key,) if prefix else key, res)
+            elif n and res.shape[:n] != bs:
+                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+        elif isinstance(value, tdb):
+            for i, v in enumerate(vals):
+                if not isinstance(v, tdb):
+                    full = prefix + (key,) if prefix else key
+                    msg = (
+                        f"apply: key {full!r} is a TensorDict in the TensorDict but a "
+                        f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
+                    )
+                    raise TypeError(msg)
+            res = _apply_others(value, fn, vals, filter_empty, prefix + (key,))
             if res is None:
                 continue
         else:
@@ -250,8 +330,9 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
     """One node of the general ``apply``: ``tds[0]`` is the TensorDict (or a ``_Missing``)
     and ``tds[1:]`` the others. Returns the new node, ``None`` (filtered) or, in place,
     the node written to."""
-    from tensordict._base import TensorDictBase, is_tensor_collection
+    from tensordict._base import is_tensor_collection
 
+    TensorDictBase = _TDB or _bind()  # noqa: N806
     main = tds[0]
     if main.__class__ is _Missing:
         main = next(t for t in tds if t.__class__ is not _Missing)
@@ -616,16 +697,19 @@ class ApplyMixin:
             new_bs = None
         device = _device_arg(device)
         if (
-            not others
-            and not named
+            not named
             and new_bs is None
             and device is NO_DEFAULT
             and not inplace
             and out is None
             and not call_on_nested
             and is_leaf is None
+            and (not others or default is NO_DEFAULT)
         ):
-            result = _apply_simple(self, fn, filter_empty, prefix)
+            if others:
+                result = _apply_others(self, fn, others, filter_empty, prefix)
+            else:
+                result = _apply_simple(self, fn, filter_empty, prefix)
         else:
             ctx = _Ctx(
                 fn=fn,

@@ -985,7 +985,7 @@ class TensorDictBase(
         for key, value in self._items_raw():
             if isinstance(value, torch.Tensor):
                 source[key] = fn(value)
-            elif isinstance(value, TensorDictBase):
+            elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
                 source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
             elif keep_non_tensor:
                 source[key] = value
@@ -1039,3 +1039,14 @@ class TensorDictBase(
         return dispatch(func, types, args, kwargs or {})
 
     __torch_function__ = classmethod(__torch_function__)  # type: ignore[assignment]
+
+
+def _bind_base_class() -> None:
+    """Gives the concern modules a direct reference to TensorDictBase (no per-call imports)."""
+    from tensordict import _compare, _device, _keys, _select, _shape
+
+    for module in (_compare, _device, _keys, _select, _shape):
+        module.TensorDictBase = TensorDictBase
+
+
+_bind_base_class()

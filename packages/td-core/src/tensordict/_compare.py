@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._base import TensorDictBase
 
 import torch
 
 from tensordict._keys import _MISSING
 from tensordict._nontensor import NonTensorData, NonTensorStack
+
+#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
+#: per-call imports on hot paths)
+TensorDictBase: Any = None
 
 __all__ = ["CompareMixin"]
 

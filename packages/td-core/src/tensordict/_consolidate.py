@@ -110,19 +110,26 @@ def _td_cls() -> Any:
 
 
 # ---------------------------------------------------------------------- tree walks
-def _collect(td: Any, leaves: list, base: Any) -> tuple:
+def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
     entries = []
     append = entries.append
-    for key, value in td._items_raw():
-        if isinstance(value, torch.Tensor):
+    if td.__class__ is td_cls:
+        items = td._tensordict.items()
+        bs, device, names = td._batch_size, td._device, td._names
+    else:
+        items = td._items_raw()
+        bs, device = td.batch_size, td.device
+        names = td.names if td._has_names() else None
+    tensor = torch.Tensor
+    for key, value in items:
+        if value.__class__ is tensor or isinstance(value, tensor):
             append((key, _TENSOR, len(leaves)))
             leaves.append(value)
         elif isinstance(value, base):
-            append((key, _TD, _collect(value, leaves, base)))
+            append((key, _TD, _collect(value, leaves, base, td_cls)))
         else:
             append((key, _OTHER, value))
-    names = td.names if td._has_names() else None
-    return (td.batch_size, td.device, names, entries)
+    return (bs, device, names, entries)
 
 
 def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
@@ -150,33 +157,44 @@ def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
     return i == n
 
 
-def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool) -> tuple:
-    """A TensorDict over ``views`` shaped like ``node``, and its skeleton."""
+def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock: bool) -> tuple:
+    """A TensorDict over ``views`` shaped like ``node``, and its skeleton.
+
+    With ``move``, every level gets ``device`` (non-tensor leaves are moved too).
+    """
     bs, dev, names, entries = node
-    if move:
-        dev = device
     source = {}
-    new_entries = entries
-    if move:
-        new_entries = []
+    if not move:
+        for key, kind, payload in entries:
+            if kind == _TENSOR:
+                source[key] = views[payload]
+            elif kind == _TD:
+                source[key] = _build(payload, views, device, td_cls, False, lock)[0]
+            else:
+                source[key] = payload
+        out = td_cls._new_unsafe(source, bs, dev, names)
+        if lock:
+            out._is_locked = True
+        return out, node
+    new_entries = []
     for entry in entries:
         key, kind, payload = entry
         if kind == _TENSOR:
             source[key] = views[payload]
         elif kind == _TD:
-            sub, sub_node = _build(payload, views, device, td_cls, move)
+            sub, sub_node = _build(payload, views, device, td_cls, True, lock)
             source[key] = sub
-            if move:
-                entry = (key, _TD, sub_node)
+            entry = (key, _TD, sub_node)
         else:
-            if move and device is not None and hasattr(payload, "to"):
+            if device is not None and hasattr(payload, "to"):
                 payload = payload.to(device)
                 entry = (key, _OTHER, payload)
             source[key] = payload
-        if move:
-            new_entries.append(entry)
-    out = td_cls._new_unsafe(source, bs, dev, names)
-    return out, (bs, dev, names, new_entries) if move else node
+        new_entries.append(entry)
+    out = td_cls._new_unsafe(source, bs, device, names)
+    if lock:
+        out._is_locked = True
+    return out, (bs, device, names, new_entries)
 
 
 def _assign_inplace(td: Any, node: tuple, views: list) -> None:
@@ -209,15 +227,23 @@ def _layout(leaves: list) -> tuple[list, int]:
     return runs, start
 
 
+def _run_views(slab: torch.Tensor, templates: list) -> Any:
+    """Views of a 1-d ``slab`` shaped like ``templates`` (laid out one after the other)."""
+    shape = templates[0].shape
+    if len(templates) > 1 and all(t.shape == shape for t in templates):
+        return slab.view(len(templates), *shape).unbind(0)  # one C++ call, one view per leaf
+    return _unflatten_dense(slab, templates)
+
+
 def _views(storage: torch.Tensor, runs: list, templates: list) -> list:
     """Views into ``storage`` shaped like ``templates`` (one C++ call per dtype run)."""
     if len(runs) == 1 and runs[0][3] == list(range(len(templates))):
         dtype, start, nbytes, _ = runs[0]
-        return list(_unflatten_dense(storage[start : start + nbytes].view(dtype), templates))
+        return list(_run_views(storage[start : start + nbytes].view(dtype), templates))
     views: list = [None] * len(templates)
     for dtype, start, nbytes, idxs in runs:
         slab = storage[start : start + nbytes].view(dtype)
-        _scatter(views, idxs, _unflatten_dense(slab, [templates[i] for i in idxs]))
+        _scatter(views, idxs, _run_views(slab, [templates[i] for i in idxs]))
     return views
 
 
@@ -335,6 +361,20 @@ def _open_file_storage(path: str, meta: dict, total: int) -> tuple[torch.Tensor,
         return torch.empty(0, dtype=torch.uint8), tmp
     mapped = torch.from_file(tmp, shared=True, size=size, dtype=torch.uint8)
     return mapped[data_offset:], tmp
+
+
+def _fill_file(path: str, meta: dict, total: int, runs: list, leaves: list, num_threads: int) -> tuple:
+    """Writes the file (to a temporary name, renamed into place once complete)."""
+    storage, tmp = _open_file_storage(path, meta, total)
+    try:
+        views = _views(storage, runs, leaves)
+        _copy(views, leaves, num_threads, False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return storage, views
 
 
 # ---------------------------------------------------------------------- reading files
@@ -503,7 +543,7 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     views = [storage[off : off + nb].view(dtype).view(shape) for dtype, shape, off, nb in specs]
     used: set = set()
     skeleton = _read_node(meta.get("root"), path, specs, views, used, [], 0)
-    td, skeleton = _build(skeleton, views, None, _td_cls(), False)
+    td, skeleton = _build(skeleton, views, None, _td_cls(), False, False)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, path)
     return td
 
@@ -581,9 +621,9 @@ class ConsolidateMixin:
                     return self
                 return self._to_consolidated(torch.device(device), non_blocking)
         base = _base()
+        td_cls = _td_cls()
         leaves: list = []
-        skeleton = _collect(self, leaves, base)
-        runs, total = _layout(leaves)
+        skeleton = _collect(self, leaves, base, td_cls)
         if device is not None:
             device = torch.device(device)
         path = None
@@ -593,57 +633,51 @@ class ConsolidateMixin:
                 msg = f"consolidate: a file-backed storage lives on the CPU, got device={device}."
                 raise ValueError(msg)
         storage_device = device or self.device or (leaves[0].device if leaves else torch.device("cpu"))
+        fused = False
+        if path is None and len(leaves) > 1 and not (share_memory or pin_memory or num_threads):
+            dtype0 = leaves[0].dtype
+            fused = all(t.dtype is dtype0 for t in leaves) and (
+                (device is None and self.device is not None) or all(t.device == storage_device for t in leaves)
+            )
         with torch.no_grad():
-            if path is not None:
-                meta = {
-                    "format": _FORMAT,
-                    "version": VERSION,
-                    "nbytes": total,
-                    "leaves": _leaf_specs(runs, leaves),
-                    "root": _json_node(skeleton, ()),
-                }
-                storage, tmp = _open_file_storage(path, meta, total)
-                try:
-                    views = _views(storage, runs, leaves)
-                    _copy(views, leaves, num_threads, False)
-                    os.replace(tmp, path)
-                except BaseException:
-                    if os.path.exists(tmp):
-                        os.remove(tmp)
-                    raise
-                storage_device = torch.device("cpu")
-            elif (
-                len(runs) == 1
-                and not share_memory
-                and not pin_memory
-                and not num_threads
-                and all(t.device == storage_device for t in leaves)
-            ):
+            if fused:
                 # one dtype, one device: one fused C++ flatten builds the storage
                 flat = _flatten_dense(leaves)
-                storage = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
-                views = list(_unflatten_dense(flat, leaves))
+                storage = flat.view(torch.uint8)
+                views = list(_run_views(flat, leaves))
+                runs = [(dtype0, 0, storage.numel(), list(range(len(leaves))))]
             else:
-                pin = pin_memory and storage_device.type == "cpu" and torch.cuda.is_available()
-                storage = torch.empty(total, dtype=torch.uint8, device=storage_device, pin_memory=pin)
-                if share_memory and storage_device.type == "cpu":
-                    storage.share_memory_()
-                views = _views(storage, runs, leaves)
-                _copy(views, leaves, num_threads, non_blocking)
-                if non_blocking and storage_device.type == "cpu" and torch.cuda.is_available():
-                    torch.cuda.synchronize()
+                runs, total = _layout(leaves)
+                if path is not None:
+                    meta = {
+                        "format": _FORMAT,
+                        "version": VERSION,
+                        "nbytes": total,
+                        "leaves": _leaf_specs(runs, leaves),
+                        "root": _json_node(skeleton, ()),
+                    }
+                    storage, views = _fill_file(path, meta, total, runs, leaves, num_threads)
+                    storage_device = torch.device("cpu")
+                else:
+                    pin = pin_memory and storage_device.type == "cpu" and torch.cuda.is_available()
+                    storage = torch.empty(total, dtype=torch.uint8, device=storage_device, pin_memory=pin)
+                    if share_memory and storage_device.type == "cpu":
+                        storage.share_memory_()
+                    views = _views(storage, runs, leaves)
+                    _copy(views, leaves, num_threads, non_blocking)
+                    if non_blocking and storage_device.type == "cpu" and torch.cuda.is_available():
+                        torch.cuda.synchronize()
         move = device is not None or path is not None
         if inplace:
             _assign_inplace(self, skeleton, views)
             if move:
                 self._set_device_tree(storage_device)
-                skeleton = _collect(self, [], base)
+                skeleton = _collect(self, [], base, td_cls)
             self._consolidated = _State(storage, skeleton, runs, views, path)
             self._set_lock_flag(True)
             return self
-        out, skeleton = _build(skeleton, views, storage_device if device is not None else None, _td_cls(), device is not None)
+        out, skeleton = _build(skeleton, views, storage_device, td_cls, device is not None, True)
         out._consolidated = _State(storage, skeleton, runs, views, path)
-        out._set_lock_flag(True)
         return out
 
     def is_consolidated(self) -> bool:
@@ -682,10 +716,8 @@ class ConsolidateMixin:
         if non_blocking and device.type == "cpu" and torch.cuda.is_available():
             torch.cuda.synchronize()
         views = _views(new_storage, state.runs, state.leaves)
-        out, skeleton = _build(state.skeleton, views, device, _td_cls(), True)
+        out, skeleton = _build(state.skeleton, views, device, _td_cls(), True, self.is_locked)
         out._consolidated = _State(new_storage, skeleton, state.runs, views, None)
-        if self.is_locked:
-            out._set_lock_flag(True)
         return out
 
     @classmethod

@@ -62,7 +62,7 @@ class _PendingList:
 class _Opts:
     """Options shared by every level of one conversion."""
 
-    __slots__ = ("batch_size", "auto", "batch_dims", "device", "any_mode")
+    __slots__ = ("batch_size", "auto", "batch_dims", "device", "any_mode", "free")
 
     def __init__(self, batch_size: Any, auto: bool, batch_dims: int | None, device: Any, any_mode: bool) -> None:
         self.batch_size = None if batch_size is None else _as_size(batch_size)
@@ -70,6 +70,9 @@ class _Opts:
         self.batch_dims = batch_dims
         self.device = None if device is None else _as_device(device)
         self.any_mode = any_mode
+        #: ids of the TensorDicts built here with nothing that fixes a batch size (only
+        #: scalars and non-tensor data): they follow their parent's batch size
+        self.free: set[int] = set()
 
 
 def _as_size(batch_size: Any) -> torch.Size:
@@ -224,17 +227,23 @@ def _build(items: Any, opts: _Opts) -> Any:
             msg = f"key {key!r} of type {type(key).__name__} is not a str."
             raise TypeError(msg)
         source[key] = _value(key, value, opts)
+    free = False
     if opts.batch_size is not None:
         batch_size = opts.batch_size
         check = True
     elif opts.auto:
-        batch_size = _common_batch(source, opts.batch_dims)
+        common = _common_batch(source, opts.batch_dims, opts.free)
+        free = common is None
+        batch_size = _Size(()) if free else common
         check = False
     else:
         batch_size = _Size(())
         check = False
-    _settle(source, batch_size, opts.device, check)
-    return TensorDict._new_unsafe(source, batch_size, opts.device)
+    _settle(source, batch_size, opts.device, check, opts.free)
+    td = TensorDict._new_unsafe(source, batch_size, opts.device)
+    if free:
+        opts.free.add(id(td))
+    return td
 
 
 def _prefix(common: list | None, shape: Sequence[int]) -> list:
@@ -248,15 +257,16 @@ def _prefix(common: list | None, shape: Sequence[int]) -> list:
     return common[:n]
 
 
-def _common_batch(source: dict, batch_dims: int | None) -> torch.Size:
-    """The longest leading shape shared by the values (non-tensor data and scalars broadcast)."""
+def _common_batch(source: dict, batch_dims: int | None, free: set | None = None) -> torch.Size | None:
+    """The longest leading shape shared by the values (non-tensor data and scalars
+    broadcast); ``None`` if no value fixes one."""
     from tensordict._nontensor import NonTensorData
 
     common: list | None = None
     for value in source.values():
         if isinstance(value, _Tensor):
             shape = value.shape
-        elif isinstance(value, (_Scalar, NonTensorData)):
+        elif isinstance(value, (_Scalar, NonTensorData)) or (free and id(value) in free):
             continue
         elif isinstance(value, _PendingList):
             shape = (len(value.items),)
@@ -265,20 +275,41 @@ def _common_batch(source: dict, batch_dims: int | None) -> torch.Size:
         common = _prefix(common, shape)
         if not common:
             break
-    common = common or []
+    if common is None:
+        return None
     if batch_dims is not None:
         common = common[:batch_dims]
     return _Size(common)
 
 
-def _settle(source: dict, batch_size: torch.Size, device: torch.device | None, check: bool) -> None:
+def _broadcast_free(td: Any, batch_size: torch.Size) -> Any:
+    """A TensorDict of scalars and non-tensor data, expanded to ``batch_size``."""
+    from tensordict._base import TensorDictBase
+    from tensordict._nontensor import NonTensorData
+    from tensordict._td import TensorDict
+
+    source = {}
+    for key, value in td._items_raw():
+        if isinstance(value, _Tensor):
+            source[key] = value.expand(*batch_size, *value.shape).clone()
+        elif isinstance(value, TensorDictBase):
+            source[key] = _broadcast_free(value, batch_size)
+        else:
+            source[key] = NonTensorData(value.data, batch_size, value.device)
+    return TensorDict._new_unsafe(source, batch_size, td.device)
+
+
+def _settle(source: dict, batch_size: torch.Size, device: torch.device | None, check: bool, free: set | None = None) -> None:
     """Gives every value its final form for ``batch_size``; raises if one does not fit."""
     from tensordict._errors import batch_mismatch_error
     from tensordict._nontensor import NonTensorData, NonTensorStack
 
     n = len(batch_size)
     for key, value in source.items():
-        if isinstance(value, _Tensor):
+        if free and id(value) in free:
+            if n:
+                source[key] = _broadcast_free(value, batch_size)
+        elif isinstance(value, _Tensor):
             if check and value.shape[:n] != batch_size:
                 raise batch_mismatch_error(key, value.shape, batch_size)
         elif isinstance(value, _Scalar):
@@ -337,9 +368,10 @@ def _from_any(obj: Any, *, auto_batch_size: bool = False, batch_dims: int | None
     if isinstance(obj, _Tensor) or _is_collection(obj):
         return obj
     if isinstance(obj, Mapping):
-        if batch_size is not None:
-            auto_batch_size = False
-        return _from_dict(obj, batch_size, device, auto_batch_size=auto_batch_size, batch_dims=batch_dims if auto_batch_size else None)
+        # as from_dict (batch_size wins over auto_batch_size), with from_any's rules inside
+        auto = bool(auto_batch_size) and batch_size is None
+        opts = _Opts(batch_size, auto, batch_dims if auto else None, device, any_mode=True)
+        return _build(_normalize_items(obj), opts)
     auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_any")
     opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
     if _is_namedtuple(obj):

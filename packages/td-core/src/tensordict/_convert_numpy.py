@@ -110,7 +110,8 @@ def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
         if shape[: len(batch_size)] != batch_size:
             raise batch_mismatch_error("<struct array>", shape, batch_size)
     elif opts.auto:
-        batch_size = _common_batch(source, opts.batch_dims)
+        common = _common_batch(source, opts.batch_dims)
+        batch_size = shape if common is None else common
     else:
         batch_size = shape
     for key, value in source.items():
@@ -185,7 +186,7 @@ def _struct_dtype(td: Any, n: int) -> np.dtype:
         else:
             msg = f"to_struct_array: key {key!r} holds a {type(value).__name__}, which has no NumPy structured dtype."
             raise TypeError(msg)
-    return np.dtype(fields)
+    return np.dtype(fields, align=True)
 
 
 def _fill(out: np.ndarray, td: Any) -> None:

@@ -7,6 +7,10 @@ from typing import Any
 
 import torch
 
+#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
+#: per-call imports on hot paths)
+TensorDictBase: Any = None
+
 __all__ = ["DeviceMixin"]
 
 
@@ -77,8 +81,6 @@ class DeviceMixin:
         return out
 
     def _set_device_tree(self, device: Any) -> None:
-        from tensordict._base import TensorDictBase
-
         self._device = device
         for key, value in list(self._items_raw()):
             if isinstance(value, TensorDictBase):
@@ -140,8 +142,6 @@ class DeviceMixin:
 
     def clear_device_(self) -> Any:
         """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""
-        from tensordict._base import TensorDictBase
-
         self._device = None
         for _, value in self._items_raw():
             if isinstance(value, TensorDictBase):
@@ -149,8 +149,6 @@ class DeviceMixin:
         return self
 
     def _tensor_leaves(self) -> list[torch.Tensor]:
-        from tensordict._base import TensorDictBase
-
         out = []
         for _, value in self._items_raw():
             if isinstance(value, torch.Tensor):

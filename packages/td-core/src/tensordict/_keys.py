@@ -8,12 +8,14 @@ strings, and a one-element tuple collapses to its string.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._base import TensorDictBase
 
 NestedKey = Union[str, tuple["NestedKey", ...]]
+
+#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
+#: per-call imports on hot paths)
+TensorDictBase: Any = None
 
 __all__ = ["NestedKey", "unravel_key", "unravel_key_list", "unravel_keys"]
 
@@ -123,8 +125,6 @@ class _KeysView:
         return iter(out)
 
     def _collect(self, td: TensorDictBase, prefix: tuple, out: list) -> None:
-        from tensordict._base import TensorDictBase
-
         is_leaf = self.is_leaf
         leaves_only = self.leaves_only
         nested = self.include_nested
@@ -156,8 +156,6 @@ class _KeysView:
         return sum(1 for _ in self)
 
     def __contains__(self, key: object) -> bool:
-        from tensordict._base import TensorDictBase
-
         if key.__class__ is str:
             if not self.leaves_only:
                 return key in self._td._keys_raw()

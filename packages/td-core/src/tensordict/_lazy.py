@@ -14,12 +14,13 @@ and tells how to get it as a list, a nested tensor or a padded tensor).
 Concerns live in sibling modules: indexing in ``_lazy_index.py``, shape
 operations in ``_lazy_shape.py``, dense conversions and the repr in
 ``_lazy_dense.py``, per-TensorDict methods (apply, select, update, ...) in
-``_lazy_ops.py``.
+``_lazy_ops.py``, element-wise math in ``_lazy_math.py``, writes in
+``_lazy_write.py`` and the stacking functions in ``_lazy_funcs.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -28,9 +29,12 @@ from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase, is_tensor_co
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, _KeysView, unravel_key
 from tensordict._lazy_dense import LazyDenseMixin
+from tensordict._lazy_funcs import dense_stack_tds, lazy_stack, maybe_dense_stack
 from tensordict._lazy_index import LazyIndexMixin
+from tensordict._lazy_math import LazyMathMixin
 from tensordict._lazy_ops import LazyOpsMixin
 from tensordict._lazy_shape import LazyShapeMixin
+from tensordict._lazy_write import LazyWriteMixin, _td_has
 from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
 from tensordict._td import TensorDict
 
@@ -39,15 +43,6 @@ __all__ = ["LazyStackedTensorDict", "lazy_stack", "maybe_dense_stack", "dense_st
 _Tensor = torch.Tensor
 _Size = torch.Size
 _RAISE: Any = object()
-
-
-def _td_has(td: Any, key: tuple) -> bool:
-    """``True`` if ``td`` holds the (flat tuple) ``key``, without stacking any leaf."""
-    for sub in key[:-1]:
-        td = td._get_raw(sub, None)
-        if not isinstance(td, TensorDictBase):
-            return False
-    return key[-1] in td._keys_raw()
 
 
 def _format_indices(indices: Sequence[int]) -> str:
@@ -63,7 +58,10 @@ class _LazyKeysView(_KeysView):
     def _lazy_keys(self, td: Any, prefix: tuple, out: list) -> None:
         if not isinstance(td, LazyStackedTensorDict) or not td.tensordicts:
             sub = _KeysView(td, self.include_nested, self.leaves_only, self.is_leaf)
-            out.extend((prefix + k if k.__class__ is tuple else prefix + (k,)) if prefix else k for k in sub)
+            out.extend(
+                (prefix + k if k.__class__ is tuple else prefix + (k,)) if prefix else k
+                for k in sub
+            )
             return
         is_leaf = self.is_leaf
         first_td = td.tensordicts[0]
@@ -90,8 +88,45 @@ class _LazyKeysView(_KeysView):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def __contains__(self, key: object) -> bool:
+        if key.__class__ is str:
+            t: tuple = (key,)
+        elif key.__class__ is tuple:
+            try:
+                t = _as_tuple(key)
+            except (TypeError, ValueError):
+                return False
+        else:
+            return False
+        if len(t) > 1 and not self.include_nested:
+            return False
+        node: Any = self._td
+        for sub in t[:-1]:
+            node = node._get_raw(sub, None)
+            if not isinstance(node, TensorDictBase):
+                return False
+        if not isinstance(node, LazyStackedTensorDict):
+            return _KeysView(node, True, self.leaves_only, self.is_leaf).__contains__(t[-1])
+        if t[-1] not in node._keys_raw():
+            return False
+        if not self.leaves_only:
+            return True
+        first = node.tensordicts[0]._get_raw(t[-1], None)
+        is_coll = isinstance(first, TensorDictBase)
+        if self.is_leaf is None:
+            return not is_coll
+        return self.is_leaf(LazyStackedTensorDict if is_coll else type(first))
 
-class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, LazyOpsMixin, TensorDictBase):
+
+class LazyStackedTensorDict(
+    LazyMathMixin,
+    LazyShapeMixin,
+    LazyIndexMixin,
+    LazyDenseMixin,
+    LazyOpsMixin,
+    LazyWriteMixin,
+    TensorDictBase,
+):
     """A stack of TensorDicts along a new batch dim ``stack_dim``, stacked lazily.
 
     Reading a key stacks that key's values (``torch.stack`` for tensors, a lazy
@@ -232,14 +267,18 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
                 raise RuntimeError(msg)
 
     @classmethod
-    def _from_list(cls, tds: Sequence[TensorDictBase], stack_dim: int = 0, batch_size: Any = None) -> LazyStackedTensorDict:
+    def _from_list(
+        cls, tds: Sequence[TensorDictBase], stack_dim: int = 0, batch_size: Any = None
+    ) -> LazyStackedTensorDict:
         """Checked constructor from a list (no ``*args`` packing)."""
         obj = cls.__new__(cls)
         obj._init(list(tds), stack_dim, batch_size)
         return obj
 
     @classmethod
-    def _new_unsafe(cls, tds: list, stack_dim: int, batch_size: torch.Size | None = None) -> LazyStackedTensorDict:
+    def _new_unsafe(
+        cls, tds: list, stack_dim: int, batch_size: torch.Size | None = None
+    ) -> LazyStackedTensorDict:
         """Builds without checks: the caller guarantees ``tds`` share one batch size."""
         obj = cls.__new__(cls)
         obj.tensordicts = tds
@@ -250,10 +289,20 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
         obj._batch_size = batch_size
         return obj
 
-    def _new_lazy(self, tds: list, stack_dim: int | None = None, batch_size: torch.Size | None = None) -> LazyStackedTensorDict:
-        return LazyStackedTensorDict._new_unsafe(tds, self.stack_dim if stack_dim is None else stack_dim, batch_size)
+    def _new_lazy(
+        self, tds: list, stack_dim: int | None = None, batch_size: torch.Size | None = None
+    ) -> LazyStackedTensorDict:
+        return LazyStackedTensorDict._new_unsafe(
+            tds, self.stack_dim if stack_dim is None else stack_dim, batch_size
+        )
 
-    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+    def _new_like(
+        self,
+        source: dict,
+        batch_size: Any = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+    ) -> TensorDict:
         """A dense ``TensorDict`` (results of generic ops on a lazy stack are dense)."""
         if batch_size is None:
             batch_size = self._batch_size
@@ -263,7 +312,9 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
             names = None
         if names is not None and len(names) != len(batch_size):
             names = None
-        return TensorDict._new_unsafe(source, _Size(batch_size), self.device if device is NO_DEFAULT else device, names)
+        return TensorDict._new_unsafe(
+            source, _Size(batch_size), self.device if device is NO_DEFAULT else device, names
+        )
 
     def _check_strict_shapes(self) -> None:
         for key in self.keys(include_nested=True, leaves_only=True):
@@ -536,49 +587,6 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
             raise self._missing_error(unravel_key(key), missing)
         return t
 
-    def _split_value(self, value: Any) -> list:
-        """``value`` (shaped like the stack) split into one part per stacked TensorDict."""
-        tds = self.tensordicts
-        n = len(tds)
-        sd = self.stack_dim
-        bs = self._batch_size
-        if isinstance(value, _Tensor):
-            nd = len(bs)
-            if value.ndim >= nd and value.shape[:nd] == bs:
-                return list(value.unbind(sd))
-            return [value] * n
-        if isinstance(value, NonTensorData):
-            return [NonTensorData(value.data, td.batch_size, value.device) for td in tds]
-        if isinstance(value, NonTensorStack):
-            head = (slice(None),) * sd
-            return [value[(*head, i)] for i in range(n)]
-        if isinstance(value, TensorDictBase) or is_tensor_collection(value):
-            vbs = value.batch_size
-            if vbs[: len(bs)] != bs:
-                msg = f"cannot split a value of batch_size {tuple(vbs)} over a lazy stack of batch_size {tuple(bs)}."
-                raise RuntimeError(msg)
-            return list(value.unbind(sd))
-        return [value] * n
-
-    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
-        for td, part in zip(self.tensordicts, self._split_value(value)):
-            td._set_raw(key, part)
-
-    def _del_raw(self, key: str) -> None:
-        for td in self.tensordicts:
-            if key in td._keys_raw():
-                td._del_raw(key)
-
-    def _create_nested(self, key: str) -> TensorDictBase:
-        for td in self.tensordicts:
-            if key not in td._keys_raw():
-                td._create_nested(key)
-        out = self._get_raw(key)
-        if not isinstance(out, TensorDictBase):
-            msg = f"Cannot write a nested key under {key!r}: it holds a {type(out).__name__}, not a TensorDict."
-            raise KeyError(msg)
-        return out
-
     # ------------------------------------------------------------------ get
     def keys(
         self,
@@ -599,12 +607,19 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
         return view
 
     def __getitem__(self, index: Any) -> Any:
-        if index.__class__ is str:
+        cls = index.__class__
+        if cls is str:
             out = self._stack_values(index, self._leaf_values(index))
             if out.__class__ is _Tensor:
                 return out
             return self._unwrap_leaf(out)
-        return TensorDictBase.__getitem__(self, index)
+        if (
+            cls is tuple
+            and index
+            and all(i.__class__ is str or i.__class__ is tuple for i in index)
+        ):
+            return self.get(index)
+        return self._index(index)
 
     def get(
         self,
@@ -656,7 +671,16 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
             [torch.Size([2]), torch.Size([3])]
         """
         if as_list or as_nested_tensor or as_padded_tensor:
-            return self._get_special(key, default, as_list, as_nested_tensor, as_padded_tensor, layout, padding_value, padding_side)
+            return self._get_special(
+                key,
+                default,
+                as_list,
+                as_nested_tensor,
+                as_padded_tensor,
+                layout,
+                padding_value,
+                padding_side,
+            )
         if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
             default = None
         return self._unwrap_leaf(self._get_any_raw(key, default))
@@ -687,90 +711,6 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
         k = t[0] if len(t) == 1 else t
         return [td._get_any_raw(k) for td in self.tensordicts]
 
-    # ------------------------------------------------------------------ set
-    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
-        if not validated:
-            value = self._convert_value(key, value)
-        if not inplace and self.is_locked:
-            raise locked_error("set a new value", key)
-        for td, part in zip(self.tensordicts, self._split_value(value)):
-            td._set_str(key, part, inplace, True)
-
-    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> LazyStackedTensorDict:
-        """Copies ``item`` into the existing value of every stacked TensorDict under ``key``.
-
-        ``item`` is split along ``stack_dim`` when its leading dims are the stack's
-        batch size, and broadcast to every stacked TensorDict otherwise.
-
-        Raises:
-            KeyError: ``key`` is missing from some stacked TensorDicts (indices named).
-            RuntimeError: shapes do not broadcast.
-        """
-        key = unravel_key(key)
-        self._check_present(key)
-        if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
-            try:
-                item = TensorDict(item, batch_size=self._batch_size)
-            except RuntimeError:
-                pass
-        for td, part in zip(self.tensordicts, self._split_value(item)):
-            td.set_(key, part, non_blocking=non_blocking)
-        return self
-
-    def fill_(self, key: NestedKey, value: float | bool) -> LazyStackedTensorDict:
-        """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` in every stacked TensorDict."""
-        key = unravel_key(key)
-        self._check_present(key)
-        for td in self.tensordicts:
-            td.fill_(key, value)
-        return self
-
-    def del_(self, key: NestedKey) -> LazyStackedTensorDict:
-        """Removes ``key`` from every stacked TensorDict that holds it.
-
-        Raises:
-            KeyError: no stacked TensorDict holds ``key``.
-            RuntimeError: the stack is locked.
-        """
-        if self.is_locked:
-            raise locked_error("delete a key", key)
-        key = unravel_key(key)
-        t = _as_tuple(key)
-        have = [td for td in self.tensordicts if _td_has(td, t)]
-        if not have:
-            raise missing_key_error(key, self.keys(True))
-        for td in have:
-            td.del_(key)
-        return self
-
-    def clear(self) -> LazyStackedTensorDict:
-        """Removes every key from every stacked TensorDict. Raises RuntimeError if locked."""
-        if self.is_locked:
-            raise locked_error("clear")
-        for td in self.tensordicts:
-            td.clear()
-        return self
-
-    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> LazyStackedTensorDict:
-        """Renames ``old_key`` to ``new_key`` in every stacked TensorDict.
-
-        Raises:
-            KeyError: ``old_key`` is missing from some of them, or ``safe=True`` and
-                ``new_key`` exists.
-            RuntimeError: the stack is locked.
-        """
-        if self.is_locked:
-            raise locked_error("rename a key", old_key)
-        self._check_present(old_key)
-        if safe:
-            t = _as_tuple(new_key)
-            if any(_td_has(td, t) for td in self.tensordicts):
-                msg = f"key {unravel_key(new_key)!r} already present in a stacked TensorDict (safe=True)."
-                raise KeyError(msg)
-        for td in self.tensordicts:
-            td.rename_key_(old_key, new_key)
-        return self
-
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -780,132 +720,3 @@ class LazyStackedTensorDict(LazyShapeMixin, LazyIndexMixin, LazyDenseMixin, Lazy
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-
-
-# ---------------------------------------------------------------------- functions
-def lazy_stack(input: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
-    """Stacks TensorDicts into a :class:`LazyStackedTensorDict` along a new batch dim ``dim``.
-
-    No leaf is copied: the result keeps ``input`` and stacks a key only when it is
-    read. The TensorDicts must share one batch size; their keys and feature
-    shapes may differ. A list of tensors is stacked with ``torch.stack``.
-
-    Args:
-        input (sequence of TensorDictBase): the TensorDicts to stack.
-        dim (int, optional): the new batch dim. Defaults to ``0``.
-
-    Keyword Args:
-        out (TensorDictBase, optional): a TensorDict to write the result into (in place).
-        **kwargs: passed to :class:`LazyStackedTensorDict` (``stack_dim_name``, ``strict_shape``).
-
-    Returns:
-        a :class:`LazyStackedTensorDict` (``out`` when given).
-
-    Raises:
-        RuntimeError: ``input`` is empty or the batch sizes differ (both named).
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict, lazy_stack
-        >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
-        >>> b = TensorDict(y=torch.ones(3), batch_size=[3])
-        >>> s = lazy_stack([a, b])
-        >>> type(s).__name__, s.batch_size
-        ('LazyStackedTensorDict', torch.Size([2, 3]))
-    """
-    tds = input if isinstance(input, list) else list(input)
-    if not tds:
-        msg = "lazy_stack expects a non-empty sequence of TensorDicts."
-        raise RuntimeError(msg)
-    if isinstance(tds[0], _Tensor):
-        return torch.stack(tds, dim, out=out)
-    if kwargs:
-        result = LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
-    else:
-        result = LazyStackedTensorDict._from_list(tds, dim)
-    if out is not None:
-        out.update_(result)
-        return out
-    return result
-
-
-def _dense_stack(tds: list, dim: int, out: Any, maybe: bool) -> Any:
-    from tensordict import _stack
-
-    prev = _stack._LAZY_LEGACY[0]
-    _stack._LAZY_LEGACY[0] = False
-    try:
-        return _stack.stack(tds, dim, out=out, maybe_dense_stack=maybe)
-    finally:
-        _stack._LAZY_LEGACY[0] = prev
-
-
-def maybe_dense_stack(input: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, **kwargs: Any) -> Any:
-    """Stacks TensorDicts densely when they have the same keys and shapes, lazily otherwise.
-
-    The result is a :class:`~tensordict.TensorDict` when every TensorDict has the
-    same keys and the same shape for each key; otherwise a
-    :class:`LazyStackedTensorDict` (a nested key whose TensorDicts differ becomes a
-    lazy stack inside a dense result). Tensors are stacked with ``torch.stack``.
-
-    Args:
-        input (sequence of TensorDictBase): the TensorDicts to stack.
-        dim (int, optional): the new batch dim. Defaults to ``0``.
-
-    Keyword Args:
-        out (TensorDictBase, optional): a TensorDict to write the result into.
-
-    Raises:
-        RuntimeError: ``input`` is empty or the batch sizes differ.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict, maybe_dense_stack
-        >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
-        >>> b = TensorDict(x=torch.ones(3), batch_size=[3])
-        >>> c = TensorDict(y=torch.ones(3), batch_size=[3])
-        >>> type(maybe_dense_stack([a, b])).__name__
-        'TensorDict'
-        >>> type(maybe_dense_stack([a, c])).__name__
-        'LazyStackedTensorDict'
-    """
-    tds = list(input)
-    if tds and isinstance(tds[0], _Tensor):
-        return torch.stack(tds, dim, out=out)
-    return _dense_stack(tds, dim, out, True)
-
-
-def dense_stack_tds(td_list: Sequence[TensorDictBase] | LazyStackedTensorDict, dim: int | None = None) -> TensorDictBase:
-    """Densely stacks a list of TensorDicts (or the TensorDicts of a lazy stack).
-
-    Unlike ``torch.stack`` under ``set_lazy_legacy(True)``, the result is always
-    dense, also for TensorDicts that hold lazy stacks themselves.
-
-    Args:
-        td_list (sequence of TensorDictBase or LazyStackedTensorDict): the
-            TensorDicts; for a lazy stack, its ``tensordicts``.
-        dim (int, optional): the stack dim. Defaults to the lazy stack's
-            ``stack_dim``, or ``0``.
-
-    Returns:
-        a dense :class:`~tensordict.TensorDict`.
-
-    Raises:
-        RuntimeError: the batch sizes or the shapes of a key differ.
-        KeyError: the key sets differ.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict, lazy_stack
-        >>> s = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(3)], 1)
-        >>> dense = dense_stack_tds(s)
-        >>> type(dense).__name__, dense.batch_size
-        ('TensorDict', torch.Size([2, 3]))
-    """
-    if isinstance(td_list, LazyStackedTensorDict):
-        if dim is None:
-            dim = td_list.stack_dim
-        td_list = td_list.tensordicts
-    if dim is None:
-        dim = 0
-    return _dense_stack(list(td_list), dim, None, False)

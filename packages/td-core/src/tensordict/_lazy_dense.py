@@ -173,7 +173,10 @@ class LazyDenseMixin:
                 return default
             raise
         if as_list:
-            return [v if isinstance(v, (_Tensor, TensorDictBase)) else self._unwrap_leaf(v) for v in values]
+            return [
+                v if isinstance(v, (_Tensor, TensorDictBase)) else self._unwrap_leaf(v)
+                for v in values
+            ]
         if not all(isinstance(v, _Tensor) for v in values):
             msg = f"key {key!r}: as_nested_tensor / as_padded_tensor need tensor leaves."
             raise TypeError(msg)
@@ -200,7 +203,9 @@ class LazyDenseMixin:
                 shared = all(v.is_shared() or v.is_cuda for v in values)
             except Exception:  # noqa: BLE001 - meta / fake tensors
                 shared = False
-            return f"{type(first).__name__}(shape={shape}, device={device}, dtype={dtype}, is_shared={shared})"
+            # stacking gives a plain Tensor for parameters (as ``torch.stack`` does)
+            name = "Tensor" if type(first) is torch.nn.Parameter else type(first).__name__
+            return f"{name}(shape={shape}, device={device}, dtype={dtype}, is_shared={shared})"
         if isinstance(first, TensorDictBase):
             return repr(self._get_raw(key))
         return repr(self._stack_values(key, values))
@@ -211,7 +216,9 @@ class LazyDenseMixin:
         seen = set(common)
         blocks = []
         for i, td in enumerate(self.tensordicts):
-            own = sorted(((k, v) for k, v in td._items_raw() if k not in seen), key=lambda kv: kv[0])
+            own = sorted(
+                ((k, v) for k, v in td._items_raw() if k not in seen), key=lambda kv: kv[0]
+            )
             if own:
                 lines = ",\n".join(f"{k}: {leaf_repr(v)}" for k, v in own)
                 blocks.append(f"{i} ->\n" + textwrap.indent(lines, "    "))

@@ -26,7 +26,12 @@ _FULL = slice(None)
 
 
 def _as_int(entry: Any) -> Any:
-    if isinstance(entry, _Tensor) and entry.ndim == 0 and not entry.is_floating_point() and entry.dtype is not torch.bool:
+    if (
+        isinstance(entry, _Tensor)
+        and entry.ndim == 0
+        and not entry.is_floating_point()
+        and entry.dtype is not torch.bool
+    ):
         return int(entry)
     return entry
 
@@ -116,10 +121,10 @@ class LazyIndexMixin:
         if stack.__class__ is slice:
             return list(range(n))[stack]
         pos = stack.tolist()
-        for p in pos:
-            if not -n <= p < n:
-                msg = f"index {p} is out of bounds for the stack dim {self.stack_dim} of size {n}."
-                raise IndexError(msg)
+        if pos and not (-n <= min(pos) and max(pos) < n):
+            bad = next(p for p in pos if not -n <= p < n)
+            msg = f"index {bad} is out of bounds for the stack dim {self.stack_dim} of size {n}."
+            raise IndexError(msg)
         return pos
 
     def _check_int(self, i: int) -> int:
@@ -140,7 +145,11 @@ class LazyIndexMixin:
                 bs = self._batch_size
                 return self._new_lazy(sel, 0, _Size((len(sel), *bs[1:])))
             if cls is _Tensor and index.ndim == 1 and index.dtype is torch.int64:
-                sel = [tds[i] for i in self._positions(index)]
+                try:
+                    sel = [tds[i] for i in index.tolist()]
+                except IndexError:
+                    self._positions(index)
+                    raise
                 bs = self._batch_size
                 return self._new_lazy(sel, 0, _Size((len(sel), *bs[1:])))
         idx = self._normalize_index(index)

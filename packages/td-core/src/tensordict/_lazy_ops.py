@@ -33,7 +33,11 @@ class LazyOpsMixin:
         from tensordict._lazy import LazyStackedTensorDict
 
         bs = self._batch_size
-        if isinstance(other, LazyStackedTensorDict) and other.stack_dim == self.stack_dim and other._batch_size == bs:
+        if (
+            isinstance(other, LazyStackedTensorDict)
+            and other.stack_dim == self.stack_dim
+            and other._batch_size == bs
+        ):
             return other.tensordicts
         if other.batch_size[: len(bs)] != bs:
             msg = (
@@ -62,10 +66,14 @@ class LazyOpsMixin:
         if td_bs is False:
             if names is not NO_DEFAULT:
                 new_kwargs["names"] = names
-            return self.contiguous()._map_leaves(fn, keep_non_tensor, batch_size=bs_arg, **new_kwargs)
+            return self.contiguous()._map_leaves(
+                fn, keep_non_tensor, batch_size=bs_arg, **new_kwargs
+            )
         if td_bs is not None:
             new_kwargs["batch_size"] = td_bs
-        out = self._new_lazy([td._map_leaves(fn, keep_non_tensor, **new_kwargs) for td in self.tensordicts])
+        out = self._new_lazy(
+            [td._map_leaves(fn, keep_non_tensor, **new_kwargs) for td in self.tensordicts]
+        )
         if names is not NO_DEFAULT and names is not None:
             out.names = names
         elif names is NO_DEFAULT and td_bs is None and self._names is not None:
@@ -128,7 +136,11 @@ class LazyOpsMixin:
         out = kwargs.pop("out", None)
         out_parts = None
         if out is not None:
-            if isinstance(out, LazyStackedTensorDict) and out.stack_dim == self.stack_dim and out._batch_size == self._batch_size:
+            if (
+                isinstance(out, LazyStackedTensorDict)
+                and out.stack_dim == self.stack_dim
+                and out._batch_size == self._batch_size
+            ):
                 out_parts = out.tensordicts
             else:
                 result = self._lazy_apply(method, fn, others, dict(kwargs, names=names))
@@ -200,12 +212,23 @@ class LazyOpsMixin:
         """``True`` when no stacked TensorDict holds a leaf."""
         return all(td.is_empty() for td in self.tensordicts)
 
-    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> Any:
+    def empty(
+        self,
+        recurse: bool = False,
+        *,
+        batch_size: Any = None,
+        device: Any = NO_DEFAULT,
+        names: Any = None,
+    ) -> Any:
         """A lazy stack of empty TensorDicts (a dense one when ``batch_size`` is given)."""
         if batch_size is not None and _Size(batch_size) != self._batch_size or not self.tensordicts:
-            return TensorDictBase.empty(self, recurse, batch_size=batch_size, device=device, names=names)
+            return TensorDictBase.empty(
+                self, recurse, batch_size=batch_size, device=device, names=names
+            )
         kw = {} if device is NO_DEFAULT else {"device": device}
-        return self._new_lazy([td.empty(recurse, **kw) for td in self.tensordicts], None, self._batch_size)
+        return self._new_lazy(
+            [td.empty(recurse, **kw) for td in self.tensordicts], None, self._batch_size
+        )
 
     # -------------------------------------------------------------- update
     def update(
@@ -232,7 +255,11 @@ class LazyOpsMixin:
         if input_dict_or_td is self:
             return self
         src = input_dict_or_td
-        if isinstance(src, TensorDictBase) and not update_batch_size and src.batch_size == self._batch_size:
+        if (
+            isinstance(src, TensorDictBase)
+            and not update_batch_size
+            and src.batch_size == self._batch_size
+        ):
             if self.is_locked and not ignore_lock and not inplace:
                 raise locked_error("update")
             parts = self._parts_of(src, "update")
@@ -307,7 +334,9 @@ class LazyOpsMixin:
             parts = list(other.unbind(self.stack_dim))
         else:
             parts = [other] * n
-        return self._new_lazy([td._compare(p, op) for td, p in zip(self.tensordicts, parts)], None, bs)
+        return self._new_lazy(
+            [td._compare(p, op) for td, p in zip(self.tensordicts, parts)], None, bs
+        )
 
     def all(self, dim: int | None = None) -> Any:
         """``True`` if every leaf of every stacked TensorDict is all true; with ``dim``,
@@ -327,4 +356,6 @@ class LazyOpsMixin:
         """A lazy stack of each stacked TensorDict's ``data_ptr()``."""
         from tensordict._lazy import LazyStackedTensorDict
 
-        return LazyStackedTensorDict._from_list([td.data_ptr(storage=storage) for td in self.tensordicts], 0)
+        return LazyStackedTensorDict._from_list(
+            [td.data_ptr(storage=storage) for td in self.tensordicts], 0
+        )

@@ -29,14 +29,20 @@ def _drop(shape: Sequence[int], dim: int) -> torch.Size:
 class LazyShapeMixin:
     """Batch-dim shape operations for lazy stacks."""
 
-    def _batch_transform(self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None) -> Any:
+    def _batch_transform(
+        self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None
+    ) -> Any:
         """Generic batch transform: runs on a dense copy (see :meth:`contiguous`)."""
         return self.contiguous()._batch_transform(fn, nd, names=names)
 
     def _regroup(self, columns: list, new_sd: int, sizes: list) -> tuple:
         """``columns[i][j]`` is part ``j`` of TensorDict ``i``; returns one lazy stack per ``j``."""
         return tuple(
-            self._new_lazy([col[j] for col in columns], new_sd, _Size((*sizes[j][:new_sd], len(columns), *sizes[j][new_sd:])))
+            self._new_lazy(
+                [col[j] for col in columns],
+                new_sd,
+                _Size((*sizes[j][:new_sd], len(columns), *sizes[j][new_sd:])),
+            )
             for j in range(len(sizes))
         )
 
@@ -75,7 +81,11 @@ class LazyShapeMixin:
         start = 0
         bs = self._batch_size
         for size in sizes:
-            out.append(self._new_lazy(tds[start : start + size], sd, _Size((*bs[:sd], size, *bs[sd + 1 :]))))
+            out.append(
+                self._new_lazy(
+                    tds[start : start + size], sd, _Size((*bs[:sd], size, *bs[sd + 1 :]))
+                )
+            )
             start += size
         return tuple(out)
 
@@ -222,7 +232,9 @@ class LazyShapeMixin:
         if d == sd:
             return self.contiguous().unflatten(d, unflattened_size)
         if d < sd:
-            return self._per_td(lambda td: td.unflatten(d, unflattened_size), sd + len(unflattened_size) - 1)
+            return self._per_td(
+                lambda td: td.unflatten(d, unflattened_size), sd + len(unflattened_size) - 1
+            )
         return self._per_td(lambda td: td.unflatten(d - 1, unflattened_size), sd)
 
     def reshape(self, *shape: Any, size: Any = None) -> Any:

@@ -31,16 +31,22 @@ from tensordict._state_dict import StateDictMixin
 __all__ = ["ModuleParamsMixin", "from_module", "from_modules"]
 
 
-def _td_cls() -> Any:
-    from tensordict._td import TensorDict
+_CLASSES: list = []
 
-    return TensorDict
+
+def _td_cls() -> Any:
+    if not _CLASSES:
+        from tensordict._base import TensorDictBase
+        from tensordict._td import TensorDict
+
+        _CLASSES.extend((TensorDict, TensorDictBase))
+    return _CLASSES[0]
 
 
 def _base_cls() -> Any:
-    from tensordict._base import TensorDictBase
-
-    return TensorDictBase
+    if not _CLASSES:
+        _td_cls()
+    return _CLASSES[1]
 
 
 # ---------------------------------------------------------------------- reading
@@ -291,44 +297,46 @@ def _mismatch_error(td: Any, module: nn.Module, extra: list) -> KeyError:
     return KeyError(msg)
 
 
-def _plan(td: Any, module: nn.Module, base: Any, path: tuple, plan: list, extra: list, swap_src: dict) -> None:
+_Tensor = torch.Tensor
+_Parameter = nn.Parameter
+_EMPTY = torch.Size(())
+
+
+def _plan(td: Any, module: nn.Module, path: tuple, plan: list, extra: list, td_cls: Any, base: Any) -> Any:
     """Validates ``td`` against ``module`` and lists the swaps, touching nothing.
 
-    Each plan entry is ``(storage dict, name, new value, swap source dict)``.
+    Each plan entry is ``(storage dict, name, new value, swap source dict)``. Returns the
+    (still empty) TensorDict of previous values for this level, whose source dict the
+    caller fills once the swaps are done.
     """
+    src: dict = {}
     params = module._parameters
     buffers = module._buffers
-    for key, value in td._items_raw():
-        if isinstance(value, torch.Tensor):
+    items = td._tensordict.items() if td.__class__ is td_cls else td._items_raw()
+    for key, value in items:
+        cls = value.__class__
+        if cls is _Tensor or cls is _Parameter or isinstance(value, _Tensor):
             if key in params:
-                plan.append((params, key, value, swap_src))
+                plan.append((params, key, value, src))
             elif key in buffers:
-                plan.append((buffers, key, value, swap_src))
+                plan.append((buffers, key, value, src))
             else:
                 extra.append((*path, key))
                 continue
-            swap_src[key] = None  # placeholder keeps the key order
+            src[key] = None  # placeholder: keeps the key order
         elif isinstance(value, base):
             sub = module._modules.get(key)
             if sub is None:
                 extra.append((*path, key))
                 continue
-            child: dict = {}
-            swap_src[key] = child
-            _plan(value, sub, base, (*path, key), plan, extra, child)
+            src[key] = _plan(value, sub, (*path, key), plan, extra, td_cls, base)
         else:
             msg = (
                 f"to_module: key {'.'.join((*path, key))!r} holds a {type(value).__name__}, "
                 "not a tensor: only tensors can be written into a module."
             )
             raise TypeError(msg)
-
-
-def _build_swap(src: dict, td_cls: Any) -> Any:
-    for key, value in src.items():
-        if value.__class__ is dict:
-            src[key] = _build_swap(value, td_cls)
-    return td_cls._new_unsafe(src, torch.Size(()), None)
+    return td_cls._new_unsafe(src, _EMPTY, None)
 
 
 class ModuleParamsMixin(StateDictMixin):
@@ -510,13 +518,13 @@ class ModuleParamsMixin(StateDictMixin):
     def _to_module_swap(self, module: nn.Module, inplace: bool, return_swap: bool, non_blocking: bool) -> Any:
         plan: list = []
         extra: list = []
-        swap_src: dict = {}
-        _plan(self, module, _base_cls(), (), plan, extra, swap_src)
+        td_cls = _td_cls()
+        swap = _plan(self, module, (), plan, extra, td_cls, _base_cls())
         if extra:
             raise _mismatch_error(self, module, extra)
+        has_none = False
         if inplace:
             saved = []
-            has_none = False
             with torch.no_grad():
                 for store, name, value, src in plan:
                     dest = store[name]
@@ -545,10 +553,11 @@ class ModuleParamsMixin(StateDictMixin):
             append = olds.append
             for store, name, value, src in plan:
                 old = store[name]
+                if old is None:
+                    has_none = True
                 append(old)
                 src[name] = old
                 store[name] = value
-            has_none = any(o is None for o in olds)
             if not return_swap:
                 return None
 
@@ -557,8 +566,7 @@ class ModuleParamsMixin(StateDictMixin):
                     store[name] = old
 
         if has_none:  # a slot that held None (e.g. ``bias=False``) has no previous value
-            _drop_none(swap_src)
-        swap = _build_swap(swap_src, _td_cls())
+            _drop_none(swap)
         swap._push_op(("callback", restore))
         return swap
 
@@ -585,11 +593,11 @@ class ModuleParamsMixin(StateDictMixin):
         return swap
 
 
-def _drop_none(src: dict) -> None:
-    for key in [k for k, v in src.items() if v is None]:
-        del src[key]
-    for value in src.values():
-        if value.__class__ is dict:
+def _drop_none(td: Any) -> None:
+    for key, value in list(td._items_raw()):
+        if value is None:
+            td._del_raw(key)
+        elif not isinstance(value, torch.Tensor):
             _drop_none(value)
 
 

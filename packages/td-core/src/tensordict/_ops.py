@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _apply as _apply_mod
 from tensordict._apply import _collect_like, _flatten_tensors, _unflatten_tensors
 from tensordict._keys import NO_DEFAULT
 from tensordict._reductions import ReductionMixin, _torch_reduction_table
@@ -42,9 +43,7 @@ def _foreach_ok() -> bool:
 
 
 def _is_td(value: Any) -> bool:
-    from tensordict._base import TensorDictBase
-
-    return isinstance(value, TensorDictBase)
+    return isinstance(value, _apply_mod._TDB or _apply_mod._bind())
 
 
 def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:

@@ -24,7 +24,15 @@ batch size:
 Otherwise (``tree_map`` with a function that changes shapes) the batch size becomes
 the longest leading shape the children share, at most the old number of dims.
 Non-tensor data follows the new batch size; a ``NonTensorStack`` whose dims change
-becomes one ``NonTensorData`` holding its list.
+becomes one ``NonTensorData`` holding its list. Children that come back as neither
+tensors nor tensor collections (``tree_map(lambda x: x.ndim, td)``, or the placeholder
+ints ``torch.vmap`` unflattens) are stored as non-tensor data that stays a child when
+that TensorDict is flattened again.
+
+A lazy stack flattens to its dense view (one stacked tensor per key, so that
+``torch.vmap`` over its stack dim works and gradients reach the stacked TensorDicts),
+and is rebuilt as a lazy stack when the stack dim is still there; a heterogeneous one
+(no dense view) flattens to its TensorDicts.
 
 ``torch.utils.data.default_collate`` of a list of TensorDicts stacks them
 (``tensordict.stack``; a lazy stack when their keys differ).
@@ -50,15 +58,6 @@ _new_unsafe = TensorDict._new_unsafe
 _REGISTERED: list[type] = []
 #: types of children that need no check before unflattening
 _CHILD_TYPES = {torch.Tensor, torch.nn.Parameter, TensorDict}
-
-
-class _PytreeLeaf(NonTensorData):
-    """A value that is neither a tensor nor a tensor collection, put in a TensorDict by
-    unflattening (``tree_map`` may return anything, and ``torch.vmap`` unflattens
-    placeholder ints). Unlike other non-tensor data it stays a pytree child, so that
-    flattening the result again gives the same leaves."""
-
-    __slots__ = ()
 
 
 class _TDContext:
@@ -110,6 +109,12 @@ def _items_for_flatten(td: Any) -> tuple[Any, Any]:
     stack_dim = getattr(td, "stack_dim", None)
     if stack_dim is None or not hasattr(td, "tensordicts"):
         return td._items_raw(), None
+    tds = td.tensordicts
+    if tds:
+        first = tds[0]._keys_raw()
+        if any(other._keys_raw() != first for other in tds[1:]):
+            # keys only some TensorDicts hold: no dense view
+            return None, (type(td), stack_dim)
     try:
         items = list(td._items_raw())
     except (RuntimeError, KeyError, ValueError):
@@ -128,6 +133,10 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
     values = []
     non_tensor = None
     ref_idx = -1
+    # values that unflattening stored as non-tensor data (``tree_map`` may return
+    # anything, and ``torch.vmap`` unflattens placeholder ints) stay children, so that
+    # flattening the result again gives the same leaves
+    leaf_keys = getattr(td, "_pytree_leaf_keys", None)
     for key, value in items:
         cls = value.__class__
         if cls is _Tensor or isinstance(value, _Tensor):
@@ -135,7 +144,7 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
                 ref_idx = len(values)
             keys.append(key)
             values.append(value)
-        elif cls is _PytreeLeaf:
+        elif leaf_keys is not None and cls is NonTensorData and key in leaf_keys:
             keys.append(key)
             values.append(value.data)
         elif cls is NonTensorData or cls is NonTensorStack or not _is_child(value):
@@ -282,7 +291,7 @@ def _loosen(values: list) -> tuple[list, set]:
             out.append(v)
         else:
             loose.add(i)
-            out.append(_PytreeLeaf(v))
+            out.append(NonTensorData(v))
     return out, loose
 
 
@@ -295,8 +304,8 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
     bs = ctx.batch_size
     names = ctx.names
     device = ctx.device
+    loose = None
     if values:
-        loose = None
         if not _CHILD_TYPES.issuperset(map(type, values)):
             values, loose = _loosen(values)
         ref = values[ctx.ref_idx]
@@ -304,10 +313,10 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
             bs, names = _new_batch(values, ctx, loose)
             values = [_fix_child(v, bs) for v in values]
         if device is not None and ref.device != device:
-            device = _common_device([v for v in values if v.__class__ is not _PytreeLeaf])
+            device = _common_device([v for i, v in enumerate(values) if not loose or i not in loose])
         if loose:
             for i in loose:
-                values[i] = _PytreeLeaf(values[i].data, bs, device)
+                values[i] = NonTensorData(values[i].data, bs, device)
     source = dict(zip(ctx.keys, values))
     non_tensor = ctx.non_tensor
     if non_tensor:
@@ -315,7 +324,9 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
             source[key] = value if value.batch_size == bs else _rebatch(value, bs, device)
         source = {key: source[key] for key in ctx.order}
     td = _new_unsafe(source, bs, device, names)
-    if stack is not None and bs == ctx.batch_size:
+    if loose:
+        td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)
+    if stack is not None and not loose and bs == ctx.batch_size:
         cls, stack_dim = stack
         return cls(*td.unbind(stack_dim), stack_dim=stack_dim)
     return td

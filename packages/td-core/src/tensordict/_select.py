@@ -4,15 +4,17 @@ filter_empty_, rename_key_, flatten_keys, unflatten_keys."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._base import TensorDictBase
 
 from tensordict._errors import locked_error, missing_key_error
 import torch
 
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
+
+#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
+#: per-call imports on hot paths)
+TensorDictBase: Any = None
 
 __all__ = ["SelectMixin"]
 

@@ -13,6 +13,10 @@ from typing import Any
 
 import torch
 
+#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
+#: per-call imports on hot paths)
+TensorDictBase: Any = None
+
 __all__ = ["ShapeMixin"]
 
 
@@ -102,8 +106,6 @@ class ShapeMixin:
         return index
 
     def _batch_transform(self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None) -> Any:
-        from tensordict._base import TensorDictBase
-
         bd = len(self.batch_size)
         if nd is None:
             nd = bd
@@ -126,8 +128,6 @@ class ShapeMixin:
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     def _index(self, index: Any) -> Any:
-        from tensordict._base import TensorDictBase
-
         bs = self.batch_size
         cls = index.__class__
         if cls is int and bs:
@@ -338,8 +338,6 @@ class ShapeMixin:
 
     # -------------------------------------------------------------- splitting
     def _split_leaves(self, fn: Callable[[Any, int], Sequence[Any]], nd: int) -> list:
-        from tensordict._base import TensorDictBase
-
         bd = len(self.batch_size)
         keys = []
         columns = []

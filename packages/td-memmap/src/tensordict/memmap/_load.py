@@ -174,7 +174,15 @@ def _load_folder(folder: str, ctx: _Ctx) -> Any:
             if not os.path.isdir(sub):
                 raise _incomplete(ctx.root, f"the stacked folder {sub!r} is missing")
             subs.append(_load_folder(sub, ctx))
-        result = make_lazy_stack(subs, dim, where)
+        bs = _ints(meta.get("batch_size"), where, "batch_size")
+        names = meta.get("names")
+        if names is not None and (not isinstance(names, list) or len(names) != len(bs)
+                                  or not all(n is None or isinstance(n, str) for n in names)):
+            raise _bad(where, f"names {names!r}")
+        try:
+            result = make_lazy_stack(subs, dim, where, torch.Size(bs), names)
+        except (RuntimeError, ValueError, IndexError) as err:
+            raise _bad(where, f"the stacked folders do not form a stack of batch size {bs} ({err})") from None
     else:
         msg = f"{where}: unknown container type {kind!r} (expected 'TensorDict' or 'LazyStackedTensorDict')."
         raise RuntimeError(msg)

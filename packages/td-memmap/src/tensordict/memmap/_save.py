@@ -61,13 +61,16 @@ def is_lazy_stack(obj: Any) -> bool:
     return cls is not None and isinstance(obj, cls)
 
 
-def make_lazy_stack(tds: list, stack_dim: int, where: str) -> Any:
+def make_lazy_stack(tds: list, stack_dim: int, where: str, batch_size: Any = None, names: Any = None) -> Any:
     mod = _lazy_module()
     cls = getattr(mod, "LazyStackedTensorDict", None) if mod is not None else None
     if cls is None:
         msg = f"{where}: the store holds a LazyStackedTensorDict, which this td-core does not provide."
         raise RuntimeError(msg)
-    return cls(*tds, stack_dim=stack_dim)
+    out = cls(*tds, stack_dim=stack_dim, batch_size=batch_size)
+    if names is not None:
+        out.names = names
+    return out
 
 
 # --------------------------------------------------------------------------- plan nodes
@@ -188,7 +191,8 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
     if is_lazy_stack(inner):
         subs = list(inner.tensordicts)
         names = [str(i) for i in range(len(subs))]
-        meta.update(type="LazyStackedTensorDict", stack_dim=int(inner.stack_dim), stack=names)
+        meta.update(type="LazyStackedTensorDict", stack_dim=int(inner.stack_dim), stack=names,
+                    names=inner.names if inner._has_names() else None)
         folder.lazy = True
         for name, sub in zip(names, subs):
             sub_stage = sub_final = None
@@ -249,7 +253,9 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
     cpu = torch.device("cpu")
     if folder.lazy:
         subs = [_build(child, ctx, inplace) for child in folder.children]
-        result = inner if inplace else make_lazy_stack(subs, inner.stack_dim, folder.final or "memmap")
+        names = inner.names if inner._has_names() else None
+        result = inner if inplace else make_lazy_stack(subs, inner.stack_dim, folder.final or "memmap",
+                                                       inner.batch_size, names)
     else:
         source = {}
         for key, item in folder.entries:

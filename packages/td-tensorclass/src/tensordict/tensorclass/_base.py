@@ -22,7 +22,12 @@ from tensordict._repr import leaf_repr
 from tensordict._td import TensorDict
 from tensordict.tensorclass._storage import (
     _ABSENT,
+    _EMPTY_SIZE,
+    _SET_NT,
     _SET_TD,
+    _convert_field,
+    _to_device,
+    _to_size,
     _batch_error,
     _bind,
     _full_td,
@@ -31,6 +36,7 @@ from tensordict.tensorclass._storage import (
     _obj_new,
     _obj_setattr,
     _Slots,
+    _read,
     _store_field,
     _tensorclass_hint,
 )
@@ -42,6 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__: list[str] = []
 
 _Tensor = torch.Tensor
+_Size = torch.Size
+_new_td = TensorDict._new_unsafe
 _SLOT_NAMES = frozenset(_Slots.__slots__)
 
 
@@ -57,7 +65,7 @@ def _rebuild(cls: type, td: TensorDictBase, nt: dict, extra: dict | None = None)
     obj = _obj_new(cls)
     _bind(obj, td, dict(nt))
     if extra:
-        _obj_setattr(obj, "_tc_extra", dict(extra))
+        obj.__dict__.update(extra)
     return obj
 
 
@@ -74,57 +82,17 @@ class _TensorClassCore(_Slots):
     _tc_nocast = False
     _tc_frozen = False
     _tc_shadow = False
+    #: dataclass-style hook, called at the end of the generated ``__init__``
+    __post_init__: Callable[[Any], None] | None = None
 
     if TYPE_CHECKING:  # pragma: no cover
         _tensordict: TensorDictBase
         _non_tensordict: dict[str, Any]
-        _tc_extra: dict[str, Any]
 
     # ------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str) -> Any:
-        # Only called when the normal lookup fails: a field that is not a tensor (or
-        # not in the instance dict), a private attribute, or a TensorDict method.
-        cls = type(self)
-        if name in _SLOT_NAMES or (name[:2] == "__" and name[-2:] == "__"):
-            msg = f"{cls.__name__!r} object has no attribute {name!r}"
-            raise AttributeError(msg)
-        try:
-            td = self._tensordict
-        except AttributeError:
-            msg = f"{cls.__name__!r} object has no attribute {name!r} (the instance is not initialised)"
-            raise AttributeError(msg) from None
-        if name in cls._tc_field_set:
-            nt = self._non_tensordict
-            if name in nt:
-                return nt[name]
-            if td.__class__ is not TensorDict:
-                value = td._get_raw(name, _ABSENT)
-                if value is not _ABSENT:
-                    return value.data if value.__class__ is NonTensorData else value
-            return None
-        if name[:1] == "_":
-            try:
-                extra = self._tc_extra
-            except AttributeError:
-                extra = None
-            if extra is not None and name in extra:
-                return extra[name]
-        try:
-            attr = getattr(td, name)
-        except AttributeError:
-            msg = f"{cls.__name__!r} object has no attribute {name!r}"
-            raise AttributeError(msg) from None
-        if callable(attr) and not isinstance(attr, (TensorDictBase, _Tensor, type)):
-
-            def forwarded(*args: Any, **kwargs: Any) -> Any:
-                args, kwargs = _unwrap_args(args, kwargs)
-                return _wrap_out(self, attr(*args, **kwargs))
-
-            forwarded.__name__ = name
-            forwarded.__doc__ = getattr(attr, "__doc__", None)
-            return forwarded
-        return _wrap_out(self, attr)
-
+    # There is deliberately no ``__getattr__``: it would take attribute reads off
+    # Python's fast path. Fields live in the instance dict (``_storage.py``) and
+    # TensorDict methods are class attributes (``_ops.py``).
     def __setattr__(self, name: str, value: Any) -> None:
         cls = type(self)
         if name in cls._tc_field_set:
@@ -145,6 +113,7 @@ class _TensorClassCore(_Slots):
                 nt = self._non_tensordict
                 if nt:
                     nt.pop(name, None)
+                self.__dict__[name] = value
                 return
             _store_field(self, name, value)
             return
@@ -156,12 +125,7 @@ class _TensorClassCore(_Slots):
             _obj_setattr(self, name, value)
             return
         if name[:1] == "_":
-            try:
-                extra = self._tc_extra
-            except AttributeError:
-                extra = {}
-                _obj_setattr(self, "_tc_extra", extra)
-            extra[name] = value
+            self.__dict__[name] = value
             return
         msg = (
             f"{cls.__name__} has no field {name!r}; its fields are {list(cls._tc_fields)}. "
@@ -182,17 +146,9 @@ class _TensorClassCore(_Slots):
                     raise _locked_error(cls, name)
                 td._del_raw(name)
             self._non_tensordict[name] = None
-            return
-        extra = getattr(self, "_tc_extra", None) if name[:1] == "_" else None
-        if extra is not None and name in extra:
-            del extra[name]
+            self.__dict__[name] = None
             return
         object.__delattr__(self, name)
-
-    def __dir__(self) -> list[str]:
-        names = set(object.__dir__(self)) | set(type(self)._tc_fields)
-        names |= {n for n in dir(type(self._tensordict)) if not n.startswith("_")}
-        return sorted(names)
 
     # ------------------------------------------------------------------ shape info
     @property
@@ -353,16 +309,16 @@ class _TensorClassCore(_Slots):
                     raise KeyError(msg)
                 rest = key[1:] if len(key) > 2 else key[1]
                 return parent.get(rest, default) if default is not NO_DEFAULT else parent.get(rest)
+        if key in type(self)._tc_field_set:
+            value = self.__dict__.get(key)
+            if value is None and default is not NO_DEFAULT:
+                return default
+            return value
         value = self._tensordict._get_raw(key, _ABSENT)
         if value is not _ABSENT:
-            return value.data if value.__class__ is NonTensorData else value
-        nt = self._non_tensordict
-        if key in nt:
-            return nt[key]
+            return _read(value)
         if default is not NO_DEFAULT:
             return default
-        if key in type(self)._tc_field_set:
-            return None
         msg = f"{type(self).__name__} has no field {key!r}; its fields are {list(type(self)._tc_fields)}."
         raise KeyError(msg)
 
@@ -472,7 +428,10 @@ class _TensorClassCore(_Slots):
     def from_tensordict(
         cls, tensordict: TensorDictBase, non_tensordict: dict | None = None, safe: bool = True
     ) -> Self:
-        """An instance whose fields are the entries of ``tensordict`` (shared, not copied).
+        """An instance whose fields are the entries of ``tensordict``.
+
+        ``tensordict`` becomes the instance's storage (nothing is copied): keep using
+        the instance afterwards rather than writing keys into ``tensordict``.
 
         Args:
             tensordict (TensorDictBase): the tensor fields. ``NonTensorData`` entries
@@ -520,15 +479,7 @@ class _TensorClassCore(_Slots):
             raise KeyError(msg)
         td = tensordict
         if td.__class__ is TensorDict:
-            converted = _convert_nested(cls, td)
-            if converted is not None or any(v.__class__ is NonTensorData for v in td._tensordict.values()):
-                td = TensorDict._new_unsafe(
-                    dict(td._tensordict) if converted is None else converted,
-                    td._batch_size,
-                    td._device,
-                    td._names,
-                )
-                td._is_locked = tensordict._is_locked
+            _convert_nested(cls, td)
         for name in cls._tc_fields:
             if name not in nt and td._get_raw(name, _ABSENT) is _ABSENT:
                 nt[name] = None
@@ -554,6 +505,13 @@ class _TensorClassCore(_Slots):
 
     def _index(self, index: Any) -> Self:
         return self[index]
+
+    def _map_leaves(self, fn: Callable, keep_non_tensor: bool = False, **new_kwargs: Any) -> Self:
+        td = self._tensordict._map_leaves(fn, keep_non_tensor, **new_kwargs)
+        return _new(type(self), td, self._non_tensordict)
+
+    def _set_device_tree(self, device: Any) -> None:
+        self._tensordict._set_device_tree(device)
 
     def unbind(self, dim: int = 0) -> tuple[Self, ...]:
         """Splits along batch dim ``dim`` into a tuple of instances (views of the fields)."""
@@ -602,8 +560,8 @@ class _TensorClassCore(_Slots):
     __str__ = __repr__
 
     def __reduce__(self) -> tuple:
-        extra = getattr(self, "_tc_extra", None)
-        return (_rebuild, (type(self), self._tensordict, dict(self._non_tensordict), extra))
+        extra = {k: v for k, v in self.__dict__.items() if k[:1] == "_"}
+        return (_rebuild, (type(self), self._tensordict, dict(self._non_tensordict), extra or None))
 
     # ------------------------------------------------------------------ torch functions
     @classmethod
@@ -613,18 +571,15 @@ class _TensorClassCore(_Slots):
         return dispatch(func, types, args, kwargs or {})
 
 
-def _convert_nested(cls: type, td: TensorDict) -> dict | None:
-    """A copy of ``td``'s storage in which nested TensorDicts under fields annotated with
-    a tensorclass become instances of it; ``None`` if nothing needs converting."""
-    out = None
-    for key, value in td._tensordict.items():
+def _convert_nested(cls: type, td: TensorDict) -> None:
+    """Nested TensorDicts of ``td`` under fields annotated with a tensorclass become
+    instances of it (in place)."""
+    store = td._tensordict
+    for key, value in list(store.items()):
         if isinstance(value, TensorDictBase):
             target = _tensorclass_hint(cls, key)
             if target is not None:
-                if out is None:
-                    out = dict(td._tensordict)
-                out[key] = target.from_tensordict(value)
-    return out
+                store[key] = target.from_tensordict(value)
 
 
 def _init_instance(
@@ -637,15 +592,19 @@ def _init_instance(
     lock: bool,
 ) -> None:
     """The body of every generated ``__init__``: validates the fields and binds them."""
-    from tensordict.tensorclass._storage import _convert_field, _to_device, _to_size
-
     cls = type(self)
-    bs = _to_size(batch_size)
+    if batch_size is None:
+        bs = _EMPTY_SIZE
+    elif batch_size.__class__ is _Size:
+        bs = batch_size
+    else:
+        bs = _to_size(batch_size)
     dev = _to_device(device) if device is not None else None
     n = len(bs)
     store: dict = {}
     nt: dict = {}
-    td = TensorDict._new_unsafe(store, bs, dev)
+    attrs: dict = {}
+    td = _new_td(store, bs, dev)
     fast = not cls._tc_autocast
     for name, value in zip(cls._tc_fields, values):
         if value.__class__ is _Tensor and fast:
@@ -653,21 +612,22 @@ def _init_instance(
                 raise _batch_error(cls, name, value.shape, bs)
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
-            store[name] = value
+            store[name] = attrs[name] = value
         elif value is None:
-            nt[name] = None
+            nt[name] = attrs[name] = None
         else:
             in_td, value = _convert_field(cls, name, value, td, non_blocking)
             if in_td:
                 store[name] = value
+                attrs[name] = _read(value)
             else:
-                nt[name] = value
+                nt[name] = attrs[name] = value
     if names is not None:
         td.names = names
     _SET_TD(self, td)
-    _obj_setattr(self, "_non_tensordict", nt)
-    _obj_setattr(self, "__dict__", store)
-    post_init = getattr(cls, "__post_init__", None)
+    _SET_NT(self, nt)
+    _obj_setattr(self, "__dict__", attrs)
+    post_init = cls.__post_init__
     if post_init is not None:
         post_init(self)
     if lock or cls._tc_frozen:
@@ -676,8 +636,6 @@ def _init_instance(
 
 def _init_empty(self: Any, batch_size: Any, device: Any, names: Any) -> None:
     """Prepares an instance whose class defines its own ``__init__``: every field ``None``."""
-    from tensordict.tensorclass._storage import _to_device, _to_size
-
     td = TensorDict._new_unsafe({}, _to_size(batch_size), _to_device(device))
     if names is not None:
         td.names = names

@@ -10,6 +10,7 @@ from tensordict.tensorclass._base import _TensorClassCore
 from tensordict.tensorclass._build import OPTION_NAMES, build_tensorclass
 from tensordict.tensorclass._io import _IOMixin
 from tensordict.tensorclass._ops import _OpsMixin
+from tensordict.tensorclass._wrap import install_td_forwarders
 
 try:  # Python >= 3.11
     from typing import dataclass_transform
@@ -25,6 +26,9 @@ class _TensorClassBase(_TensorClassCore, _OpsMixin, _IOMixin):
     """Behaviour shared by every tensorclass instance (decorated or subclassed)."""
 
     __slots__ = ()
+
+
+install_td_forwarders(_TensorClassBase)
 
 
 @overload

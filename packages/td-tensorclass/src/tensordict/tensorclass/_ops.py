@@ -3,8 +3,9 @@ math and operators. Each runs the TensorDict method of the same name on the
 instance's ``_tensordict`` and wraps the result back into the class (``_wrap.py``).
 
 The methods users call most are written out (typed ``Self`` for static checkers);
-the rest are generated from the tables at the bottom. Any other TensorDict method
-is still reachable through ``__getattr__`` (``_base.py``).
+the rest are generated from the tables at the bottom, and every other public
+TensorDictBase attribute gets a forwarder when the base class is built
+(``_wrap.install_td_forwarders``).
 """
 
 from __future__ import annotations

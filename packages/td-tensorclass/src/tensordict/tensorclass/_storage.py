@@ -1,26 +1,27 @@
 """Where a tensorclass instance keeps its fields, and the fast paths that bind them.
 
-An instance has three slots and an instance ``__dict__``:
+An instance has two slots and an instance ``__dict__``:
 
 - ``_tensordict``: a TensorDict holding the tensor-like fields (tensors, nested
-  TensorDicts and tensorclasses, ``NonTensorStack`` of per-element objects);
+  TensorDicts and tensorclasses, ``NonTensorStack`` of per-element objects). Every
+  batch operation runs on it;
 - ``_non_tensordict``: a ``dict`` with the other fields (``None``, strings, any
   object), shared by every element of the batch;
-- ``_tc_extra``: private attributes (names starting with ``_``), created on demand;
-- ``__dict__``: **the very dict** that stores the TensorDict's leaves
-  (``_tensordict._tensordict``) when the TensorDict is a plain ``TensorDict``.
+- ``__dict__``: every field's current value (the tensor from the TensorDict, the
+  object from ``_non_tensordict``), plus private attributes (names starting with
+  ``_``).
 
-The last point is what makes ``data.image`` as fast as a dataclass attribute: the
-class defines no attribute under a field's name, so Python finds the tensor with
-one lookup in the instance dict, in C. Fields that are not in the TensorDict
-(non-tensor values, ``None``) miss that lookup and are served by
-``__getattr__`` from ``_non_tensordict``. For other TensorDict types (lazy stacks,
-HDF5-backed ones) ``__dict__`` is empty and every field read goes through
-``__getattr__``, which asks the TensorDict.
+The instance dict is what makes ``data.image`` as fast as a dataclass attribute:
+the class defines no attribute under a field's name and no ``__getattr__``, so
+Python finds the value with one lookup in the instance dict, on its specialised
+fast path. The price is keeping it in step with the TensorDict: every write goes
+through ``__setattr__``/``set``/``_store_field``, every in-place TensorDict method
+is followed by ``_resync``, and every new instance is built by ``_bind``.
 
 Invariant: a field name is a key of the TensorDict or of ``_non_tensordict``, never
-of both. Operations that may leave ``NonTensorData`` leaves in the TensorDict call
-``_pull_non_tensor`` to move them back to ``_non_tensordict``.
+of both, and ``__dict__[name]`` is its value (``None`` when it is in neither).
+Operations that may leave ``NonTensorData`` leaves in the TensorDict go through
+``_pull_non_tensor``, which moves them back to ``_non_tensordict``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ _EMPTY_SIZE = torch.Size(())
 class _Slots:
     """Instance layout shared by every tensorclass (see the module docstring)."""
 
-    __slots__ = ("_tensordict", "_non_tensordict", "_tc_extra")
+    __slots__ = ("_tensordict", "_non_tensordict")
 
 
 _SET_TD = _Slots._tensordict.__set__  # type: ignore[attr-defined]
@@ -109,22 +110,54 @@ def _pull_non_tensor(store: dict, nt: dict) -> None:
             del store[key]
 
 
-def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
-    """Attaches ``td`` and ``nt`` to ``obj`` (a fresh instance) and restores the invariant."""
-    _SET_TD(obj, td)
-    _SET_NT(obj, nt)
+def _read(value: Any) -> Any:
+    """The attribute value of a TensorDict entry."""
+    cls = value.__class__
+    if cls is NonTensorData:
+        return value.data
+    if cls is NonTensorStack:
+        return value.tolist()
+    return value
+
+
+def _field_values(obj: Any, td: TensorDictBase, nt: dict) -> dict:
+    """``{field: value}`` for ``td`` and ``nt`` (after pulling NonTensorData into ``nt``)."""
+    fields = type(obj)._tc_fields
     if td.__class__ is TensorDict:
         store = td._tensordict
         for value in store.values():
-            if value.__class__ is NonTensorData:
+            cls = value.__class__
+            if cls is NonTensorData or cls is NonTensorStack:
                 _pull_non_tensor(store, nt)
+                values = {k: _read(v) for k, v in store.items()}
                 break
-        if nt:
-            for key in [k for k in nt if k in store]:
-                del nt[key]
-        _obj_setattr(obj, "__dict__", store)
+        else:
+            values = dict(store)
     else:
-        _obj_setattr(obj, "__dict__", {})
+        values = {}
+        for key in td._keys_raw():
+            value = td._get_raw(key)
+            if value.__class__ is NonTensorData:
+                nt[key] = value.data
+            else:
+                values[key] = _read(value)
+    if nt:
+        for key in list(nt):
+            if key in values:
+                del nt[key]
+        values.update(nt)
+    if len(values) < len(fields):
+        for name in fields:
+            if name not in values:
+                values[name] = None
+    return values
+
+
+def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
+    """Attaches ``td`` and ``nt`` to ``obj`` (a fresh instance) and fills its dict."""
+    _SET_TD(obj, td)
+    _obj_setattr(obj, "__dict__", _field_values(obj, td, nt))
+    _SET_NT(obj, nt)
 
 
 def _new(cls: type, td: TensorDictBase, nt: dict | None) -> Any:
@@ -135,17 +168,15 @@ def _new(cls: type, td: TensorDictBase, nt: dict | None) -> Any:
 
 
 def _resync(obj: Any) -> None:
-    """Restores the invariant after an in-place TensorDict operation on ``obj``."""
-    td = obj._tensordict
+    """Restores the invariant after an in-place TensorDict operation on ``obj``
+    (private attributes in the instance dict are kept)."""
     nt = obj._non_tensordict
-    if td.__class__ is TensorDict:
-        store = td._tensordict
-        if obj.__dict__ is not store:
-            _obj_setattr(obj, "__dict__", store)
-        _pull_non_tensor(store, nt)
-        if nt:
-            for key in [k for k in nt if k in store]:
-                del nt[key]
+    values = _field_values(obj, obj._tensordict, nt)
+    d = obj.__dict__
+    for key in [k for k in d if k[:1] != "_"]:
+        if key not in values:
+            del d[key]
+    d.update(values)
 
 
 def _full_td(obj: Any) -> TensorDictBase:
@@ -346,7 +377,8 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
 
 
 def _store_field(obj: Any, name: str, value: Any, non_blocking: bool = False) -> None:
-    """Writes one field (validated) into ``obj``: the TensorDict or ``_non_tensordict``."""
+    """Writes one field (validated) into ``obj``: the TensorDict or ``_non_tensordict``,
+    and the instance dict."""
     cls = type(obj)
     td = obj._tensordict
     if td._is_locked:
@@ -359,10 +391,12 @@ def _store_field(obj: Any, name: str, value: Any, non_blocking: bool = False) ->
         else:
             td._set_raw(name, value)
         nt.pop(name, None)
+        obj.__dict__[name] = _read(value)
     else:
         if td._get_raw(name, _ABSENT) is not _ABSENT:
             td._del_raw(name)
         nt[name] = value
+        obj.__dict__[name] = value
 
 
 _ABSENT: Any = object()

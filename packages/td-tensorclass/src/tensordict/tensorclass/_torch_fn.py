@@ -83,11 +83,26 @@ def _cat(tensors: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
     return cat_instances(tensors, dim, out=out)
 
 
+def _comparison(op: str, reflected: str) -> Any:
+    def impl(input: Any, other: Any, *, out: Any = None) -> Any:
+        if isinstance(input, _Slots):
+            return getattr(input, op)(other)
+        return getattr(other, reflected)(input)
+
+    return impl
+
+
 _OWN = {
     torch.stack: _stack,
     torch.cat: _cat,
     torch.concat: _cat,
     torch.concatenate: _cat,
+    torch.eq: _comparison("__eq__", "__eq__"),
+    torch.ne: _comparison("__ne__", "__ne__"),
+    torch.lt: _comparison("__lt__", "__gt__"),
+    torch.le: _comparison("__le__", "__ge__"),
+    torch.gt: _comparison("__gt__", "__lt__"),
+    torch.ge: _comparison("__ge__", "__le__"),
 }
 
 

@@ -118,3 +118,58 @@ def unary_dunder(name: str) -> Callable:
     method.__name__ = name
     method.__qualname__ = f"TensorClass.{name}"
     return method
+
+
+def _forward_property(name: str, prop: property) -> property:
+    def fget(self: Any) -> Any:
+        return _wrap_out(self, getattr(self._tensordict, name))
+
+    fset = None
+    if prop.fset is not None:
+
+        def fset(self: Any, value: Any) -> None:
+            setattr(self._tensordict, name, _unwrap(value))
+            _resync(self)
+
+    return property(fget, fset, doc=prop.__doc__)
+
+
+def _forward_classmethod(name: str) -> classmethod:
+    def method(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        from tensordict._td import TensorDict
+
+        args, kwargs = _unwrap_args(args, kwargs)
+        out = getattr(TensorDict, name)(*args, **kwargs)
+        if isinstance(out, TensorDictBase) and cls._tc_field_set.issuperset(out._keys_raw()):
+            return cls.from_tensordict(out)
+        return out
+
+    method.__name__ = name
+    method.__qualname__ = f"TensorClass.{name}"
+    method.__doc__ = f"Runs ``TensorDict.{name}`` and wraps a result made of this class's fields."
+    return classmethod(method)
+
+
+def install_td_forwarders(target: type) -> list[str]:
+    """Adds to ``target`` a forwarding attribute for every public TensorDictBase
+    attribute it does not define yet (methods, class methods, properties). This
+    replaces a ``__getattr__``, which would slow every attribute read down."""
+    import inspect
+
+    added = []
+    for name in dir(TensorDictBase):
+        if name.startswith("_") or hasattr(target, name):
+            continue
+        attr = inspect.getattr_static(TensorDictBase, name)
+        if isinstance(attr, classmethod):
+            setattr(target, name, _forward_classmethod(name))
+        elif isinstance(attr, staticmethod):
+            setattr(target, name, attr)
+        elif isinstance(attr, property):
+            setattr(target, name, _forward_property(name, attr))
+        elif callable(attr):
+            setattr(target, name, forward(name, unwrap=True))
+        else:
+            continue
+        added.append(name)
+    return added

@@ -1,0 +1,105 @@
+"""TensorDictBase operations on a PersistentTensorDict read what they need and return
+in-memory TensorDicts (``to``, ``clone``, shape ops that move data, math, stacking)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import TensorDict, TensorDictBase
+from tensordict.persistent import PersistentTensorDict
+
+
+def test_to_tensordict_and_clone(ptd, td):
+    for out in (ptd.to_tensordict(), ptd.clone(), ptd.clone(False)):
+        assert type(out) is TensorDict
+        assert out["label"] == "experiment-1"
+        assert torch.equal(out["nested", "idx"], td["nested", "idx"])
+    out = ptd[2:5].to_tensordict()
+    assert out.batch_size == torch.Size([3]) and torch.equal(out["obs"], td["obs"][2:5])
+
+
+def test_to_device_dtype(ptd, td, device):
+    moved = ptd.to(device)
+    assert type(moved) is TensorDict and moved.device == device
+    assert torch.equal(moved["obs"].cpu(), td["obs"])
+    doubled = ptd.to(torch.float64)
+    assert type(doubled) is TensorDict and doubled["obs"].dtype == torch.float64
+    assert ptd.cpu()["reward"].dtype == torch.float64
+
+
+def test_dense_shape_ops(grid_file, grid_ref):
+    with PersistentTensorDict.from_h5(grid_file) as p:
+        cases = [
+            (lambda t: t.reshape(-1), "reshape"),
+            (lambda t: t.view(2, 10), "view"),
+            (lambda t: t.permute(1, 0), "permute"),
+            (lambda t: t.transpose(0, 1), "transpose"),
+            (lambda t: t.flatten(0, 1), "flatten"),
+            (lambda t: t.unflatten(1, (5, 1)), "unflatten"),
+            (lambda t: t.expand(3, 4, 5), "expand"),
+            (lambda t: t.flip(0), "flip"),
+            (lambda t: t.roll(1, 1), "roll"),
+            (lambda t: t.repeat(1, 2), "repeat"),
+            (lambda t: t.contiguous(), "contiguous"),
+        ]
+        for fn, name in cases:
+            got, exp = fn(p), fn(grid_ref)
+            assert type(got) is TensorDict, name
+            assert got.batch_size == exp.batch_size, name
+            assert torch.equal(got["g", "z"], exp["g", "z"]), name
+            assert torch.equal(got["x"], exp["x"]), name
+
+
+def test_stack_cat_and_compare(ptd, td):
+    stacked = torch.stack([ptd, ptd], 0)
+    assert type(stacked) is TensorDict and stacked.batch_size == torch.Size([2, 10])
+    joined = torch.cat([ptd[:3], ptd[7:]], 0)
+    assert torch.equal(joined["obs"], torch.cat([td["obs"][:3], td["obs"][7:]]))
+    eq = ptd == td
+    assert type(eq) is TensorDict and eq.all()
+    assert (ptd[1:4] == td[1:4]).all()
+    assert not (ptd != td).any()
+
+
+def test_select_exclude_dict(ptd, td):
+    sel = ptd.select("obs", ("nested", "idx"))
+    assert type(sel) is TensorDict
+    assert set(sel.keys(True, True)) == {"obs", ("nested", "idx")}
+    ex = ptd.exclude("nested", "label")
+    assert set(ex.keys()) == {"obs", "reward", "done"}
+    d = ptd.to_dict()
+    assert torch.equal(d["nested"]["idx"], td["nested", "idx"]) and d["label"] == "experiment-1"
+    assert ptd.flatten_keys()["nested.idx"].tolist() == list(range(10))
+
+
+def test_batch_size_setter_and_auto(grid_file):
+    with PersistentTensorDict.from_h5(grid_file, batch_size=[4]) as p:
+        p.batch_size = [4, 5]
+        assert p["g"].batch_size == torch.Size([4, 5, 3])
+        with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+            p.batch_size = [4, 5, 2]
+        p.batch_size = []
+        p.auto_batch_size_()
+        assert p.batch_size == torch.Size([4, 5])
+        with pytest.raises(RuntimeError, match="indexed view"):
+            p[0].batch_size = []
+
+
+def test_emptiness_and_len(ptd):
+    assert not ptd.is_empty()
+    assert len(ptd) == 10
+    assert ptd.numel() == 10
+    empty = ptd.empty(recurse=True)
+    assert type(empty) is TensorDict and list(empty.keys()) == ["nested"]
+
+
+def test_apply_and_math_give_memory_results(ptd, td):
+    if not hasattr(TensorDictBase, "apply"):
+        pytest.skip("td-core does not provide apply yet")
+    out = ptd.select("obs", "reward").apply(lambda t: t * 2)
+    assert type(out) is TensorDict
+    assert torch.equal(out["obs"], td["obs"] * 2)
+    if hasattr(TensorDictBase, "__add__"):
+        summed = ptd.select("obs") + 1
+        assert type(summed) is TensorDict and torch.equal(summed["obs"], td["obs"] + 1)

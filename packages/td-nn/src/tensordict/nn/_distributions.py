@@ -1,0 +1,565 @@
+"""Distributions used by the probabilistic modules: ``Delta``, ``OneHotCategorical``,
+``TruncatedNormal`` and ``CompositeDistribution`` (a distribution over several keys of a
+TensorDict whose ``sample`` / ``log_prob`` / ``entropy`` read and write TensorDicts)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+import torch
+from torch import distributions as D  # noqa: N812
+from torch.distributions import constraints
+
+from tensordict import TensorDict, TensorDictBase, unravel_key
+from tensordict._keys import NestedKey
+
+__all__ = [
+    "CompositeDistribution",
+    "Delta",
+    "OneHotCategorical",
+    "ReparamGradientStrategy",
+    "TruncatedNormal",
+    "composite_lp_aggregate",
+    "rand_one_hot",
+    "set_composite_lp_aggregate",
+]
+
+
+class Delta(D.Distribution):
+    """A Dirac distribution at ``param``: sampling returns ``param``.
+
+    The default distribution of :class:`~tensordict.nn.ProbabilisticTensorDictModule`,
+    which then writes its input unchanged (a deterministic module).
+
+    Args:
+        param (Tensor): the location, ``[*batch_shape, *event_shape]``.
+        atol (float, optional): absolute tolerance of ``log_prob``. Defaults to ``1e-6``.
+        rtol (float, optional): relative tolerance of ``log_prob``. Defaults to ``1e-6``.
+        batch_shape (torch.Size, optional): defaults to ``param.shape[:-1]``.
+        event_shape (torch.Size, optional): defaults to ``param.shape[-1:]``.
+
+    Examples:
+        >>> import torch
+        >>> d = Delta(torch.ones(3, 2))
+        >>> d.sample().shape, d.log_prob(torch.ones(3, 2))
+        (torch.Size([3, 2]), tensor([0., 0., 0.]))
+    """
+
+    arg_constraints: dict = {}
+    has_rsample = True
+
+    def __init__(
+        self,
+        param: torch.Tensor,
+        atol: float = 1e-6,
+        rtol: float = 1e-6,
+        batch_shape: torch.Size | None = None,
+        event_shape: torch.Size | None = None,
+    ) -> None:
+        self.param = param
+        self.atol = atol
+        self.rtol = rtol
+        if batch_shape is None and event_shape is None:
+            batch_shape = param.shape[:-1] if param.ndim else torch.Size()
+            event_shape = param.shape[-1:] if param.ndim else torch.Size()
+        elif batch_shape is None:
+            batch_shape = param.shape[: param.ndim - len(event_shape)]
+        elif event_shape is None:
+            event_shape = param.shape[len(batch_shape) :]
+        super().__init__(torch.Size(batch_shape), torch.Size(event_shape), validate_args=False)
+
+    def expand(self, batch_shape: torch.Size, _instance: Any = None) -> Delta:  # noqa: D102
+        shape = torch.Size(batch_shape) + self.event_shape
+        return Delta(self.param.expand(shape), self.atol, self.rtol, torch.Size(batch_shape), self.event_shape)
+
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+        return self.param.expand(torch.Size(sample_shape) + self.param.shape)
+
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+        with torch.no_grad():
+            return self.rsample(sample_shape)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        close = (value - self.param).abs() <= self.atol + self.rtol * self.param.abs()
+        if self.event_shape:
+            close = close.flatten(-len(self.event_shape)).all(-1)
+        zero = torch.zeros((), dtype=self.param.dtype, device=self.param.device)
+        return torch.where(close, zero, torch.full_like(zero, -math.inf))
+
+    @property
+    def mode(self) -> torch.Tensor:  # noqa: D102
+        return self.param
+
+    @property
+    def mean(self) -> torch.Tensor:  # noqa: D102
+        return self.param
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:
+        """The location (same as ``mode``)."""
+        return self.param
+
+
+class ReparamGradientStrategy(Enum):
+    """How :meth:`OneHotCategorical.rsample` passes gradients through a discrete sample."""
+
+    PassThrough = "pass_through"
+    RelaxedOneHot = "relaxed_one_hot"
+
+
+class OneHotCategorical(D.OneHotCategorical):
+    """One-hot categorical distribution with a ``mode``, a ``deterministic_sample`` and a
+    reparameterised (straight-through) ``rsample``.
+
+    Args:
+        logits (Tensor, optional): event log-probabilities, ``[*B, K]``.
+        probs (Tensor, optional): event probabilities, ``[*B, K]``.
+        grad_method (ReparamGradientStrategy, optional): ``PassThrough`` (default):
+            the sample's gradient is that of ``probs``; ``RelaxedOneHot``: a relaxed
+            (Gumbel-softmax, temperature 1) sample made one-hot in the forward pass.
+
+    Examples:
+        >>> import torch
+        >>> d = OneHotCategorical(logits=torch.tensor([0.0, 5.0, 0.0]))
+        >>> d.mode
+        tensor([0., 1., 0.])
+    """
+
+    has_rsample = True
+
+    def __init__(
+        self,
+        logits: torch.Tensor | None = None,
+        probs: torch.Tensor | None = None,
+        grad_method: ReparamGradientStrategy = ReparamGradientStrategy.PassThrough,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("validate_args", False)
+        super().__init__(probs=probs, logits=logits, **kwargs)
+        self.grad_method = grad_method
+
+    @property
+    def mode(self) -> torch.Tensor:  # noqa: D102
+        logits = self.logits
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:
+        """The most likely one-hot vector (same as ``mode``)."""
+        return self.mode
+
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
+        """A one-hot sample through which gradients reach ``probs``/``logits``."""
+        if self.grad_method is ReparamGradientStrategy.RelaxedOneHot:
+            soft = D.RelaxedOneHotCategorical(torch.ones((), device=self.logits.device), logits=self.logits).rsample(sample_shape)
+            hard = torch.nn.functional.one_hot(soft.argmax(-1), soft.shape[-1]).to(soft.dtype)
+            return hard + soft - soft.detach()
+        out = self.sample(sample_shape)
+        probs = self.probs
+        return out + probs - probs.detach()
+
+
+def rand_one_hot(values: torch.Tensor, do_softmax: bool = True) -> torch.Tensor:
+    """A random one-hot tensor drawn from ``values`` (logits, or probabilities if
+    ``do_softmax=False``), same shape as ``values``.
+
+    Examples:
+        >>> import torch
+        >>> rand_one_hot(torch.zeros(2, 3)).sum(-1)
+        tensor([1., 1.])
+    """
+    probs = values.softmax(-1) if do_softmax else values
+    idx = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).reshape(probs.shape[:-1])
+    return torch.nn.functional.one_hot(idx, probs.shape[-1]).to(values.dtype)
+
+
+_SQRT2 = math.sqrt(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _std_cdf(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * (1 + torch.erf(x / _SQRT2))
+
+
+def _std_pdf(x: torch.Tensor) -> torch.Tensor:
+    return torch.exp(-0.5 * x * x - _LOG_SQRT_2PI)
+
+
+class TruncatedNormal(D.Distribution):
+    """A normal distribution truncated to ``[low, high]``.
+
+    Args:
+        loc (Tensor): location of the untruncated normal.
+        scale (Tensor): its scale (``> 0``).
+        upscale (float, optional): with ``tanh_loc``, ``loc`` is squashed to
+            ``[-upscale, upscale]``. Defaults to ``5.0``.
+        low (float or Tensor, optional): lower bound. Defaults to ``-1.0``.
+        high (float or Tensor, optional): upper bound. Defaults to ``1.0``.
+        tanh_loc (bool, optional): squash ``loc`` with ``tanh``. Defaults to ``False``.
+
+    ``rsample`` draws by inverse-CDF sampling, so gradients reach ``loc`` and ``scale``.
+
+    Raises:
+        ValueError: ``low >= high``.
+
+    Examples:
+        >>> import torch
+        >>> d = TruncatedNormal(torch.zeros(3), torch.ones(3), low=-0.5, high=0.5)
+        >>> s = d.rsample((100,))
+        >>> bool(((s >= -0.5) & (s <= 0.5)).all())
+        True
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    has_rsample = True
+    _eps = 1e-6
+
+    def __init__(
+        self,
+        loc: torch.Tensor,
+        scale: torch.Tensor,
+        upscale: float = 5.0,
+        low: float | torch.Tensor = -1.0,
+        high: float | torch.Tensor = 1.0,
+        tanh_loc: bool = False,
+        validate_args: bool | None = None,
+    ) -> None:
+        if tanh_loc:
+            loc = (loc / upscale).tanh() * upscale
+        loc, scale = torch.broadcast_tensors(torch.as_tensor(loc), torch.as_tensor(scale, dtype=torch.as_tensor(loc).dtype))
+        low = torch.as_tensor(low, dtype=loc.dtype, device=loc.device)
+        high = torch.as_tensor(high, dtype=loc.dtype, device=loc.device)
+        if bool((low >= high).any()):
+            msg = f"TruncatedNormal: low must be smaller than high, got low={low.tolist()} high={high.tolist()}."
+            raise ValueError(msg)
+        self.loc, self.scale, self.low, self.high, self.upscale = loc, scale, low, high, upscale
+        self._a = (low - loc) / scale
+        self._b = (high - loc) / scale
+        self._cdf_a = _std_cdf(self._a)
+        self._z = (_std_cdf(self._b) - self._cdf_a).clamp_min(self._eps)
+        super().__init__(loc.shape, validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> Any:  # noqa: D102
+        return constraints.interval(self.low, self.high)
+
+    @property
+    def mean(self) -> torch.Tensor:  # noqa: D102
+        return self.loc + self.scale * (_std_pdf(self._a) - _std_pdf(self._b)) / self._z
+
+    @property
+    def variance(self) -> torch.Tensor:  # noqa: D102
+        pa, pb = _std_pdf(self._a), _std_pdf(self._b)
+        a, b = self._a.clamp(-1e6, 1e6), self._b.clamp(-1e6, 1e6)
+        ratio = (pa - pb) / self._z
+        return self.scale**2 * (1 + (a * pa - b * pb) / self._z - ratio**2)
+
+    @property
+    def mode(self) -> torch.Tensor:  # noqa: D102
+        return torch.maximum(torch.minimum(self.loc, self.high), self.low)
+
+    @property
+    def deterministic_sample(self) -> torch.Tensor:
+        """The mean of the truncated distribution."""
+        return self.mean
+
+    def cdf(self, value: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        out = (_std_cdf((value - self.loc) / self.scale) - self._cdf_a) / self._z
+        return out.clamp(0, 1)
+
+    def icdf(self, value: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        p = (self._cdf_a + value * self._z).clamp(self._eps, 1 - self._eps)
+        x = self.loc + self.scale * _SQRT2 * torch.erfinv(2 * p - 1)
+        return torch.maximum(torch.minimum(x, self.high), self.low)
+
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+        shape = self._extended_shape(torch.Size(sample_shape))
+        u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
+        return self.icdf(u)
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        if self._validate_args:
+            self._validate_sample(value)
+        x = (value - self.loc) / self.scale
+        out = -0.5 * x * x - _LOG_SQRT_2PI - self.scale.log() - self._z.log()
+        inside = (value >= self.low) & (value <= self.high)
+        return torch.where(inside, out, torch.full_like(out, -math.inf))
+
+    def entropy(self) -> torch.Tensor:  # noqa: D102
+        a, b = self._a.clamp(-1e6, 1e6), self._b.clamp(-1e6, 1e6)
+        term = (a * _std_pdf(self._a) - b * _std_pdf(self._b)) / (2 * self._z)
+        return _LOG_SQRT_2PI + 0.5 + self.scale.log() + self._z.log() + term
+
+
+# ---------------------------------------------------------------------------- composite
+
+_LP_AGGREGATE = [False]
+
+
+def composite_lp_aggregate(nowarn: bool = False) -> bool:
+    """Whether :class:`CompositeDistribution` sums its log-probs/entropies into one tensor.
+
+    Defaults to ``False``: ``log_prob`` and ``entropy`` return TensorDicts with one
+    entry per sampled key.
+
+    Examples:
+        >>> composite_lp_aggregate()
+        False
+    """
+    return _LP_AGGREGATE[0]
+
+
+class set_composite_lp_aggregate:  # noqa: N801 - public name of the tensordict API
+    """Context manager / decorator setting :func:`composite_lp_aggregate`.
+
+    Args:
+        mode (bool, optional): the value to set. Defaults to ``True``.
+
+    Examples:
+        >>> with set_composite_lp_aggregate(True):
+        ...     composite_lp_aggregate()
+        True
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+        self._prev: list = []
+
+    def __enter__(self) -> set_composite_lp_aggregate:
+        self._prev.append(_LP_AGGREGATE[0])
+        _LP_AGGREGATE[0] = self.mode
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _LP_AGGREGATE[0] = self._prev.pop()
+
+    def set(self) -> None:
+        """Sets the mode globally (not only within a block)."""
+        _LP_AGGREGATE[0] = self.mode
+
+    def __call__(self, func: Any) -> Any:
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_composite_lp_aggregate(self.mode):
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+def _suffixed(key: NestedKey, suffix: str) -> NestedKey:
+    key = unravel_key(key)
+    if isinstance(key, str):
+        return key + suffix
+    return (*key[:-1], key[-1] + suffix)
+
+
+class CompositeDistribution(D.Distribution):
+    """A distribution over several keys of a TensorDict, one distribution per key.
+
+    Args:
+        params (TensorDictBase): one sub-TensorDict of distribution parameters per
+            key of ``distribution_map`` (``params["cont"]`` holds ``loc`` and
+            ``scale`` for a Normal at ``"cont"``). Its batch size is the batch shape.
+        distribution_map (dict): key -> distribution class.
+
+    Keyword Args:
+        name_map (dict, optional): key -> where its sample is written. Defaults to the key.
+        extra_kwargs (dict, optional): key -> extra keyword arguments of its distribution.
+        aggregate_probabilities (bool, optional): sum log-probs and entropies into one
+            tensor of the batch shape. Defaults to :func:`composite_lp_aggregate`.
+        log_prob_key (NestedKey, optional): where :meth:`log_prob_composite` writes the
+            sum. Defaults to ``"sample_log_prob"``.
+        entropy_key (NestedKey, optional): where :meth:`entropy_composite` writes the
+            sum. Defaults to ``"entropy"``.
+
+    ``sample``/``rsample``/``mode``/``mean``/``deterministic_sample`` return a
+    TensorDict of samples (batch size ``sample_shape + batch_shape``). ``log_prob`` and
+    ``entropy`` return a TensorDict with an entry ``"<key>_log_prob"`` /
+    ``"<key>_entropy"`` per key, or a tensor when aggregating.
+
+    Raises:
+        KeyError: ``params`` has no entry for a key of ``distribution_map``.
+
+    Examples:
+        >>> import torch
+        >>> from torch import distributions as d
+        >>> from tensordict import TensorDict
+        >>> params = TensorDict({
+        ...     "cont": {"loc": torch.randn(3, 4), "scale": torch.rand(3, 4) + 0.1},
+        ...     ("nested", "disc"): {"logits": torch.randn(3, 10)},
+        ... }, [3])
+        >>> dist = CompositeDistribution(params, distribution_map={"cont": d.Normal, ("nested", "disc"): d.Categorical})
+        >>> sample = dist.sample((4,))
+        >>> sample["cont"].shape, sample["nested", "disc"].shape
+        (torch.Size([4, 3, 4]), torch.Size([4, 3]))
+        >>> dist.log_prob(sample)["nested", "disc_log_prob"].shape
+        torch.Size([4, 3])
+    """
+
+    arg_constraints: dict = {}
+
+    def __init__(
+        self,
+        params: TensorDictBase,
+        distribution_map: Mapping,
+        *,
+        name_map: Mapping | None = None,
+        extra_kwargs: Mapping | None = None,
+        aggregate_probabilities: bool | None = None,
+        log_prob_key: NestedKey = "sample_log_prob",
+        entropy_key: NestedKey = "entropy",
+    ) -> None:
+        if not isinstance(params, TensorDictBase):
+            msg = f"CompositeDistribution: params must be a TensorDict, got {type(params).__name__}."
+            raise TypeError(msg)
+        name_map = {unravel_key(k): unravel_key(v) for k, v in (name_map or {}).items()}
+        extra = {unravel_key(k): dict(v) for k, v in (extra_kwargs or {}).items()}
+        self.dists: dict = {}
+        self.name_map: dict = {}
+        for key, cls in distribution_map.items():
+            key = unravel_key(key)
+            sub = params.get(key, None)
+            if sub is None:
+                keys = sorted(str(k) for k in params.keys(True))
+                msg = f"CompositeDistribution: params has no entry {key!r} for its distribution; params keys: {keys}."
+                raise KeyError(msg)
+            kwargs = dict(sub.items()) if isinstance(sub, TensorDictBase) else {"logits": sub}
+            kwargs.update(extra.get(key, {}))
+            self.dists[key] = cls(**kwargs)
+            self.name_map[key] = name_map.get(key, key)
+        self.params = params
+        self.aggregate_probabilities = aggregate_probabilities
+        self.log_prob_key = unravel_key(log_prob_key)
+        self.entropy_key = unravel_key(entropy_key)
+        super().__init__(params.batch_size, validate_args=False)
+
+    def _aggregate(self) -> bool:
+        agg = self.aggregate_probabilities
+        return composite_lp_aggregate() if agg is None else agg
+
+    def _samples(self, fn: Any, sample_shape: torch.Size) -> TensorDict:
+        out = TensorDict({}, batch_size=torch.Size(sample_shape) + self.batch_shape)
+        for key, dist in self.dists.items():
+            out.set(self.name_map[key], fn(dist))
+        return out
+
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:
+        """A TensorDict of samples, batch size ``sample_shape + batch_shape``."""
+        shape = torch.Size(sample_shape)
+        return self._samples(lambda d: d.sample(shape), shape)
+
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:
+        """Reparameterised samples (every distribution must support ``rsample``)."""
+        shape = torch.Size(sample_shape)
+        return self._samples(lambda d: d.rsample(shape), shape)
+
+    @property
+    def has_rsample(self) -> bool:  # type: ignore[override]
+        return all(d.has_rsample for d in self.dists.values())
+
+    @property
+    def mode(self) -> TensorDict:  # noqa: D102
+        return self._samples(lambda d: d.mode, torch.Size())
+
+    @property
+    def mean(self) -> TensorDict:  # noqa: D102
+        return self._samples(lambda d: d.mean, torch.Size())
+
+    @property
+    def deterministic_sample(self) -> TensorDict:
+        """Each distribution's ``deterministic_sample`` (or mean, or mode)."""
+
+        def det(d: Any) -> torch.Tensor:
+            for attr in ("deterministic_sample", "mean", "mode"):
+                try:
+                    return getattr(d, attr)
+                except (AttributeError, NotImplementedError):
+                    continue
+            msg = f"{type(d).__name__} has no deterministic sample, mean or mode."
+            raise NotImplementedError(msg)
+
+        return self._samples(det, torch.Size())
+
+    def _reduce(self, value: torch.Tensor, ndim: int) -> torch.Tensor:
+        extra = value.ndim - ndim
+        return value.flatten(ndim).sum(-1) if extra > 0 else value
+
+    def _per_key(self, values: dict, suffix: str, batch_size: torch.Size) -> TensorDict | torch.Tensor:
+        if self._aggregate():
+            total = None
+            for value in values.values():
+                value = self._reduce(value, len(batch_size))
+                total = value if total is None else total + value
+            return total
+        out = TensorDict({}, batch_size=batch_size)
+        for key, value in values.items():
+            out.set(_suffixed(self.name_map[key], suffix), value)
+        return out
+
+    def log_prob(self, sample: TensorDictBase) -> TensorDict | torch.Tensor:
+        """Log-probabilities of a TensorDict of samples.
+
+        Returns:
+            a TensorDict with ``"<key>_log_prob"`` entries, or (aggregating) their
+            sum, a tensor of shape ``sample.batch_size``.
+
+        Raises:
+            KeyError: a sampled key is missing from ``sample``.
+        """
+        values = {key: dist.log_prob(sample.get(self.name_map[key])) for key, dist in self.dists.items()}
+        return self._per_key(values, "_log_prob", sample.batch_size)
+
+    def log_prob_composite(self, sample: TensorDictBase, include_sum: bool = True) -> TensorDictBase:
+        """Writes each key's log-prob (and their sum at ``log_prob_key``) into ``sample``."""
+        total = None
+        for key, dist in self.dists.items():
+            lp = dist.log_prob(sample.get(self.name_map[key]))
+            sample.set(_suffixed(self.name_map[key], "_log_prob"), lp)
+            red = self._reduce(lp, sample.batch_dims)
+            total = red if total is None else total + red
+        if include_sum and total is not None:
+            sample.set(self.log_prob_key, total)
+        return sample
+
+    def entropy(self, samples_mc: int = 1) -> TensorDict | torch.Tensor:
+        """Entropies (Monte-Carlo estimated with ``samples_mc`` samples where no closed form exists)."""
+        values = {}
+        for key, dist in self.dists.items():
+            try:
+                values[key] = dist.entropy()
+            except NotImplementedError:
+                x = dist.rsample((samples_mc,)) if dist.has_rsample else dist.sample((samples_mc,))
+                values[key] = -dist.log_prob(x).mean(0)
+        return self._per_key(values, "_entropy", self.batch_shape)
+
+    def entropy_composite(self, samples_mc: int = 1, include_sum: bool = True) -> TensorDict:
+        """A TensorDict of each key's entropy, plus their sum at ``entropy_key``."""
+        with set_composite_lp_aggregate(False):
+            out = self.entropy(samples_mc)
+        if include_sum:
+            total = None
+            for _, value in out.items(True, True):
+                red = self._reduce(value, len(self.batch_shape))
+                total = red if total is None else total + red
+            out.set(self.entropy_key, total)
+        return out
+
+    def cdf(self, sample: TensorDictBase) -> TensorDict:
+        """A TensorDict of each key's CDF at the sample (``"<key>_cdf"``)."""
+        out = TensorDict({}, batch_size=sample.batch_size)
+        for key, dist in self.dists.items():
+            out.set(_suffixed(self.name_map[key], "_cdf"), dist.cdf(sample.get(self.name_map[key])))
+        return out
+
+    def icdf(self, sample: TensorDictBase) -> TensorDict:
+        """A TensorDict of samples from quantiles stored at ``"<key>_cdf"``."""
+        out = TensorDict({}, batch_size=sample.batch_size)
+        for key, dist in self.dists.items():
+            name = self.name_map[key]
+            out.set(name, dist.icdf(sample.get(_suffixed(name, "_cdf"))))
+        return out

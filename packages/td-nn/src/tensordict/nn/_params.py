@@ -1,0 +1,309 @@
+"""``TensorDictParams``: a TensorDict of parameters that is also an ``nn.Module``.
+
+Storage is the ``nn.Module``'s own: tensor leaves live in ``_parameters`` (or
+``_buffers``), nested TensorDicts are nested ``TensorDictParams`` in ``_modules``, and
+other values (non-tensor data) in ``_extra``. The TensorDict API reads and writes those
+dicts through the storage primitives (``_keys_raw``, ``_get_raw``, ``_set_raw``, ...),
+so whatever touches the module (``module.to(device)``, ``load_state_dict``,
+``torch.func.functional_call``, ``to_module``) and whatever touches the TensorDict see
+the same tensors. ``named_parameters()`` names follow the nested keys joined with
+``"."`` (``("a", "b")`` is ``"a.b"``).
+
+Where ``nn.Module`` and ``TensorDictBase`` both define a method, the module's version is
+kept for what an enclosing module relies on (``state_dict``, ``load_state_dict``,
+``_apply``, ``to``, ``cpu``, ``cuda``, ``float``, ``double``, ``half``, ``bfloat16``,
+``type``), and the TensorDict's for the rest (``apply``, ``requires_grad_``, ``__eq__``,
+``__repr__``, indexing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from tensordict import TensorDict, TensorDictBase
+from tensordict._errors import batch_mismatch_error, locked_error
+from tensordict._keys import NO_DEFAULT
+from tensordict.nn._common import _NOTSET
+
+__all__ = ["TensorDictParams"]
+
+_STORES = ("_parameters", "_buffers", "_modules", "_extra")
+
+
+class _ChainKeys:
+    """Live view over the keys of the four storage dicts (``None`` slots skipped)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: TensorDictParams) -> None:
+        self._owner = owner
+
+    def __iter__(self) -> Iterator[str]:
+        d = self._owner.__dict__
+        for name in _STORES:
+            for key, value in d[name].items():
+                if value is not None:
+                    yield key
+
+    def __contains__(self, key: object) -> bool:
+        d = self._owner.__dict__
+        return any(d[name].get(key) is not None for name in _STORES)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]:
+    """Where a tensor is stored and as what (parameter or buffer)."""
+    if isinstance(value, nn.Parameter):
+        return "_parameters", value
+    if no_convert or not (value.is_floating_point() or value.is_complex()):
+        return "_buffers", value
+    return "_parameters", nn.Parameter(value, requires_grad=True)
+
+
+class TensorDictParams(TensorDictBase, nn.Module):
+    """A TensorDict of parameters and buffers that is an ``nn.Module``.
+
+    Store it as a module attribute and its tensors show up in ``parameters()``,
+    ``named_parameters()``, ``state_dict()`` and optimizers, and follow
+    ``module.to(device)``. At the same time it behaves as a TensorDict: ``get``, ``set``,
+    indexing (which returns plain TensorDicts), ``apply``, ``to_module``, ``keys``,
+    ``flatten_keys``, ``torch.stack`` and so on.
+
+    Args:
+        parameters (TensorDictBase or dict, optional): the content. Keyword arguments
+            are added to it.
+
+    Keyword Args:
+        no_convert (bool, optional): if ``False`` (default), floating-point tensors are
+            wrapped in ``nn.Parameter`` (sharing their storage) when set, integer and
+            boolean tensors become buffers. If ``True``, nothing is converted:
+            ``nn.Parameter`` values are parameters and other tensors buffers.
+        lock (bool, optional): lock the TensorDict (no new keys). Defaults to ``False``.
+
+    Raises:
+        TypeError: ``parameters`` is neither a TensorDict nor a mapping.
+
+    Examples:
+        >>> import torch
+        >>> from torch import nn
+        >>> from tensordict import TensorDict
+        >>> params = TensorDictParams(TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(2)}}))
+        >>> class Model(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.params = params
+        >>> sorted(name for name, _ in Model().named_parameters())
+        ['params.a', 'params.b.c']
+        >>> isinstance(params["b", "c"], nn.Parameter)
+        True
+        >>> params["a"] = torch.ones(3)  # converted to a Parameter
+        >>> isinstance(params["a"], nn.Parameter)
+        True
+    """
+
+    def __init__(
+        self,
+        parameters: TensorDictBase | Mapping | None = None,
+        *,
+        no_convert: bool = False,
+        lock: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        nn.Module.__init__(self)
+        if parameters is None:
+            parameters = TensorDict(kwargs) if kwargs else TensorDict({})
+        elif kwargs:
+            if isinstance(parameters, TensorDictBase):
+                parameters = parameters.copy()
+                parameters.update(kwargs)
+            else:
+                parameters = {**parameters, **kwargs}
+        if not isinstance(parameters, TensorDictBase):
+            if not isinstance(parameters, Mapping):
+                msg = f"TensorDictParams expects a TensorDict or a dict, got {type(parameters).__name__}."
+                raise TypeError(msg)
+            parameters = TensorDict(parameters)
+        d = self.__dict__
+        d["_extra"] = {}
+        d["no_convert"] = bool(no_convert)
+        d["_batch_size"] = parameters.batch_size
+        d["_device"] = parameters.device
+        for key, value in parameters._items_raw():
+            self._set_raw(key, value)
+        if lock:
+            self.lock_()
+
+    # -------------------------------------------------------------- storage primitives
+    def _keys_raw(self) -> _ChainKeys:
+        return _ChainKeys(self)
+
+    def _items_raw(self) -> Iterator[tuple[str, Any]]:
+        d = self.__dict__
+        for name in _STORES:
+            for key, value in d[name].items():
+                if value is not None:
+                    yield key, value
+
+    def _get_raw(self, key: str, default: Any = NO_DEFAULT) -> Any:
+        d = self.__dict__
+        for name in _STORES:
+            value = d[name].get(key)
+            if value is not None:
+                return value
+        return default
+
+    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
+        d = self.__dict__
+        for name in _STORES:
+            d[name].pop(key, None)
+        if isinstance(value, torch.Tensor):
+            store, value = _to_param(value, d["no_convert"])
+        elif isinstance(value, TensorDictBase):
+            if not isinstance(value, TensorDictParams):
+                value = TensorDictParams(value, no_convert=d["no_convert"], lock=value.is_locked)
+            store = "_modules"
+        else:
+            store = "_extra"
+        d[store][key] = value
+
+    def _del_raw(self, key: str) -> None:
+        d = self.__dict__
+        for name in _STORES:
+            d[name].pop(key, None)
+
+    def _create_nested(self, key: str) -> TensorDictBase:
+        out = self._get_raw(key, _NOTSET)
+        if out is _NOTSET:
+            if self.is_locked:
+                raise locked_error("create a nested TensorDict", key)
+            out = TensorDictParams(TensorDict({}, batch_size=self.batch_size, device=self.device), no_convert=self.no_convert)
+            self.__dict__["_modules"][key] = out
+            return out
+        return TensorDictBase._create_nested(self, key)
+
+    def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
+        if isinstance(existing, torch.Tensor) and existing.requires_grad and existing.is_leaf:
+            with torch.no_grad():
+                TensorDictBase._write_inplace(self, key, existing, value)
+            return
+        TensorDictBase._write_inplace(self, key, existing, value)
+
+    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+        bs = self.batch_size if batch_size is None else torch.Size(batch_size)
+        dev = self.device if device is NO_DEFAULT else device
+        return TensorDict._new_unsafe(source, bs, dev)
+
+    # -------------------------------------------------------------- shape / device
+    @property
+    def batch_size(self) -> torch.Size:
+        """Leading dims shared by every leaf."""
+        return self.__dict__["_batch_size"]
+
+    @batch_size.setter
+    def batch_size(self, new_size: Any) -> None:
+        new_size = torch.Size([new_size] if isinstance(new_size, int) else new_size)
+        if self.is_locked and new_size != self.batch_size:
+            raise locked_error("change the batch_size")
+        n = len(new_size)
+        for key, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                if value.shape[:n] != new_size:
+                    raise batch_mismatch_error(key, value.shape, new_size)
+            elif isinstance(value, TensorDictBase):
+                if value.batch_size[:n] != new_size:
+                    value.batch_size = new_size
+        self.__dict__["_batch_size"] = new_size
+
+    @property
+    def device(self) -> torch.device | None:
+        """Device of every leaf, or ``None`` if not fixed."""
+        return self.__dict__["_device"]
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = "TensorDictParams.device cannot be set directly; use `params.to(device)`."
+        raise RuntimeError(msg)
+
+    def _has_names(self) -> bool:
+        return False
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (always ``None``: TensorDictParams has no dim names)."""
+        return [None] * len(self.batch_size)
+
+    # -------------------------------------------------------------- nn.Module side
+    state_dict = nn.Module.state_dict
+    load_state_dict = nn.Module.load_state_dict
+    cpu = nn.Module.cpu
+    cuda = nn.Module.cuda
+    float = nn.Module.float
+    double = nn.Module.double
+    half = nn.Module.half
+    bfloat16 = nn.Module.bfloat16
+    type = nn.Module.type
+    __getstate__ = nn.Module.__getstate__ if hasattr(nn.Module, "__getstate__") else object.__getstate__
+    __setstate__ = nn.Module.__setstate__
+    __dir__ = nn.Module.__dir__
+
+    def _apply(self, fn: Any, recurse: bool = True) -> TensorDictParams:
+        nn.Module._apply(self, fn, recurse)
+        if self.__dict__["_device"] is not None:
+            for _, value in self._items_raw():
+                if isinstance(value, torch.Tensor):
+                    self.__dict__["_device"] = value.device
+                    break
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> TensorDictParams:
+        """Moves/casts the parameters in place, as ``nn.Module.to``; returns ``self``.
+
+        Examples:
+            >>> import torch
+            >>> params = TensorDictParams({"w": torch.zeros(2)})
+            >>> params.to(torch.float64)["w"].dtype
+            torch.float64
+        """
+        return nn.Module.to(self, *args, **kwargs)
+
+    # -------------------------------------------------------------- TensorDict side
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictParams:
+        """A new TensorDictParams.
+
+        With ``recurse=True`` (default) the tensors are copied (parameters stay
+        parameters, with the same ``requires_grad``, as new leaves); with
+        ``recurse=False`` the same parameter objects are shared.
+        """
+        source: dict = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictParams):
+                source[key] = value.clone(recurse)
+            elif isinstance(value, nn.Parameter):
+                source[key] = nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad) if recurse else value
+            elif isinstance(value, torch.Tensor):
+                source[key] = value.clone() if recurse else value
+            else:
+                source[key] = value.clone() if recurse and hasattr(value, "clone") else value
+        td = TensorDict._new_unsafe({}, self.batch_size, self.device)
+        out = TensorDictParams(td, no_convert=True)
+        out.__dict__["no_convert"] = self.no_convert
+        for key, value in source.items():
+            out._set_raw(key, value)
+        return out
+
+    @property
+    def data(self) -> TensorDict:
+        """A TensorDict of the ``.data`` of every tensor (no autograd history)."""
+        return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
+
+    __repr__ = TensorDictBase.__repr__
+    __str__ = TensorDictBase.__repr__
+
+    def __hash__(self) -> int:
+        return id(self)
