@@ -341,3 +341,20 @@ class TestLazyStack:
 def test_non_tensor_data_is_not_a_leaf():
     td = TensorDict({"s": NonTensorData("x"), "t": torch.zeros(())}, [])
     assert pytree.tree_leaves(td) == [td["t"]]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available")
+def test_heterogeneous_lazy_stack_keeps_its_tensordicts():
+    from tensordict._lazy import LazyStackedTensorDict
+
+    a = TensorDict({"a": torch.zeros(3), "b": torch.zeros(3, 2)}, [3])
+    b = TensorDict({"a": torch.ones(3), "x": torch.zeros(3)}, [3])
+    c = TensorDict({"a": torch.ones(3), "b": torch.zeros(3, 5)}, [3])
+    for lazy in (LazyStackedTensorDict(a, b, stack_dim=0), LazyStackedTensorDict(a, c, stack_dim=1)):
+        out = pytree.tree_map(lambda x: x + 1, lazy)
+        assert isinstance(out, LazyStackedTensorDict)
+        assert out.stack_dim == lazy.stack_dim and out.batch_size == lazy.batch_size
+        for new, old in zip(out.tensordicts, lazy.tensordicts):
+            assert sorted(new.keys()) == sorted(old.keys())
+            for key in old.keys():
+                assert torch.equal(new[key], old[key] + 1)

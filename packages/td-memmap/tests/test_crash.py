@@ -17,16 +17,19 @@ from tensordict.memmap import load_memmap
 _WRITER = """
 import torch
 from tensordict import NonTensorData, TensorDict
+td = TensorDict(
+    {**{f"k{i}": torch.zeros(256, 512) for i in range(6)},
+     "nested": {"x": torch.zeros(256, 64), "deeper": {"y": torch.zeros(256)}}},
+    [256],
+)
+leaves = [v for v in td.values(True, True) if isinstance(v, torch.Tensor)]
 gen = start
 ready.value = 1
 while True:
     gen += 1
-    td = TensorDict(
-        {**{f"k{i}": torch.full((256, 512), float(gen)) for i in range(6)},
-         "nested": {"x": torch.full((256, 64), float(gen)), "deeper": {"y": torch.full((256,), float(gen))}},
-         "tag": NonTensorData((gen, "t"))},
-        [256],
-    )
+    for leaf in leaves:
+        leaf.fill_(float(gen))
+    td["tag"] = NonTensorData((gen, "t"))
     td.memmap(prefix, num_threads=2)
     done.value = gen
 """
@@ -81,15 +84,13 @@ def test_sigkill_during_resave_keeps_a_complete_save(tmp_path, ctx):
     rng = random.Random(1234)
     prefix = tmp_path / "store"
     _make(0).memmap(prefix)
-    seen = set()
     for trial in range(10):
         start = (trial + 1) * 1000
         before = _generation(load_memmap(prefix, allow_pickle=True))
-        last_done = _kill_writer(ctx, prefix, start, rng.uniform(0.0, 0.5))
+        last_done = _kill_writer(ctx, prefix, start, rng.uniform(0.0, 0.6))
         gen = _generation(load_memmap(prefix, allow_pickle=True))
         # either the earlier save, the last save the writer finished, or the one it had just committed
         assert gen in {before, last_done, last_done + 1, start + 1}, (gen, before, last_done)
-        seen.add(gen == before)
     # the next save cleans the folders the killed writers left next to the store
     _make(7).memmap(prefix)
     assert _generation(load_memmap(prefix, allow_pickle=True)) == 7
@@ -102,7 +103,7 @@ def test_sigkill_during_first_save_is_complete_or_incomplete(tmp_path, ctx):
     outcomes = set()
     for trial in range(4):
         prefix = tmp_path / f"fresh{trial}"
-        _kill_writer(ctx, prefix, 0, rng.uniform(0.0, 0.2))
+        _kill_writer(ctx, prefix, 0, rng.uniform(0.0, 0.3))
         try:
             td = load_memmap(prefix, allow_pickle=True)
         except RuntimeError as err:
@@ -134,4 +135,31 @@ def test_failed_save_leaves_earlier_save_intact(tmp_path):
     with pytest.raises(TypeError, match="zz_unpicklable"):
         bad.memmap(prefix)
     assert _generation(load_memmap(prefix, allow_pickle=True)) == 1
+    assert sorted(os.listdir(tmp_path)) == ["store"]
+
+
+def test_resave_without_atomic_exchange(tmp_path, monkeypatch):
+    # file systems without renameat2(RENAME_EXCHANGE): two renames, old copy kept until done
+    from tensordict.memmap import _store
+
+    monkeypatch.setattr(_store, "_exchange", lambda a, b: False)
+    prefix = tmp_path / "store"
+    _make(1).memmap(prefix)
+    _make(2).memmap(prefix)
+    assert _generation(load_memmap(prefix, allow_pickle=True)) == 2
+    assert sorted(os.listdir(tmp_path)) == ["store"]
+
+
+def test_recovers_from_kill_between_the_two_renames(tmp_path):
+    # the state a kill leaves between "store -> .store.td-old-*" and "staging -> store"
+    prefix = tmp_path / "store"
+    _make(1).memmap(prefix)
+    os.rename(prefix, tmp_path / ".store.td-old-999999-dead")
+    staging = tmp_path / ".store.td-tmp-999999-dead"
+    _make(2).memmap(staging)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        td = load_memmap(prefix, allow_pickle=True)
+    assert _generation(td) == 1
+    _make(3).memmap(prefix)  # the next save repairs the store and removes the leftovers
+    assert _generation(load_memmap(prefix, allow_pickle=True)) == 3
     assert sorted(os.listdir(tmp_path)) == ["store"]

@@ -191,6 +191,16 @@ def _bad_leaf(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
     return RuntimeError(msg)
 
 
+def _breaks(res: Any, n: int, b0: int, bs: torch.Size) -> bool:
+    """``True`` if ``res``'s leading dims are not ``bs`` (``n = len(bs) > 0``)."""
+    if n == 1:
+        try:
+            return res.shape[0] != b0
+        except IndexError:
+            return True
+    return res.shape[:n] != bs
+
+
 def _missing_in_other(key: Any, index: int) -> KeyError:
     msg = (
         f"apply: key {key!r} is missing from the TensorDict number {index} passed in `*others`. "
@@ -219,6 +229,7 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     tdb = _TDB or _bind()
     bs = td.batch_size
     n = len(bs)
+    b0 = bs[0] if n else 0
     source = {}
     for key, value in td._items_raw():
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
@@ -227,7 +238,7 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
                 continue
             if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
                 res = td._convert_value(prefix + (key,) if prefix else key, res)
-            elif n and res.shape[:n] != bs:
+            elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
         elif isinstance(value, tdb):
             res = _apply_simple(value, fn, filter_empty, prefix + (key,))
@@ -247,6 +258,7 @@ def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | Non
     tdb = _TDB or _bind()
     bs = td.batch_size
     n = len(bs)
+    b0 = bs[0] if n else 0
     gets = [o._tensordict.get if o.__class__ is _TD else o._get_raw for o in others]
     single = gets[0] if len(gets) == 1 else None
     source = {}
@@ -266,7 +278,7 @@ def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | Non
                 continue
             if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
                 res = td._convert_value(prefix + (key,) if prefix else key, res)
-            elif n and res.shape[:n] != bs:
+            elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
         elif isinstance(value, tdb):
             for i, v in enumerate(vals):

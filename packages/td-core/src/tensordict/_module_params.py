@@ -327,7 +327,8 @@ def _plan(td: Any, module: nn.Module, path: tuple, plan: list, extra: list, td_c
         elif isinstance(value, base):
             sub = module._modules.get(key)
             if sub is None:
-                extra.append((*path, key))
+                leaf_keys = [k if isinstance(k, tuple) else (k,) for k in value.keys(True, True)]
+                extra.extend((*path, key, *k) for k in leaf_keys or [()])
                 continue
             src[key] = _plan(value, sub, (*path, key), plan, extra, td_cls, base)
         else:

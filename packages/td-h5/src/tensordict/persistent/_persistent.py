@@ -728,7 +728,7 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
         return self._batch_size
 
     def is_empty(self) -> bool:
-        for _, cls, child in self._meta_items():
+        for _, _cls, child in self._meta_items():
             if child is None or not child.is_empty():
                 return False
         return True

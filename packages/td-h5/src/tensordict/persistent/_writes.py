@@ -24,7 +24,13 @@ import h5py
 import numpy as np
 import torch
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_tensor_collection
+from tensordict import (
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,
+)
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import NestedKey, _as_tuple, unravel_key
 from tensordict.persistent import _h5io as io
@@ -428,7 +434,7 @@ class WriteMixin:
             RuntimeError: the file is read-only.
         """
         self._check_writable()
-        for path, dset, dtype in self._tensor_datasets():
+        for _path, dset, dtype in self._tensor_datasets():
             t = self._read_dataset(dset, dtype)
             fn(t)
             self._write_dataset(dset, t)

@@ -78,6 +78,13 @@ def _key_to_name(key: NestedKey, separator: str = "_") -> str:
     return key if isinstance(key, str) else separator.join(key)
 
 
+class _ReadableKeyError(KeyError):
+    """A ``KeyError`` whose message prints as written (``KeyError`` quotes and escapes it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _missing_in_key_error(owner: str, key: NestedKey, tensordict: TensorDictBase) -> KeyError:
     keys = sorted(str(k) for k in tensordict.keys(include_nested=True, leaves_only=True))
     if len(keys) > 20:
@@ -87,7 +94,7 @@ def _missing_in_key_error(owner: str, key: NestedKey, tensordict: TensorDictBase
         f"(batch_size={tuple(tensordict.batch_size)}, keys {keys}). The TensorDict was "
         "left unchanged. Add the entry to the input, or change the module's in_keys."
     )
-    return KeyError(msg)
+    return _ReadableKeyError(msg)
 
 
 def _module_label(module: nn.Module) -> str:

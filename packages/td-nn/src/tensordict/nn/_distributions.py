@@ -15,6 +15,7 @@ from torch.distributions import constraints
 
 from tensordict import TensorDict, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
+from tensordict.nn._common import _ReadableKeyError
 
 __all__ = [
     "CompositeDistribution",
@@ -427,7 +428,7 @@ class CompositeDistribution(D.Distribution):
             if sub is None:
                 keys = sorted(str(k) for k in params.keys(True))
                 msg = f"CompositeDistribution: params has no entry {key!r} for its distribution; params keys: {keys}."
-                raise KeyError(msg)
+                raise _ReadableKeyError(msg)
             kwargs = dict(sub.items()) if isinstance(sub, TensorDictBase) else {"logits": sub}
             kwargs.update(extra.get(key, {}))
             self.dists[key] = cls(**kwargs)

@@ -20,6 +20,7 @@ from tensordict._keys import NestedKey
 from tensordict.nn._common import (
     _NOTSET,
     _SKIP_EXISTING,
+    _ReadableKeyError,
     TensorDictModuleBase,
     _all_present,
     _handles_kwargs,
@@ -299,7 +300,7 @@ class TensorDictModule(TensorDictModuleBase):
                 value = out.get(key, _NOTSET) if isinstance(out, TensorDictBase) else out.get(key, _NOTSET)
                 if value is _NOTSET:
                     msg = f"{self._label()}: the module returned a {type(out).__name__} without the out_key {key!r}."
-                    raise KeyError(msg)
+                    raise _ReadableKeyError(msg)
                 values.append((key, value))
             for key, value in values:
                 self._set_one(dest, key, value)

@@ -22,6 +22,12 @@ from tensordict.tensorclass._registry import (
 )
 from tensordict.tensorclass._version import __version__
 
+# td-memmap (when installed) learns to save and load tensorclasses, also inside TensorDicts
+from tensordict.tensorclass._memmap import register_with_memmap as _register_with_memmap
+
+_register_with_memmap()
+del _register_with_memmap
+
 __all__ = [
     # declaring tensorclasses
     "tensorclass",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensordict._base import TensorDictBase
 from tensordict._td import TensorDict
-from tensordict.tensorclass._storage import _non_tensor_in_td, _Slots
+from tensordict.tensorclass._storage import _non_tensor_in_td
 from tensordict.tensorclass._wrap import _td_method, _wrap_out
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -168,12 +168,36 @@ class _IOMixin:
         existsok: bool = True,
     ) -> Self:
         """Writes every field to memory-mapped files under ``prefix`` (td-memmap) and
-        returns a locked instance backed by them. Non-tensor fields are saved too.
+        returns a locked instance backed by them.
+
+        The store records the class: ``MyData.load_memmap(prefix)`` and
+        ``TensorDict.load_memmap(prefix)`` both give a ``MyData`` back. Non-tensor
+        fields are saved too (as JSON when they can be).
+
+        Args:
+            prefix (str or Path, optional): the folder; ``None`` uses anonymous
+                shared memory.
+            copy_existing (bool): copy tensors already memory-mapped elsewhere.
 
         Raises:
             ImportError: td-memmap is not installed.
+
+        Examples:
+            >>> import tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class Sample(TensorClass):
+            ...     x: torch.Tensor
+            ...     tag: str = "a"
+            >>> with tempfile.TemporaryDirectory() as path:
+            ...     _ = Sample(x=torch.arange(3), batch_size=[3]).memmap(path)
+            ...     back = Sample.load_memmap(path)
+            ...     (type(back).__name__, back.x.tolist(), back.tag)
+            ('Sample', [0, 1, 2], 'a')
         """
-        return _call_with_non_tensor(
+        from tensordict.tensorclass._memmap import save_instance
+
+        return save_instance(
             self,
             "memmap",
             prefix,
@@ -185,51 +209,74 @@ class _IOMixin:
         )
 
     def memmap_(self, prefix: Any = None, copy_existing: bool = False, **kwargs: Any) -> Self:
-        """Like :meth:`memmap`, in place; returns ``self``."""
-        return _call_with_non_tensor(self, "memmap_", prefix, copy_existing, **kwargs)
+        """Like :meth:`memmap`, in place: the fields become memory-mapped; returns ``self``."""
+        from tensordict.tensorclass._memmap import save_instance
+
+        if prefix is None:
+            prefix = getattr(self._tensordict, "_saved_path", None)
+        return save_instance(self, "memmap_", prefix, copy_existing, **kwargs)
 
     def memmap_like(self, prefix: Any = None, copy_existing: bool = False, **kwargs: Any) -> Self:
-        """An instance of memory-mapped, content-less fields shaped like these."""
-        return _call_with_non_tensor(self, "memmap_like", prefix, copy_existing, **kwargs)
+        """An instance of memory-mapped, zero-filled fields shaped like these (nothing
+        is copied)."""
+        from tensordict.tensorclass._memmap import save_instance
+
+        return save_instance(self, "memmap_like", prefix, copy_existing, **kwargs)
 
     def save(self, prefix: Any = None, *args: Any, **kwargs: Any) -> Self:
-        """Saves to disk (td-memmap's ``save``, a proxy of :meth:`memmap`)."""
-        return _call_with_non_tensor(self, "save", prefix, *args, **kwargs)
+        """Saves to disk: a proxy of :meth:`memmap`."""
+        from tensordict.tensorclass._memmap import save_instance
+
+        return save_instance(self, "save", prefix, *args, **kwargs)
 
     def dumps(self, prefix: Any = None, *args: Any, **kwargs: Any) -> Self:
-        """Saves to disk (td-memmap's ``dumps``, a proxy of :meth:`memmap`)."""
-        return _call_with_non_tensor(self, "dumps", prefix, *args, **kwargs)
+        """Saves to disk: a proxy of :meth:`memmap`."""
+        from tensordict.tensorclass._memmap import save_instance
 
-    def load_(self, prefix: Any, *args: Any, **kwargs: Any) -> Self:
-        """Loads a saved instance into this one, in place."""
-        return _call_with_non_tensor(self, "load_", prefix, *args, **kwargs)
+        return save_instance(self, "dumps", prefix, *args, **kwargs)
 
     def load_memmap_(self, prefix: Any, *args: Any, **kwargs: Any) -> Self:
-        """Loads a memory-mapped instance into this one, in place."""
-        return _call_with_non_tensor(self, "load_memmap_", prefix, *args, **kwargs)
+        """Loads the store at ``prefix`` into this instance (in place); returns ``self``."""
+        from tensordict.tensorclass._memmap import load_instance
+
+        return load_instance(type(self), "load_memmap", prefix, *args, out=self, **kwargs)
+
+    def load_(self, prefix: Any, *args: Any, **kwargs: Any) -> Self:
+        """Loads the store at ``prefix`` into this instance: a proxy of :meth:`load_memmap_`."""
+        return self.load_memmap_(prefix, *args, **kwargs)
 
     def memmap_refresh_(self) -> Self:
-        """Re-reads the memory-mapped content from ``saved_path``."""
-        return _call_with_non_tensor(self, "memmap_refresh_")
+        """Re-reads the instance's folder (``saved_path``), e.g. after another process
+        saved it again.
+
+        Raises:
+            RuntimeError: the instance was not memory-mapped to a folder.
+        """
+        from tensordict.tensorclass._memmap import refresh_instance
+
+        return refresh_instance(self)
 
     @classmethod
-    def load_memmap(cls, prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None) -> Self:
+    def load_memmap(cls, prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None, **kwargs: Any) -> Self:
         """An instance of this class loaded from a folder written by :meth:`memmap`.
+
+        A folder written from a TensorDict whose keys are fields of this class loads
+        too. Keyword arguments of td-memmap's ``load_memmap`` (``allow_pickle``) apply.
 
         Raises:
             ImportError: td-memmap is not installed.
+            FileNotFoundError: no store at ``prefix``.
+            TypeError: the folder holds another tensorclass.
             KeyError: the folder holds keys that are not fields of this class.
         """
-        if out is not None:
-            with _non_tensor_in_td(out) as td:
-                TensorDict.load_memmap(prefix, device, non_blocking, out=td)
-            return out
-        return cls._from_result(TensorDict.load_memmap(prefix, device, non_blocking))
+        from tensordict.tensorclass._memmap import load_instance
+
+        return load_instance(cls, "load_memmap", prefix, device, non_blocking, out=out, **kwargs)
 
     @classmethod
     def load(cls, prefix: Any, *args: Any, **kwargs: Any) -> Self:
-        """An instance of this class loaded from disk (``TensorDict.load``)."""
-        return cls._from_result(TensorDict.load(prefix, *args, **kwargs))
+        """Loads an instance saved with :meth:`save`: a proxy of :meth:`load_memmap`."""
+        return cls.load_memmap(prefix, *args, **kwargs)
 
     # ------------------------------------------------------------------ state dict
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False, flatten: bool = False) -> dict:
@@ -245,6 +292,3 @@ class _IOMixin:
         )
         return self
 
-
-def _is_instance(value: Any) -> bool:
-    return isinstance(value, _Slots)

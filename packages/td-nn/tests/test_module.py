@@ -1,0 +1,418 @@
+"""TensorDictModule: keys, outputs, keyword calls, selection and bad input."""
+
+import pytest
+import torch
+from torch import nn
+
+from tensordict import TensorDict
+from tensordict.nn import (
+    TensorDictModule,
+    TensorDictModuleBase,
+    TensorDictModuleWrapper,
+    WrapModule,
+    dispatch,
+    make_tensordict,
+    set_skip_existing,
+    skip_existing,
+)
+
+
+class Net(nn.Module):
+    """The overview's Net: a LazyLinear returning logits and probabilities."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.LazyLinear(1)
+
+    def forward(self, x):
+        logits = self.linear(x)
+        return logits, torch.sigmoid(logits)
+
+
+def _overview_module():
+    return TensorDictModule(
+        Net(),
+        in_keys=["input"],
+        out_keys=[("outputs", "logits"), ("outputs", "probabilities")],
+    )
+
+
+class TestOverviewExample:
+    def test_tensordict_call(self):
+        module = _overview_module()
+        tensordict = TensorDict({"input": torch.randn(32, 100)}, [32])
+        out = module(tensordict)
+        assert out is tensordict
+        logits = tensordict["outputs", "logits"]
+        probabilities = tensordict.get(("outputs", "probabilities"))
+        assert logits.shape == (32, 1)
+        torch.testing.assert_close(probabilities, torch.sigmoid(logits))
+
+    def test_keyword_call_returns_tensordict(self):
+        module = _overview_module()
+        x = torch.randn(32, 100)
+        out = module(input=x)
+        assert isinstance(out, TensorDict)
+        assert out.batch_size == torch.Size([32])
+        assert out["input"] is x
+        expected = module(TensorDict({"input": x}, [32]))
+        assert (out == expected).all()
+
+    def test_positional_tensor_call(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        out = module(torch.randn(5, 3))
+        assert out.batch_size == torch.Size([5])
+        assert out["y"].shape == (5, 4)
+
+
+class TestKeys:
+    def test_nested_in_and_out_keys(self):
+        module = TensorDictModule(lambda a, b: a + b, in_keys=[("n", "a"), "b"], out_keys=[("o", "p", "q")])
+        td = TensorDict({"n": {"a": torch.ones(3)}, "b": torch.ones(3)}, [3])
+        module(td)
+        assert (td["o", "p", "q"] == 2).all()
+        assert module.in_keys == [("n", "a"), "b"]
+        assert module.out_keys == [("o", "p", "q")]
+
+    def test_str_keys_are_wrapped(self):
+        module = TensorDictModule(torch.relu, in_keys="x", out_keys="y")
+        assert module.in_keys == ["x"] and module.out_keys == ["y"]
+
+    def test_dict_in_keys_tensordict_key_to_kwarg(self):
+        def fn(x, *, scale):
+            return x * scale
+
+        module = TensorDictModule(fn, in_keys={"obs": "x", ("cfg", "s"): "scale"}, out_keys=["y"])
+        td = TensorDict({"obs": torch.ones(2), "cfg": {"s": torch.full((2,), 3.0)}}, [2])
+        assert (module(td)["y"] == 3).all()
+        assert module.in_keys == ["obs", ("cfg", "s")]
+
+    @pytest.mark.parametrize("out_to_in_map", [True, None])
+    def test_dict_in_keys_kwarg_to_tensordict_key(self, out_to_in_map):
+        def fn(x, scale):
+            return x * scale
+
+        module = TensorDictModule(fn, in_keys={"x": "obs", "scale": "s"}, out_keys=["y"], out_to_in_map=out_to_in_map)
+        td = TensorDict({"obs": torch.ones(2), "s": torch.full((2,), 2.0)}, [2])
+        assert (module(td)["y"] == 2).all()
+        assert module.in_keys == ["obs", "s"]
+
+    def test_underscore_out_key_discards(self):
+        module = TensorDictModule(lambda x: (x + 1, x + 2), in_keys=["x"], out_keys=["_", "b"])
+        td = module(TensorDict(x=torch.zeros(2), batch_size=[2]))
+        assert set(td.keys()) == {"x", "b"}
+
+    def test_dict_output(self):
+        module = TensorDictModule(lambda x: {"a": x + 1, "b": x + 2}, in_keys=["x"], out_keys=["b", "a"])
+        td = module(TensorDict(x=torch.zeros(2), batch_size=[2]))
+        assert (td["a"] == 1).all() and (td["b"] == 2).all()
+
+    def test_tensordict_output(self):
+        module = TensorDictModule(lambda x: TensorDict(a=x + 1), in_keys=["x"], out_keys=["a"])
+        assert (module(TensorDict(x=torch.zeros(2), batch_size=[2]))["a"] == 1).all()
+
+    def test_setting_keys_rebuilds_plan(self):
+        module = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"])
+        module.in_keys = ["z"]
+        module.out_keys = ["w"]
+        td = module(TensorDict(z=torch.zeros(2), batch_size=[2]))
+        assert (td["w"] == 1).all() and "y" not in td.keys()
+
+    def test_method_and_kwargs(self):
+        class Two(nn.Module):
+            def forward(self, x):
+                return x
+
+            def double(self, x, factor=1):
+                return 2 * x * factor
+
+        module = TensorDictModule(Two(), in_keys=["x"], out_keys=["y"], method="double", method_kwargs={"factor": 3})
+        assert (module(TensorDict(x=torch.ones(2), batch_size=[2]))["y"] == 6).all()
+
+    def test_strict_false_passes_none(self):
+        module = TensorDictModule(lambda x, y: x if y is None else x + y, in_keys=["x", "y"], out_keys=["z"], strict=False)
+        td = module(TensorDict(x=torch.ones(2), batch_size=[2]))
+        assert (td["z"] == 1).all()
+
+    def test_attribute_fallback_to_wrapped_module(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        assert module.weight is module.module.weight
+        assert module.in_features == 3
+
+
+class TestInplace:
+    def test_inplace_false_returns_new_tensordict(self):
+        module = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"], inplace=False)
+        td = TensorDict(x=torch.zeros(3), batch_size=[3])
+        out = module(td)
+        assert out is not td
+        assert "y" not in td.keys() and list(out.keys()) == ["y"]
+        assert out.batch_size == torch.Size([])
+
+    def test_inplace_empty_keeps_batch_size(self):
+        module = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"], inplace="empty")
+        out = module(TensorDict(x=torch.zeros(3), batch_size=[3]))
+        assert out.batch_size == torch.Size([3]) and list(out.keys()) == ["y"]
+
+    def test_tensordict_out(self):
+        module = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"])
+        td = TensorDict(x=torch.zeros(3), batch_size=[3])
+        dest = TensorDict({}, [3])
+        assert module(td, tensordict_out=dest) is dest
+        assert "y" in dest.keys() and "y" not in td.keys()
+
+
+class TestSelectOutKeys:
+    def test_select_and_reset(self):
+        mod = TensorDictModule(lambda x, y: (x + 2, y + 2), in_keys=["a", "b"], out_keys=["c", "d"])
+        assert mod.select_out_keys("d") is mod
+        assert mod.out_keys == ["d"] and mod.out_keys_source == ["c", "d"]
+        td = mod(TensorDict(a=torch.zeros(()), b=torch.ones(())))
+        assert sorted(td.keys()) == ["a", "b", "d"]
+        mod.reset_out_keys()
+        td = mod(TensorDict(a=torch.zeros(()), b=torch.ones(())))
+        assert sorted(td.keys()) == ["a", "b", "c", "d"]
+
+    def test_select_unknown_key(self):
+        mod = TensorDictModule(lambda x: x, in_keys=["a"], out_keys=["b"])
+        with pytest.raises(ValueError, match="'zz' is not one of the module's out_keys"):
+            mod.select_out_keys("zz")
+
+    def test_generic_subclass_selection_keeps_preexisting(self):
+        class Two(TensorDictModuleBase):
+            in_keys = ["x"]
+            out_keys = ["y", "z"]
+
+            def forward(self, td):
+                td["y"] = td["x"] + 1
+                td["z"] = td["x"] + 2
+                return td
+
+        mod = Two().select_out_keys("y")
+        td = mod(TensorDict(x=torch.zeros(2), batch_size=[2]))
+        assert sorted(td.keys()) == ["x", "y"]
+        td = mod(TensorDict(x=torch.zeros(2), z=torch.zeros(2), batch_size=[2]))
+        assert sorted(td.keys()) == ["x", "y", "z"]
+        mod.reset_out_keys()
+        assert sorted(mod(TensorDict(x=torch.zeros(2), batch_size=[2])).keys()) == ["x", "y", "z"]
+
+
+class TestBadInput:
+    def test_missing_in_key(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x", "missing"], out_keys=["y"])
+        td = TensorDict(x=torch.randn(2, 3), batch_size=[2])
+        before = td.clone()
+        with pytest.raises(KeyError, match="missing") as info:
+            module(td)
+        assert "TensorDictModule(Linear" in str(info.value)
+        assert set(td.keys()) == {"x"} and (td == before).all()
+
+    def test_missing_nested_in_key(self):
+        module = TensorDictModule(lambda x: x, in_keys=[("a", "b")], out_keys=["y"])
+        with pytest.raises(KeyError, match=r"\('a', 'b'\)"):
+            module(TensorDict(a={"c": torch.zeros(2)}, batch_size=[2]))
+
+    def test_out_keys_count_mismatch(self):
+        module = TensorDictModule(lambda x: (x, x, x), in_keys=["x"], out_keys=["a", "b"])
+        td = TensorDict(x=torch.zeros(2), batch_size=[2])
+        with pytest.raises(ValueError, match=r"returned 3 output\(s\).*but 2 out_keys"):
+            module(td)
+        assert set(td.keys()) == {"x"}
+
+    def test_single_tensor_for_two_out_keys(self):
+        module = TensorDictModule(lambda x: x, in_keys=["x"], out_keys=["a", "b"])
+        with pytest.raises(ValueError, match=r"returned 1 output\(s\).*2 out_keys"):
+            module(TensorDict(x=torch.zeros(2), batch_size=[2]))
+
+    def test_output_breaks_batch_size(self):
+        module = TensorDictModule(lambda x: x.sum(0), in_keys=["x"], out_keys=["y"])
+        td = TensorDict(x=torch.zeros(4, 3), batch_size=[4])
+        with pytest.raises(RuntimeError, match=r"'y'.*batch_size=\(4,\)"):
+            module(td)
+        assert "y" not in td.keys()
+
+    def test_second_output_breaks_batch_size_nothing_written(self):
+        module = TensorDictModule(lambda x: (x, x.sum(0)), in_keys=["x"], out_keys=["a", "b"])
+        td = TensorDict(x=torch.zeros(4, 3), batch_size=[4])
+        with pytest.raises(RuntimeError, match=r"'b' has shape \(3,\).*Nothing was written"):
+            module(td)
+        assert set(td.keys()) == {"x"}
+
+    @pytest.mark.parametrize("bad", [torch.zeros(3), 3, "linear", None])
+    def test_non_module(self, bad):
+        with pytest.raises(TypeError, match="must be an nn.Module or a callable"):
+            TensorDictModule(bad, in_keys=["x"], out_keys=["y"])
+
+    def test_bad_key_type(self):
+        with pytest.raises(TypeError, match="in_keys"):
+            TensorDictModule(torch.relu, in_keys=[1], out_keys=["y"])
+        with pytest.raises(TypeError, match="out_keys"):
+            TensorDictModule(torch.relu, in_keys=["x"], out_keys=5)
+
+    def test_duplicated_out_keys(self):
+        with pytest.raises(ValueError, match="duplicated"):
+            TensorDictModule(lambda x: (x, x), in_keys=["x"], out_keys=["y", "y"])
+
+    def test_bad_inplace(self):
+        with pytest.raises(ValueError, match="inplace"):
+            TensorDictModule(torch.relu, in_keys=["x"], out_keys=["y"], inplace="yes")
+
+    def test_unknown_keyword(self):
+        module = TensorDictModule(torch.relu, in_keys=["x"], out_keys=["y"])
+        with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+            module(z=torch.zeros(2))
+
+
+class TestSkipExisting:
+    def test_skip_existing(self):
+        calls = []
+
+        def fn(x):
+            calls.append(1)
+            return x + 1
+
+        module = TensorDictModule(fn, in_keys=["x"], out_keys=["y"])
+        td = TensorDict(x=torch.zeros(2), y=torch.zeros(2), batch_size=[2])
+        assert not skip_existing()
+        with set_skip_existing(True):
+            assert skip_existing()
+            module(td)
+        assert not calls and (td["y"] == 0).all()
+        module(td)
+        assert calls == [1]
+
+    def test_decorator_with_mode(self):
+        @set_skip_existing(True)
+        def run():
+            return skip_existing()
+
+        assert run() and not skip_existing()
+
+
+class TestDispatch:
+    def test_dispatch_method(self):
+        class MyModule(nn.Module):
+            in_keys = [("a", "c"), "d"]
+            out_keys = ["b"]
+
+            @dispatch(auto_batch_size=False)
+            def forward(self, tensordict):
+                tensordict["b"] = tensordict["a", "c"] + tensordict["d"]
+                return tensordict
+
+        module = MyModule()
+        b = module(a_c=torch.zeros(1, 2), d=torch.ones(1, 2))
+        assert (b == 1).all()
+        b = module(torch.zeros(1, 2), d=torch.ones(1, 2))
+        assert (b == 1).all()
+        td = module(TensorDict({"a": {"c": torch.zeros(1)}, "d": torch.ones(1)}, [1]))
+        assert isinstance(td, TensorDict)
+        with pytest.raises(RuntimeError, match="Duplicated argument"):
+            module(torch.zeros(1, 2), a_c=torch.ones(1, 2))
+
+    def test_dispatch_auto_batch_size(self):
+        seen = []
+
+        class M(nn.Module):
+            in_keys = ["x"]
+            out_keys = ["y", "z"]
+
+            @dispatch
+            def forward(self, td):
+                seen.append(td.batch_size)
+                td["y"] = td["x"] * 2
+                td["z"] = td["x"] * 3
+                return td
+
+        y, z = M()(x=torch.ones(2, 3))
+        assert seen == [torch.Size([2, 3])] and (z == 3).all() and (y == 2).all()
+
+    def test_dispatch_function_with_source(self):
+        @dispatch(source=["x"], dest=["y"])
+        def fn(td):
+            td["y"] = td["x"] + 1
+            return td
+
+        assert (fn(x=torch.zeros(2)) == 1).all()
+
+    def test_make_tensordict(self):
+        td = make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3))
+        assert td.batch_size == torch.Size([3])
+        assert make_tensordict(a=torch.zeros(3, 4), batch_size=[3, 4]).batch_size == torch.Size([3, 4])
+
+
+class TestBaseAndWrappers:
+    def test_subclass_keyword_call(self):
+        class AddOne(TensorDictModuleBase):
+            in_keys = [("a", "b")]
+            out_keys = ["y"]
+
+            def forward(self, tensordict):
+                tensordict["y"] = tensordict["a", "b"] + 1
+                return tensordict
+
+        out = AddOne()(a_b=torch.zeros(4))
+        assert out.batch_size == torch.Size([4]) and (out["y"] == 1).all()
+        assert TensorDictModuleBase.is_tdmodule_compatible(AddOne())
+        assert not TensorDictModuleBase.is_tdmodule_compatible(nn.Linear(1, 1))
+
+    def test_wrap_module(self):
+        wrap = WrapModule(lambda td: td.reshape(-1))
+        out = wrap(TensorDict(x=torch.ones(3, 4), batch_size=[3, 4]))
+        assert out.batch_size == torch.Size([12])
+        wrap_inplace = WrapModule(lambda td: TensorDict(y=td["x"] + 1, batch_size=td.batch_size), inplace=True, out_keys=["y"])
+        td = TensorDict(x=torch.ones(3), batch_size=[3])
+        assert wrap_inplace(td) is td and (td["y"] == 2).all()
+        assert wrap_inplace.out_keys == ["y"]
+        with pytest.raises(TypeError, match="callable"):
+            WrapModule(3)
+
+    def test_module_wrapper(self):
+        inner = TensorDictModule(nn.Linear(2, 3), in_keys=["x"], out_keys=["y"])
+        wrapper = TensorDictModuleWrapper(inner)
+        assert wrapper.in_keys == ["x"] and wrapper.out_keys == ["y"]
+        assert wrapper.module is inner.module
+        assert [n for n, _ in wrapper.named_parameters()] == ["td_module.module.weight", "td_module.module.bias"]
+        td = wrapper(TensorDict(x=torch.randn(4, 2), batch_size=[4]))
+        assert td["y"].shape == (4, 3)
+        assert wrapper(x=torch.randn(4, 2))["y"].shape == (4, 3)
+        with pytest.raises(TypeError):
+            TensorDictModuleWrapper(lambda td: td)
+
+    def test_reset_parameters_recursive(self):
+        module = TensorDictModule(nn.Linear(3, 3), in_keys=["x"], out_keys=["y"])
+        before = module.module.weight.detach().clone()
+        module.reset_parameters_recursive()
+        assert not torch.equal(before, module.module.weight)
+        params = TensorDict.from_module(module).detach().clone()
+        snapshot = params.clone()
+        current = module.module.weight.detach().clone()
+        assert module.reset_parameters_recursive(params) is params
+        assert not torch.equal(params["module", "weight"], snapshot["module", "weight"])
+        assert torch.equal(module.module.weight, current)
+
+    def test_state_dict_round_trip(self):
+        a = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        b = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        b.load_state_dict(a.state_dict())
+        x = torch.randn(2, 3)
+        assert torch.equal(a(x=x)["y"], b(x=x)["y"])
+
+    def test_repr(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        text = repr(module)
+        assert "Linear(in_features=3" in text and "in_keys=['x']" in text
+
+
+def test_device(device):
+    module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"]).to(device)
+    td = TensorDict(x=torch.randn(5, 3, device=device), batch_size=[5], device=device)
+    out = module(td)
+    assert out["y"].device.type == device.type
+
+
+def test_backward_through_module():
+    module = TensorDictModule(nn.Linear(3, 1), in_keys=["x"], out_keys=["y"])
+    td = module(TensorDict(x=torch.randn(5, 3), batch_size=[5]))
+    td["y"].sum().backward()
+    assert module.module.weight.grad is not None
