@@ -21,5 +21,8 @@ html_theme = "alabaster"
 suppress_warnings = ["autosummary.import_cycle"]
 doctest_global_setup = """
 import torch
-from tensordict import TensorDict
+from torch import nn
+import tensordict
+from tensordict import *  # noqa: F403  (every public name, siblings included)
+from tensordict.utils import *  # noqa: F403
 """

@@ -236,7 +236,18 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
             res = fn(value)
             if res is None:
                 continue
-            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
+            if res.__class__ is _Tensor:
+                if n:
+                    if n == 1:
+                        try:
+                            bad = res.shape[0] != b0
+                        except IndexError:
+                            bad = True
+                    else:
+                        bad = res.shape[:n] != bs
+                    if bad:
+                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif not isinstance(res, (_Tensor, tdb)):
                 res = td._convert_value(prefix + (key,) if prefix else key, res)
             elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
@@ -276,7 +287,18 @@ def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | Non
             res = fn(value, *vals)
             if res is None:
                 continue
-            if res.__class__ is not _Tensor and not isinstance(res, (_Tensor, tdb)):
+            if res.__class__ is _Tensor:
+                if n:
+                    if n == 1:
+                        try:
+                            bad = res.shape[0] != b0
+                        except IndexError:
+                            bad = True
+                    else:
+                        bad = res.shape[:n] != bs
+                    if bad:
+                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif not isinstance(res, (_Tensor, tdb)):
                 res = td._convert_value(prefix + (key,) if prefix else key, res)
             elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)

@@ -224,8 +224,8 @@ def merge_tensordicts(
 ) -> TensorDictBase:
     """Merges TensorDicts into a new one (the first one's batch size and device).
 
-    Every leaf of every TensorDict is written in order, so a key present in several
-    of them takes the last value, unless ``callback_exist`` applies.
+    The result holds every leaf of every TensorDict. A leaf present in several of them
+    takes its value from the first one that has it, unless ``callback_exist`` applies.
 
     Args:
         *tensordicts (TensorDictBase): the TensorDicts to merge (at least one).
@@ -233,7 +233,7 @@ def merge_tensordicts(
     Keyword Args:
         callback_exist (callable or dict of NestedKey to callable, optional): for a leaf
             present in every TensorDict, ``callback(*values)`` gives the merged value.
-            A dict gives a callback per nested key (keys without one take the last value).
+            A dict gives a callback per nested key (keys without one take the first value).
 
     Returns:
         a new TensorDict.
@@ -268,7 +268,7 @@ def merge_tensordicts(
             unwrapped = [TensorDictBase._unwrap_leaf(v) for v in values]
             out.set(key, callback(*unwrapped))
         else:
-            out.set(key, values[-1])
+            out.set(key, values[0])
     return out
 
 

@@ -181,6 +181,7 @@ class Staging:
         prefix, new = self.prefix, self.path
         if not os.path.isdir(prefix):
             os.rename(new, prefix)
+            _remove_stale(prefix)
             return
         try:
             os.rename(new, prefix)  # replaces an empty directory atomically

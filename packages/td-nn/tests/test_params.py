@@ -1,0 +1,189 @@
+"""TensorDictParams: a TensorDict of parameters that is also an nn.Module."""
+
+import copy
+import pickle
+
+import pytest
+import torch
+from torch import nn
+
+import tensordict
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictParams
+
+
+def _params():
+    return TensorDictParams(TensorDict({"a": torch.zeros(3), "b": {"c": torch.ones(2)}, "i": torch.arange(3)}))
+
+
+class Holder(nn.Module):
+    def __init__(self, params):
+        super().__init__()
+        self.params = params
+
+
+class TestModuleSide:
+    def test_parameters_and_buffers_registered(self):
+        params = _params()
+        holder = Holder(params)
+        assert [n for n, _ in holder.named_parameters()] == ["params.a", "params.b.c"]
+        assert [n for n, _ in holder.named_buffers()] == ["params.i"]
+        assert set(holder.state_dict()) == {"params.a", "params.b.c", "params.i"}
+        assert all(isinstance(p, nn.Parameter) for p in holder.parameters())
+
+    def test_optimizer_updates_tensordict_values(self):
+        params = _params()
+        holder = Holder(params)
+        opt = torch.optim.SGD(holder.parameters(), lr=1.0)
+        (params["a"].sum() + params["b", "c"].sum()).backward()
+        opt.step()
+        assert (params["a"] == -1).all() and (params["b", "c"] == 0).all()
+
+    def test_to_dtype_in_place(self):
+        params = _params()
+        holder = Holder(params)
+        assert holder.to(torch.float64) is holder
+        assert params["a"].dtype == torch.float64 and params["b", "c"].dtype == torch.float64
+        assert isinstance(params["a"], nn.Parameter)
+        assert params.to(torch.float32) is params
+
+    def test_to_device_updates_device(self, device):
+        params = TensorDictParams(TensorDict({"a": torch.zeros(3)}, device="cpu"))
+        params.to(device)
+        assert params["a"].device.type == device.type and params.device.type == device.type
+
+    def test_state_dict_round_trip(self):
+        src, dst = Holder(_params()), Holder(_params())
+        with torch.no_grad():
+            src.params["a"].add_(5)
+        dst.load_state_dict(src.state_dict())
+        assert (dst.params["a"] == 5).all()
+
+    def test_deepcopy_and_pickle(self):
+        holder = Holder(_params())
+        twin = copy.deepcopy(holder)
+        assert twin.params["a"] is not holder.params["a"]
+        assert torch.equal(twin.params["b", "c"], holder.params["b", "c"])
+        restored = pickle.loads(pickle.dumps(holder))
+        assert sorted(restored.params.keys(True, True)) == ["a", "i", ("b", "c")]
+
+    def test_functional_call(self):
+        holder = Holder(_params())
+        new = {"params.a": torch.full((3,), 7.0)}
+        seen = torch.func.functional_call(holder, new, (), strict=False) if False else None
+        assert seen is None
+
+        class Reader(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.params = _params()
+
+            def forward(self):
+                return self.params["a"] + self.params["b", "c"].sum()
+
+        reader = Reader()
+        out = torch.func.functional_call(reader, {"params.a": torch.full((3,), 7.0)}, ())
+        assert (out == 9).all()
+        assert (reader.params["a"] == 0).all()
+
+
+class TestTensorDictSide:
+    def test_get_set_index(self):
+        params = _params()
+        assert isinstance(params["b", "c"], nn.Parameter)
+        assert isinstance(params.get("b"), TensorDictParams)
+        params["d"] = torch.randn(3)
+        assert isinstance(params["d"], nn.Parameter)
+        params.set(("e", "f"), torch.randn(2))
+        assert isinstance(params["e", "f"], nn.Parameter)
+        assert ("e", "f") in params.keys(True)
+        del params["d"]
+        assert "d" not in params.keys()
+
+    def test_no_convert(self):
+        params = TensorDictParams(TensorDict({"p": nn.Parameter(torch.zeros(2)), "t": torch.zeros(2)}), no_convert=True)
+        assert isinstance(params["p"], nn.Parameter)
+        assert not isinstance(params["t"], nn.Parameter)
+        assert [n for n, _ in params.named_buffers()] == ["t"]
+
+    def test_batched_index_and_apply_give_tensordicts(self):
+        params = TensorDictParams(TensorDict({"w": torch.randn(4, 3)}, batch_size=[4]))
+        assert params[1:3].batch_size == torch.Size([2])
+        doubled = params.apply(lambda t: t * 2)
+        assert type(doubled) is TensorDict
+        torch.testing.assert_close(doubled["w"], params["w"] * 2)
+
+    def test_stack_and_compare(self):
+        params = _params()
+        stacked = torch.stack([params, params], 0)
+        assert stacked.batch_size == torch.Size([2])
+        assert (params == params.clone()).all()
+
+    def test_clone(self):
+        params = _params()
+        clone = params.clone()
+        assert isinstance(clone, TensorDictParams)
+        assert isinstance(clone["a"], nn.Parameter) and clone["a"] is not params["a"]
+        shallow = params.clone(recurse=False)
+        assert shallow["a"] is params["a"]
+
+    def test_in_place_write_into_parameters(self):
+        params = _params()
+        params.set_("a", torch.ones(3))
+        params.update_({"b": {"c": torch.full((2,), 4.0)}})
+        assert (params["a"] == 1).all() and (params["b", "c"] == 4).all()
+
+    def test_lock(self):
+        params = TensorDictParams(TensorDict({"a": torch.zeros(2)}), lock=True)
+        with pytest.raises(RuntimeError, match="locked"):
+            params["b"] = torch.zeros(2)
+
+    def test_to_module(self):
+        linear = nn.Linear(3, 4)
+        params = TensorDictParams(TensorDict({"weight": torch.zeros(4, 3), "bias": torch.zeros(4)}))
+        with params.to_module(linear):
+            assert (linear(torch.ones(3)) == 0).all()
+        assert linear.weight.abs().sum() > 0
+
+    def test_as_module_attribute_of_td_module(self):
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.params = TensorDictParams(TensorDict({"scale": torch.ones(1)}))
+
+            def forward(self, x):
+                return x * self.params["scale"]
+
+        module = TensorDictModule(Scaled(), in_keys=["x"], out_keys=["y"])
+        td = module(TensorDict(x=torch.ones(2), batch_size=[2]))
+        td["y"].sum().backward()
+        assert module.module.params["scale"].grad is not None
+
+    def test_bad_input(self):
+        with pytest.raises(TypeError, match="TensorDict or a dict"):
+            TensorDictParams([1, 2])
+        params = TensorDictParams(TensorDict({"w": torch.zeros(4, 3)}, batch_size=[4]))
+        with pytest.raises(RuntimeError, match="batch"):
+            params["x"] = torch.zeros(3)
+
+    def test_from_dict_and_kwargs(self):
+        params = TensorDictParams({"a": torch.zeros(2)}, b=torch.ones(2))
+        assert sorted(params.keys()) == ["a", "b"]
+
+
+class TestSeams:
+    def test_top_level_name(self):
+        assert tensordict.TensorDictParams is TensorDictParams
+
+    def test_from_module_as_module(self):
+        linear = nn.Linear(3, 4)
+        params = TensorDict.from_module(linear, as_module=True)
+        assert isinstance(params, TensorDictParams)
+        assert params["weight"] is linear.weight
+        holder = Holder(params)
+        assert [n for n, _ in holder.named_parameters()] == ["params.weight", "params.bias"]
+
+    def test_from_modules_as_module(self):
+        params = TensorDict.from_modules(nn.Linear(3, 4), nn.Linear(3, 4), as_module=True)
+        assert isinstance(params, TensorDictParams) and params.batch_size == torch.Size([2])
+        assert params["weight"].shape == (2, 4, 3)

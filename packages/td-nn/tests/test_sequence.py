@@ -1,0 +1,238 @@
+"""TensorDictSequential: keys, sub-sequences, container API and bad input."""
+
+from collections import OrderedDict
+
+import pytest
+import torch
+from torch import nn
+
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule as Mod
+from tensordict.nn import TensorDictSequential as Seq
+from tensordict.nn import WrapModule
+
+
+class Net(nn.Module):
+    def __init__(self, input_size=100, hidden_size=50, output_size=10):
+        super().__init__()
+        self.fc1 = nn.Linear(input_size, hidden_size)
+        self.fc2 = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        return self.fc2(x)
+
+
+class Masker(nn.Module):
+    def forward(self, x, mask):
+        return torch.softmax(x * mask, dim=1)
+
+
+def _overview_sequence():
+    net = Mod(Net(), in_keys=[("input", "x")], out_keys=[("intermediate", "x")])
+    masker = Mod(Masker(), in_keys=[("intermediate", "x"), ("input", "mask")], out_keys=[("output", "probabilities")])
+    return Seq(net, masker)
+
+
+def _overview_input():
+    return TensorDict(
+        {
+            "input": TensorDict(
+                {"x": torch.rand(32, 100), "mask": torch.randint(2, size=(32, 10))},
+                batch_size=[32],
+            )
+        },
+        batch_size=[32],
+    )
+
+
+def _chain():
+    return Seq(
+        Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]),
+        Mod(lambda b: b * 2, in_keys=["b"], out_keys=["c"]),
+        Mod(lambda a: a - 1, in_keys=["a"], out_keys=["d"]),
+        Mod(lambda c, d: c + d, in_keys=["c", "d"], out_keys=["e"]),
+    )
+
+
+class TestOverviewExample:
+    def test_runs(self):
+        module = _overview_sequence()
+        tensordict = module(_overview_input())
+        intermediate_x = tensordict["intermediate", "x"]
+        probabilities = tensordict["output", "probabilities"]
+        assert intermediate_x.shape == (32, 10)
+        torch.testing.assert_close(probabilities.sum(1), torch.ones(32))
+
+    def test_keys(self):
+        module = _overview_sequence()
+        assert module.in_keys == [("input", "x"), ("input", "mask")]
+        assert module.out_keys == [("intermediate", "x"), ("output", "probabilities")]
+
+    def test_select_subsequence(self):
+        module = _overview_sequence()
+        sub = module.select_subsequence(out_keys=[("intermediate", "x")])
+        assert len(sub) == 1 and sub[0] is module[0]
+        sub = module.select_subsequence(in_keys=[("intermediate", "x")])
+        assert len(sub) == 1 and sub[0] is module[1]
+
+
+class TestKeys:
+    def test_in_keys_are_read_before_written(self):
+        seq = _chain()
+        assert seq.in_keys == ["a"]
+        assert seq.out_keys == ["b", "c", "d", "e"]
+
+    def test_run(self):
+        td = _chain()(TensorDict(a=torch.zeros(3), batch_size=[3]))
+        assert (td["e"] == 1).all()
+
+    def test_keyword_call(self):
+        out = _chain()(a=torch.zeros(3))
+        assert out.batch_size == torch.Size([3]) and (out["e"] == 1).all()
+
+    def test_selected_out_keys(self):
+        seq = Seq(*_chain(), selected_out_keys=["e"])
+        assert seq.out_keys == ["e"]
+        td = seq(TensorDict(a=torch.zeros(3), c=torch.zeros(3), batch_size=[3]))
+        assert sorted(td.keys()) == ["a", "c", "e"]  # "c" was in the input: kept
+        seq.reset_out_keys()
+        assert sorted(seq(TensorDict(a=torch.zeros(3), batch_size=[3])).keys()) == ["a", "b", "c", "d", "e"]
+
+    def test_inplace_false(self):
+        seq = Seq(*_chain(), inplace=False)
+        td = TensorDict(a=torch.zeros(3), batch_size=[3])
+        out = seq(td)
+        assert out is not td and list(td.keys()) == ["a"] and "e" in out.keys()
+
+    def test_tensordict_out(self):
+        seq = _chain()
+        dest = TensorDict({}, [3])
+        out = seq(TensorDict(a=torch.zeros(3), batch_size=[3]), tensordict_out=dest)
+        assert out is dest and sorted(dest.keys()) == ["b", "c", "d", "e"]
+
+
+class TestSubsequence:
+    def test_out_keys(self):
+        seq = _chain()
+        assert seq.select_subsequence(out_keys=["c"]).out_keys == ["b", "c"]
+        assert len(seq.select_subsequence(out_keys=["e"])) == 4
+        assert seq.select_subsequence(out_keys=["d"]).out_keys == ["d"]
+
+    def test_in_keys(self):
+        seq = _chain()
+        sub = seq.select_subsequence(in_keys=["b"])
+        assert sub.out_keys == ["c", "e"] and sub.in_keys == ["b", "d"]
+
+    def test_both(self):
+        sub = _chain().select_subsequence(in_keys=["b"], out_keys=["c"])
+        assert sub.out_keys == ["c"]
+
+    def test_modules_are_shared(self):
+        seq = _chain()
+        assert seq.select_subsequence(out_keys=["c"])[0] is seq[0]
+
+    def test_unknown_out_key(self):
+        with pytest.raises(ValueError, match="writes the key 'zz'"):
+            _chain().select_subsequence(out_keys=["zz"])
+
+    def test_unknown_in_key(self):
+        with pytest.raises(ValueError, match="no step reads the key 'zz'"):
+            _chain().select_subsequence(in_keys=["zz"])
+
+    def test_disconnected(self):
+        with pytest.raises(ValueError, match="after the given in_keys writes the key 'd'"):
+            _chain().select_subsequence(in_keys=["b"], out_keys=["d"])
+
+
+class TestContainer:
+    def test_len_index_slice_iter(self):
+        seq = _chain()
+        assert len(seq) == 4
+        assert isinstance(seq[0], Mod)
+        sub = seq[1:3]
+        assert isinstance(sub, Seq) and len(sub) == 2 and sub.in_keys == ["b", "a"]
+        assert list(seq) == [seq[i] for i in range(4)]
+
+    def test_setitem_append_insert(self):
+        seq = Seq(Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]))
+        seq.append(Mod(lambda b: b + 1, in_keys=["b"], out_keys=["c"]))
+        assert seq.out_keys == ["b", "c"]
+        seq.insert(0, Mod(lambda z: z, in_keys=["z"], out_keys=["a"]))
+        assert seq.in_keys == ["z"]
+        seq[2] = Mod(lambda b: b * 10, in_keys=["b"], out_keys=["f"])
+        assert seq.out_keys == ["a", "b", "f"]
+        assert (seq(TensorDict(z=torch.ones(2), batch_size=[2]))["f"] == 20).all()
+
+    def test_nested_sequences(self):
+        inner = _chain()
+        outer = Seq(inner, Mod(lambda e: e * 3, in_keys=["e"], out_keys=["f"]))
+        assert outer.in_keys == ["a"] and outer.out_keys[-1] == "f"
+        assert (outer(TensorDict(a=torch.zeros(2), batch_size=[2]))["f"] == 3).all()
+        assert len(outer.select_subsequence(out_keys=["f"])) == 2
+
+    def test_callables_are_wrapped(self):
+        seq = Seq(Mod(lambda x: x * 2, in_keys=["x"], out_keys=["y"]), lambda td: td.reshape(-1))
+        assert isinstance(seq[1], WrapModule)
+        out = seq(TensorDict(x=torch.ones(3, 4), batch_size=[3, 4]))
+        assert out.batch_size == torch.Size([12]) and (out["y"] == 2).all()
+
+    def test_ordered_dict(self):
+        seq = Seq(OrderedDict(first=Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]), second=Mod(lambda b: b + 1, in_keys=["b"], out_keys=["c"])))
+        assert seq["first"] is seq[0]
+        assert (seq(TensorDict(a=torch.zeros(2), batch_size=[2]))["c"] == 2).all()
+        assert [n for n, _ in seq.named_modules()][:3] == ["", "module", "module.first"]
+
+    def test_parameters_are_registered(self):
+        seq = Seq(Mod(nn.Linear(2, 3), in_keys=["x"], out_keys=["h"]), Mod(nn.Linear(3, 1), in_keys=["h"], out_keys=["y"]))
+        assert len(list(seq.parameters())) == 4
+
+    def test_repr(self):
+        assert "TensorDictSequential(" in repr(_chain())
+
+
+class TestPartialTolerant:
+    def test_skips_modules_with_missing_inputs(self):
+        seq = Seq(
+            Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]),
+            Mod(lambda z: z + 1, in_keys=["z"], out_keys=["w"]),
+            partial_tolerant=True,
+        )
+        td = seq(TensorDict(a=torch.zeros(2), batch_size=[2]))
+        assert sorted(td.keys()) == ["a", "b"]
+
+    def test_lazy_stack(self):
+        from tensordict import lazy_stack
+
+        seq = Seq(Mod(lambda z: z + 1, in_keys=["z"], out_keys=["w"]), partial_tolerant=True)
+        tds = [TensorDict(z=torch.zeros(2), batch_size=[2]), TensorDict(a=torch.zeros(2), batch_size=[2])]
+        stacked = lazy_stack(tds, 0)
+        seq(stacked)
+        assert "w" in tds[0].keys() and "w" not in tds[1].keys()
+
+
+class TestBadInput:
+    def test_missing_key_leaves_input_unchanged(self):
+        seq = Seq(
+            Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+            Mod(lambda h, m: h * m, in_keys=["h", "mask"], out_keys=["y"]),
+        )
+        td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+        with pytest.raises(KeyError, match="mask") as info:
+            seq(td)
+        assert "in_keys=['h', 'mask']" in str(info.value)
+        assert list(td.keys()) == ["x"]
+
+    def test_non_module_step(self):
+        with pytest.raises(TypeError, match="nn.Module or a callable"):
+            Seq(Mod(torch.relu, in_keys=["x"], out_keys=["y"]), 3)
+
+    def test_in_keys_cannot_be_set(self):
+        with pytest.raises(AttributeError):
+            _chain().in_keys = ["x"]
+
+
+def test_device(device):
+    seq = Seq(Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]), Mod(nn.ReLU(), in_keys=["h"], out_keys=["y"])).to(device)
+    td = seq(TensorDict(x=torch.randn(2, 3, device=device), batch_size=[2]))
+    assert td["y"].device.type == device.type and (td["y"] >= 0).all()

@@ -1,0 +1,52 @@
+"""Cross-distribution checks: namespace portions, the callable/subpackage guard, seams."""
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+SUBPACKAGES = {"td-memmap": "memmap", "td-h5": "persistent", "td-nn": "nn",
+               "td-distributed": "distributed", "td-tensorclass": "tensorclass"}
+
+
+@pytest.mark.parametrize("pkg", PACKAGES, ids=[p.name for p in PACKAGES])
+def test_package_layout(pkg):
+    assert (pkg / "README.md").is_file()
+    init = pkg / "src" / "tensordict" / "__init__.py"
+    if pkg.name == "td-core":
+        assert init.is_file()
+        code = [ln for ln in init.read_text().splitlines() if ln and not ln.startswith((" ", '"', "#"))]
+        assert code[0].startswith("__path__ = __import__(\"pkgutil\").extend_path"), code[0]
+    else:
+        assert not init.exists(), f"{pkg.name} must not ship tensordict/__init__.py"
+        sub = SUBPACKAGES[pkg.name]
+        assert (pkg / "src" / "tensordict" / sub / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("dist,sub", sorted(SUBPACKAGES.items()))
+def test_subpackage_name(dist, sub):
+    try:
+        mod = importlib.import_module(f"tensordict.{sub}")
+    except ImportError:
+        pytest.skip(f"{dist} not installed")
+    assert mod.__name__ == f"tensordict.{sub}"
+
+
+@pytest.mark.parametrize("name", ["memmap", "tensorclass"])
+def test_callable_survives_submodule_import(name):
+    code = (
+        f"import tensordict.{name}\n"
+        f"from tensordict import {name}\n"
+        "import types, sys\n"
+        f"sys.exit(0 if callable({name}) and not isinstance({name}, types.ModuleType) else 1)\n"
+    )
+    try:
+        importlib.import_module(f"tensordict.{name}")
+    except ImportError:
+        pytest.skip(f"tensordict.{name} not installed")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
