@@ -65,14 +65,9 @@ class TestModuleSide:
         assert twin.params["a"] is not holder.params["a"]
         assert torch.equal(twin.params["b", "c"], holder.params["b", "c"])
         restored = pickle.loads(pickle.dumps(holder))
-        assert sorted(restored.params.keys(True, True)) == ["a", "i", ("b", "c")]
+        assert set(restored.params.keys(True, True)) == {"a", "i", ("b", "c")}
 
     def test_functional_call(self):
-        holder = Holder(_params())
-        new = {"params.a": torch.full((3,), 7.0)}
-        seen = torch.func.functional_call(holder, new, (), strict=False) if False else None
-        assert seen is None
-
         class Reader(nn.Module):
             def __init__(self):
                 super().__init__()
