@@ -67,7 +67,7 @@ def test_consolidate_one_storage(device):
 
 def test_in_place_writes_keep_consolidation():
     c = make().consolidate()
-    c["a"] += 1
+    c["a"].add_(1)
     c.set_("i", torch.tensor([7, 8, 9]))
     assert c.is_consolidated()
     moved = c.to("cpu")
@@ -175,6 +175,11 @@ def test_pickle_keeps_consolidation():
     c2 = pickle.loads(pickle.dumps(c))
     assert_same(c2, c)
     assert c2.is_consolidated()
+    # one storage after the round trip too: in-place writes then survive to()
+    c2["i"].fill_(5)
+    assert (c2.to("cpu")["i"] == 5).all()
+    ptrs = {storage_ptr(t) for t in c2.values(True, True) if isinstance(t, torch.Tensor)}
+    assert ptrs == {storage_ptr(c2._consolidated.storage)}
 
 
 # ---------------------------------------------------------------------- files
@@ -330,3 +335,24 @@ def test_consolidate_matches_leaf_by_leaf(source):
     assert_same(c, td)
     assert c.is_consolidated()
     assert_same(c.to("cpu"), td)
+
+
+def test_torch_save_and_deepcopy_of_mixed_dtypes(tmp_path):
+    import copy
+
+    c = make().consolidate()
+    path = tmp_path / "c.pt"
+    torch.save(c, path)  # leaves are views of several dtypes into one storage
+    loaded = torch.load(path, weights_only=False)
+    assert_same(loaded, c)
+    assert loaded.is_consolidated() and loaded.is_locked
+    ptrs = {storage_ptr(t) for t in loaded.values(True, True) if isinstance(t, torch.Tensor)}
+    assert ptrs == {storage_ptr(loaded._consolidated.storage)}
+    dup = copy.deepcopy(c)
+    assert_same(dup, c) and dup.is_consolidated()
+    stale = make().consolidate().unlock_()
+    stale["extra"] = torch.zeros(3)
+    torch.save(stale, path)
+    back = torch.load(path, weights_only=False)
+    assert "extra" in back.keys() and not back.is_consolidated()
+    assert_same(back, stale)

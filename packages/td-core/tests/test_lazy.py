@@ -300,6 +300,7 @@ def test_heterogeneous_shapes():
     assert ("shared", "y") not in s.keys(True)
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
 def test_densify():
     s = lazy_stack(hetero())
     for layout in (torch.jagged, torch.strided):
@@ -722,3 +723,26 @@ def test_from_modules_lazy_repr_matches_documentation():
     assert "bias: Tensor(shape=torch.Size([2, 4])" in repr(params)
     params["weight"].sum().backward()
     assert modules[0].weight.grad is not None
+
+
+def test_method_forms_on_every_tensordict():
+    a = TensorDict(x=torch.zeros(3), batch_size=[3])
+    b = TensorDict(y=torch.ones(3), batch_size=[3])
+    s = TensorDict.lazy_stack([a, b])
+    assert isinstance(s, LazyStackedTensorDict) and s.batch_size == torch.Size([2, 3])
+    assert type(TensorDict.maybe_dense_stack([a, a])) is TensorDict
+    assert isinstance(TensorDict.maybe_dense_stack([a, b]), LazyStackedTensorDict)
+    td = TensorDict({"a": torch.arange(6).view(2, 3)}, batch_size=(2, 3))
+    td2 = td.to_lazystack()
+    assert isinstance(td2, LazyStackedTensorDict) and td2.stack_dim == 0
+    td3 = td2.to_lazystack(1)
+    assert td3.stack_dim == 1 and td3.batch_size == torch.Size([2, 3])
+    assert (td3["a"] == td["a"]).all()
+    td3["a"] = torch.zeros(2, 3, dtype=torch.long)  # views of td: writes reach it
+    assert td2.to_lazystack(0) is td2
+    inner = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.ones(4))])
+    outer = TensorDict({"inner": inner, "t": torch.zeros(2)}, batch_size=[2])
+    dense = outer.densify(layout=torch.jagged)
+    assert type(dense["inner"]) is TensorDict and dense["inner", "a"].is_nested
+    plain = TensorDict({"t": torch.zeros(2)}, [2])
+    assert plain.densify() is plain

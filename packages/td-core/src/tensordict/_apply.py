@@ -264,7 +264,9 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     return td._new_like(source)
 
 
-def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple) -> Any:
+def _apply_others(
+    td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple
+) -> Any:
     """``apply(fn, *others)`` without keywords: several TensorDicts walked together."""
     tdb = _TDB or _bind()
     bs = td.batch_size
@@ -282,7 +284,9 @@ def _apply_others(td: Any, fn: Callable, others: tuple, filter_empty: bool | Non
         else:
             vals = tuple(g(key, _MISSING) for g in gets)
             if _MISSING in vals:
-                raise _missing_in_other(prefix + (key,) if prefix else key, vals.index(_MISSING) + 1)
+                raise _missing_in_other(
+                    prefix + (key,) if prefix else key, vals.index(_MISSING) + 1
+                )
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
             res = fn(value, *vals)
             if res is None:
@@ -426,11 +430,17 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
             if source is not None:
                 source[key] = res
             continue
-        is_tensor = isinstance(first, _Tensor) or (
-            ctx.is_leaf is not None and ctx.is_leaf(type(first))
-        ) or (ctx.call_on_nested and isinstance(first, TensorDictBase))
+        is_tensor = (
+            isinstance(first, _Tensor)
+            or (ctx.is_leaf is not None and ctx.is_leaf(type(first)))
+            or (ctx.call_on_nested and isinstance(first, TensorDictBase))
+        )
         if not is_tensor:
-            if is_tensor_collection(first) and hasattr(first, "apply") and not hasattr(first, "_with_batch"):
+            if (
+                is_tensor_collection(first)
+                and hasattr(first, "apply")
+                and not hasattr(first, "_with_batch")
+            ):
                 # a tensorclass-like collection: let it apply fn to its own leaves
                 others = [v for v in values[1:]]
                 res = first.apply(fn, *others) if not ctx.named else first

@@ -22,6 +22,7 @@ from tensordict._compare import CompareMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._keys import (
     _MISSING,
@@ -119,6 +120,7 @@ class TensorDictBase(
     ModuleParamsMixin,
     ConsolidateMixin,
     SiblingMixin,
+    LazyStackMethodsMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 

@@ -256,6 +256,11 @@ def _scatter(views: list, idxs: list, run_views: Any) -> list:
 def _copy(views: list, leaves: list, num_threads: int, non_blocking: bool) -> None:
     if not views:
         return
+    device = views[0].device
+    if any(t.device != device for t in leaves):  # cross-device: plain copies
+        for view, leaf in zip(views, leaves):
+            view.copy_(leaf, non_blocking=non_blocking)
+        return
     if num_threads and num_threads > 1 and len(views) > 1:
         chunks = _balanced_chunks(leaves, num_threads)
         with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
@@ -548,11 +553,49 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     return td
 
 
+# ---------------------------------------------------------------------- pickling
+def _views_from_shapes(storage: torch.Tensor, runs: list, shapes: list) -> list:
+    views: list = [None] * len(shapes)
+    for dtype, start, nbytes, idxs in runs:
+        slab = storage[start : start + nbytes].view(dtype)
+        numels = [torch.Size(shapes[i]).numel() for i in idxs]
+        for i, chunk in zip(idxs, slab.split_with_sizes(numels)):
+            views[i] = chunk.view(shapes[i])
+    return views
+
+
+def _rebuild_consolidated(storage: torch.Tensor, skeleton: tuple, runs: list, shapes: list, locked: bool, filename: Any) -> Any:
+    """Unpickles a consolidated TensorDict: one storage, views rebuilt from the layout."""
+    views = _views_from_shapes(storage, runs, shapes)
+    td, skeleton = _build(skeleton, views, None, _td_cls(), False, locked)
+    td._consolidated = _State(storage, skeleton, runs, views, filename)
+    return td
+
+
 # ---------------------------------------------------------------------- the mixin
 class ConsolidateMixin:
     """Mixed into TensorDictBase: consolidate / from_consolidated."""
 
     _consolidated: _State | None = None
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickles a consolidated TensorDict as its one storage plus its layout.
+
+        Its leaves are views of several dtypes into one ``uint8`` storage, which
+        ``torch.save`` cannot write leaf by leaf; the storage is written once instead
+        (and shared once by ``torch.multiprocessing``). A TensorDict that no longer
+        matches its storage is pickled as a copy of its leaves.
+        """
+        state = self._consolidated
+        if state is None:
+            return object.__reduce_ex__(self, protocol)
+        if self.__class__ is _td_cls() and _matches(self, state.skeleton, state.leaves, _base()):
+            shapes = [tuple(v.shape) for v in state.leaves]
+            args = (state.storage, state.skeleton, state.runs, shapes, self._is_locked, state.filename)
+            return (_rebuild_consolidated, args)
+        copy = self.clone()
+        copy.__dict__.pop("_consolidated", None)
+        return copy.__reduce_ex__(protocol)
 
     def consolidate(
         self,
@@ -614,18 +657,20 @@ class ConsolidateMixin:
             >>> ctd.to("cpu").is_consolidated()
             True
         """
+        if device is not None:
+            device = torch.device(device)
+            if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+                device = torch.device("cuda", torch.cuda.current_device())
         state = self._consolidated
         if state is not None and filename is None and not share_memory and not pin_memory:
             if _matches(self, state.skeleton, state.leaves, _base()):
-                if device is None or torch.device(device) == state.storage.device:
+                if device is None or device == state.storage.device:
                     return self
-                return self._to_consolidated(torch.device(device), non_blocking)
+                return self._to_consolidated(device, non_blocking)
         base = _base()
         td_cls = _td_cls()
         leaves: list = []
         skeleton = _collect(self, leaves, base, td_cls)
-        if device is not None:
-            device = torch.device(device)
         path = None
         if filename is not None:
             path = os.fspath(filename)

@@ -153,7 +153,19 @@ class _KeysView:
     def __len__(self) -> int:
         if not self.include_nested and not self.leaves_only:
             return len(self._td._keys_raw())
-        return sum(1 for _ in self)
+        return self._count(self._td)
+
+    def _count(self, td: TensorDictBase) -> int:
+        is_leaf = self.is_leaf
+        n = 0
+        for _, value in td._items_raw():
+            is_coll = isinstance(value, TensorDictBase)
+            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+            if not self.leaves_only or leaf:
+                n += 1
+            if self.include_nested and is_coll:
+                n += self._count(value)
+        return n
 
     def __contains__(self, key: object) -> bool:
         if key.__class__ is str:

@@ -460,6 +460,8 @@ class LazyStackedTensorDict(
                 return [td._tensordict[key] for td in tds]
             except KeyError:
                 pass
+            except AttributeError:  # ``tensordicts`` was changed after the first read
+                self._fast = False
         values = [td._get_raw(key, _MISSING) for td in tds]
         absent = [i for i, v in enumerate(values) if v is _MISSING]
         if absent or not tds:

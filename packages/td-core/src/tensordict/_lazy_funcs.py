@@ -1,16 +1,22 @@
 """The stacking functions of the lazy-stack API: ``lazy_stack``,
-``maybe_dense_stack`` and ``dense_stack_tds`` (exported by ``tensordict._lazy``)."""
+``maybe_dense_stack`` and ``dense_stack_tds`` (exported by ``tensordict._lazy``),
+and ``LazyStackMethodsMixin``, their method forms on every TensorDict
+(``TensorDict.lazy_stack``, ``maybe_dense_stack``, ``to_lazystack``, ``densify``).
+
+This module imports nothing of ``tensordict`` at import time, so ``_base`` can mix
+it into ``TensorDictBase``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._base import TensorDictBase
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._base import TensorDictBase
 
-__all__ = ["lazy_stack", "maybe_dense_stack", "dense_stack_tds"]
+__all__ = ["lazy_stack", "maybe_dense_stack", "dense_stack_tds", "LazyStackMethodsMixin"]
 
 _Tensor = torch.Tensor
 
@@ -149,3 +155,90 @@ def dense_stack_tds(td_list: Any, dim: int | None = None) -> TensorDictBase:
     if dim is None:
         dim = 0
     return _dense_stack(list(td_list), dim, None, False)
+
+
+class LazyStackMethodsMixin:
+    """Lazy-stack methods of every TensorDict."""
+
+    @classmethod
+    def lazy_stack(
+        cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any
+    ) -> Any:
+        """Stacks TensorDicts into a lazy stack (see :func:`tensordict.lazy_stack`).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
+            >>> b = TensorDict(y=torch.ones(3), batch_size=[3])
+            >>> stack = TensorDict.lazy_stack([a, b])
+            >>> type(stack).__name__, stack.batch_size
+            ('LazyStackedTensorDict', torch.Size([2, 3]))
+        """
+        return lazy_stack(input, dim, out=out, **kwargs)
+
+    @classmethod
+    def maybe_dense_stack(
+        cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any
+    ) -> Any:
+        """Stacks densely if possible, lazily otherwise (see :func:`tensordict.maybe_dense_stack`).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> a = TensorDict(x=torch.zeros(3), batch_size=[3])
+            >>> c = TensorDict(y=torch.ones(3), batch_size=[3])
+            >>> type(TensorDict.maybe_dense_stack([a, c])).__name__
+            'LazyStackedTensorDict'
+        """
+        return maybe_dense_stack(input, dim, out=out, **kwargs)
+
+    def to_lazystack(self, dim: int = 0) -> Any:
+        """A lazy stack of ``self.unbind(dim)`` along ``dim`` (views of ``self``).
+
+        On a lazy stack this moves the stack dim to ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2, 3)}, batch_size=(2, 3))
+            >>> td2 = td.to_lazystack()
+            >>> type(td2).__name__, td2.stack_dim, td2.batch_size
+            ('LazyStackedTensorDict', 0, torch.Size([2, 3]))
+            >>> td2.to_lazystack(1).stack_dim
+            1
+        """
+        if getattr(self, "stack_dim", None) == dim % max(len(self.batch_size), 1):
+            return self
+        return lazy_stack(list(self.unbind(dim)), dim)
+
+    def densify(self, layout: torch.layout = torch.strided) -> Any:
+        """This TensorDict with every lazy stack in it replaced by a dense TensorDict
+        (nested tensors where the stacked shapes differ); returns ``self`` when it
+        holds no lazy stack.
+
+        Args:
+            layout (torch.layout, optional): layout of the nested tensors,
+                ``torch.strided`` (default) or ``torch.jagged``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> inner = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.ones(4))])
+            >>> td = TensorDict({"inner": inner}, batch_size=[2])
+            >>> td.densify(layout=torch.jagged)["inner", "a"].is_nested
+            True
+        """
+        from tensordict._base import TensorDictBase
+
+        changed = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                dense = value.densify(layout=layout)
+                if dense is not value:
+                    changed[key] = dense
+        if not changed:
+            return self
+        source = dict(self._items_raw())
+        source.update(changed)
+        return self._new_like(source)

@@ -53,6 +53,7 @@ from tensordict._td import TensorDict
 __all__ = ["register_td_class"]
 
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 _Size = torch.Size
 _new_unsafe = TensorDict._new_unsafe
 _REGISTERED: list[type] = []
@@ -123,6 +124,35 @@ def _items_for_flatten(td: Any) -> tuple[Any, Any]:
     return items, (type(td), stack_dim)
 
 
+def _flatten_dense(td: Any) -> tuple[list, _TDContext]:
+    """``_flatten`` for ``TensorDict`` and its subclasses (reads the storage directly)."""
+    if "_pytree_leaf_keys" in td.__dict__:
+        return _flatten(td)
+    keys = []
+    values = []
+    ref_idx = -1
+    for key, value in td._tensordict.items():
+        cls = value.__class__
+        if cls is _Tensor or cls is _Parameter:
+            if ref_idx < 0:
+                ref_idx = len(values)
+            keys.append(key)
+            values.append(value)
+        elif cls is TensorDict:
+            keys.append(key)
+            values.append(value)
+        else:
+            return _flatten(td)
+    ref_shape = None
+    if ref_idx >= 0:
+        ref_shape = values[ref_idx].shape
+    elif values:
+        ref_idx, ref_shape = 0, values[0].shape
+    else:
+        ref_idx = 0
+    return values, _TDContext(tuple(keys), td._batch_size, td._device, td._names, None, None, ref_idx, ref_shape, None)
+
+
 def _flatten(td: Any) -> tuple[list, _TDContext]:
     items, stack = _items_for_flatten(td)
     if items is None:
@@ -176,7 +206,7 @@ def _is_child(value: Any) -> bool:
 
 
 def _flatten_with_keys(td: Any) -> tuple[list, _TDContext]:
-    values, ctx = _flatten(td)
+    values, ctx = _flatten_dense(td) if isinstance(td, TensorDict) else _flatten(td)
     return [(_pt.MappingKey(k), v) for k, v in zip(ctx.keys, values)], ctx
 
 
@@ -359,7 +389,7 @@ def register_td_class(cls: type) -> None:
         return
     _pt.register_pytree_node(
         cls,
-        _flatten,
+        _flatten_dense if issubclass(cls, TensorDict) else _flatten,
         _unflatten,
         serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
         flatten_with_keys_fn=_flatten_with_keys,

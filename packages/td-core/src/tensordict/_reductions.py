@@ -88,7 +88,9 @@ def _leaf_dims(x: _Tensor, mode: str, dims: tuple, nd: int) -> tuple | None:
     return None
 
 
-def _reduce_tree(td: Any, leaf_fn: Callable, mode: str, dims: tuple, keepdim: bool, nout: int) -> list:
+def _reduce_tree(
+    td: Any, leaf_fn: Callable, mode: str, dims: tuple, keepdim: bool, nout: int
+) -> list:
     """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
     tuple of ``nout`` tensors)."""
     from tensordict._base import TensorDictBase
@@ -178,7 +180,13 @@ def _reduce(
 
 
 def _reduce_all(
-    td: Any, name: str, op: Callable, mode: str, dims: tuple, keepdim: bool, combine: Callable | None
+    td: Any,
+    name: str,
+    op: Callable,
+    mode: str,
+    dims: tuple,
+    keepdim: bool,
+    combine: Callable | None,
 ) -> Any:
     leaves: list = []
     _flatten_tensors(td, leaves)
@@ -194,14 +202,21 @@ def _reduce_all(
     if mode == _FEATURE:
         flat = torch.cat([x.reshape(*bs, -1) for x in leaves], dim=nd)
         return op(flat, (nd,), False)
-    ndims = {x.ndim for x in leaves}
-    if len(ndims) != 1:
+    return op(_cat_along(leaves, dims[0], name), dims, keepdim)
+
+
+def _cat_along(leaves: list, dim: int, name: str) -> _Tensor:
+    """The leaves concatenated along batch dim ``dim`` (for ``reduce=True`` with a dim)."""
+    shapes = {tuple(x.shape[:dim]) + tuple(x.shape[dim + 1 :]) for x in leaves}
+    if len(shapes) != 1:
         msg = (
-            f"{name}(reduce=True, dim={dims}): the leaves are concatenated along dim {dims[0]}, "
-            f"so they must have the same number of dims; got {sorted(ndims)}."
+            f"{name}(reduce=True, dim={dim}): the leaves are concatenated along dim {dim} before "
+            f"the reduction, so their other dims must match; got shapes "
+            f"{sorted({tuple(x.shape) for x in leaves})}. Reduce without `dim`, with "
+            "dim='feature', or without reduce=True."
         )
         raise RuntimeError(msg)
-    return op(torch.cat(leaves, dim=dims[0]), dims, keepdim)
+    return torch.cat(leaves, dim=dim)
 
 
 # ---------------------------------------------------------------------- per-op kernels
@@ -282,7 +297,14 @@ def _shape_preserving(td: Any, fn: Callable) -> Any:
 class ReductionMixin:
     """Reductions over batch dims, feature dims or all elements (see module docs)."""
 
-    def sum(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def sum(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Sum of every leaf, over all its elements, batch dims or feature dims.
 
         Args:
@@ -315,9 +337,18 @@ class ReductionMixin:
             >>> td.sum(dim="feature")["b", "c"].shape
             torch.Size([3, 4])
         """
-        return _reduce(self, "sum", _sum_op(torch.sum, dtype), dim, keepdim, reduce, combine=torch.sum)
+        return _reduce(
+            self, "sum", _sum_op(torch.sum, dtype), dim, keepdim, reduce, combine=torch.sum
+        )
 
-    def nansum(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def nansum(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Like :meth:`sum`, treating NaN as zero.
 
         Examples:
@@ -327,9 +358,18 @@ class ReductionMixin:
             >>> td.nansum(dim=0)["a"]
             tensor(1.)
         """
-        return _reduce(self, "nansum", _sum_op(torch.nansum, dtype), dim, keepdim, reduce, combine=torch.nansum)
+        return _reduce(
+            self, "nansum", _sum_op(torch.nansum, dtype), dim, keepdim, reduce, combine=torch.nansum
+        )
 
-    def mean(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def mean(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Mean of every leaf (``dim`` forms as in :meth:`sum`); leaves must be floating point
         (or pass ``dtype``). With ``reduce=True`` the mean of all elements of all leaves.
 
@@ -344,7 +384,14 @@ class ReductionMixin:
         """
         return _reduce(self, "mean", _sum_op(torch.mean, dtype), dim, keepdim, reduce)
 
-    def nanmean(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def nanmean(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Like :meth:`mean`, ignoring NaN.
 
         Examples:
@@ -356,7 +403,14 @@ class ReductionMixin:
         """
         return _reduce(self, "nanmean", _sum_op(torch.nanmean, dtype), dim, keepdim, reduce)
 
-    def prod(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def prod(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Product of every leaf (``dim`` forms as in :meth:`sum`; a tuple reduces each dim).
 
         Examples:
@@ -370,7 +424,14 @@ class ReductionMixin:
         """
         return _reduce(self, "prod", _prod_op(dtype), dim, keepdim, reduce, combine=torch.prod)
 
-    def std(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, correction: int = 1, reduce: Any = None) -> Any:
+    def std(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        correction: int = 1,
+        reduce: Any = None,
+    ) -> Any:
         """Standard deviation of every leaf (``dim`` forms as in :meth:`sum`).
 
         Keyword Args:
@@ -385,7 +446,14 @@ class ReductionMixin:
         """
         return _reduce(self, "std", _stat_op(torch.std, correction), dim, keepdim, reduce)
 
-    def var(self, dim: Any = NO_DEFAULT, keepdim: Any = NO_DEFAULT, *, correction: int = 1, reduce: Any = None) -> Any:
+    def var(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: Any = NO_DEFAULT,
+        *,
+        correction: int = 1,
+        reduce: Any = None,
+    ) -> Any:
         """Variance of every leaf (``dim`` forms as in :meth:`sum`).
 
         Keyword Args:
@@ -404,7 +472,12 @@ class ReductionMixin:
         fn = torch.max if name == "max" else torch.min
         afn = torch.amax if name == "max" else torch.amin
         if dim is NO_DEFAULT or dim is None or dim == "feature":
-            if not reduce and not keepdim and dim != "feature" and torch._C._functorch.peek_interpreter_stack() is None:
+            if (
+                not reduce
+                and not keepdim
+                and dim != "feature"
+                and torch._C._functorch.peek_interpreter_stack() is None
+            ):
                 leaves: list = []
                 spec = _flatten_tensors(self, leaves)
                 if leaves and name == "max":
@@ -420,18 +493,21 @@ class ReductionMixin:
         if reduce:
             leaves = []
             _flatten_tensors(self, leaves)
-            ndims = {x.ndim for x in leaves}
-            if len(ndims) != 1:
-                msg = f"{name}(reduce=True, dim={dim}): the leaves must have the same number of dims; got {sorted(ndims)}."
-                raise RuntimeError(msg)
-            out = fn(torch.cat(leaves, dim=d), d, keepdim=keepdim)
+            out = fn(_cat_along(leaves, d, name), d, keepdim=keepdim)
             return out if return_indices else out.values
         if not return_indices:
             return _reduce(self, name, _dims_op(afn), d, keepdim, None)
         values, indices = _reduce(self, name, _minmax_op(fn, afn), d, keepdim, None, nout=2)
         return _return_type(name, values, indices)
 
-    def max(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None, return_indices: bool = True) -> Any:
+    def max(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: bool = False,
+        *,
+        reduce: Any = None,
+        return_indices: bool = True,
+    ) -> Any:
         """Maximum of every leaf.
 
         Without ``dim`` each leaf is reduced to its largest element (one
@@ -464,7 +540,14 @@ class ReductionMixin:
         """
         return self._minmax("max", dim, keepdim, reduce, return_indices)
 
-    def min(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None, return_indices: bool = True) -> Any:
+    def min(
+        self,
+        dim: Any = NO_DEFAULT,
+        keepdim: bool = False,
+        *,
+        reduce: Any = None,
+        return_indices: bool = True,
+    ) -> Any:
         """Minimum of every leaf; see :meth:`max`.
 
         Examples:
@@ -510,9 +593,25 @@ class ReductionMixin:
             >>> td.logsumexp(dim=0)["a"]
             tensor(0.6931)
         """
-        return _reduce(self, "logsumexp", _dims_op(torch.logsumexp), dim, keepdim, reduce, combine=lambda t: torch.logsumexp(t, 0))
+        return _reduce(
+            self,
+            "logsumexp",
+            _dims_op(torch.logsumexp),
+            dim,
+            keepdim,
+            reduce,
+            combine=lambda t: torch.logsumexp(t, 0),
+        )
 
-    def norm(self, p: Any = 2, dim: Any = NO_DEFAULT, keepdim: bool = False, *, dtype: Any = None, reduce: Any = None) -> Any:
+    def norm(
+        self,
+        p: Any = 2,
+        dim: Any = NO_DEFAULT,
+        keepdim: bool = False,
+        *,
+        dtype: Any = None,
+        reduce: Any = None,
+    ) -> Any:
         """Vector ``p``-norm of every leaf (``torch.linalg.vector_norm``).
 
         Without ``dim`` the per-leaf norms come from one ``torch._foreach_norm`` call.
@@ -649,12 +748,32 @@ def _torch_reduction_table() -> dict:
 
     table: dict = {}
     for name in (
-        "sum", "nansum", "mean", "nanmean", "prod", "std", "var", "max", "min", "amax", "amin",
-        "logsumexp", "softmax", "log_softmax", "cumsum", "cumprod",
+        "sum",
+        "nansum",
+        "mean",
+        "nanmean",
+        "prod",
+        "std",
+        "var",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "logsumexp",
+        "softmax",
+        "log_softmax",
+        "cumsum",
+        "cumprod",
     ):
         table[getattr(torch, name)] = method(name)
     table[torch.norm] = method("norm")
-    table[torch.linalg.vector_norm] = lambda input, ord=2, dim=None, keepdim=False, **kw: input.norm(ord, dim, keepdim, **kw)  # noqa: A006
-    table[F.softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.softmax(dim, dtype=dtype)  # noqa: A006
-    table[F.log_softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.log_softmax(dim, dtype=dtype)  # noqa: A006
+    table[torch.linalg.vector_norm] = lambda input, ord=2, dim=None, keepdim=False, **kw: (
+        input.norm(ord, dim, keepdim, **kw)
+    )  # noqa: A006
+    table[F.softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.softmax(
+        dim, dtype=dtype
+    )  # noqa: A006
+    table[F.log_softmax] = lambda input, dim=None, _stacklevel=3, dtype=None: input.log_softmax(
+        dim, dtype=dtype
+    )  # noqa: A006
     return table

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+_Tensor = torch.Tensor
+
 #: set by tensordict._base once TensorDictBase exists (avoids import cycles and
 #: per-call imports on hot paths)
 TensorDictBase: Any = None
@@ -112,7 +114,7 @@ class ShapeMixin:
         source = {}
         new_bs = None
         for key, value in self._items_raw():
-            if isinstance(value, torch.Tensor):
+            if value.__class__ is _Tensor or isinstance(value, _Tensor):
                 out = fn(value, nd)
                 if new_bs is None:
                     new_bs = out.shape[: out.ndim - (value.ndim - bd)]

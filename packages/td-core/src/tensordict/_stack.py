@@ -169,8 +169,12 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
             raise RuntimeError(msg)
     keys = _check_keys(tds, "cat")
     source = {}
+    from tensordict._td import TensorDict
+
+    dense = all(td.__class__ is TensorDict for td in tds)
+    stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [td._get_raw(key) for td in tds]
+        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
         first = values[0]
         if isinstance(first, torch.Tensor):
             source[key] = torch.cat(values, dim)
@@ -182,7 +186,6 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
             source[key] = torch.cat(values, dim)
     new_bs = list(bs)
     new_bs[dim] = sum(td.batch_size[dim] for td in tds)
-    from tensordict._td import TensorDict
 
     names = tds[0].names if tds[0]._has_names() else None
     result = TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)

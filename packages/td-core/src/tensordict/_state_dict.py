@@ -366,7 +366,7 @@ class StateDictMixin:
                 f"load the matching keys only.{hint}"
             )
             raise RuntimeError(msg)
-        for kind, node, key, value in ops:
+        for kind, node, key, _ in ops:
             if kind == "set" and node.is_locked:
                 from tensordict._errors import locked_error
 

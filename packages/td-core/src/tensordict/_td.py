@@ -45,6 +45,29 @@ def _to_device(device: Any) -> torch.device | None:
     return device
 
 
+def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, prefix: Any) -> TensorDict:
+    """Nested plain dict -> TensorDict without going through ``__init__`` at each level."""
+    obj = TensorDict.__new__(TensorDict)
+    store: dict = {}
+    obj._tensordict = store
+    obj._batch_size = bs
+    obj._device = dev
+    n = len(bs)
+    for key, value in source.items():
+        if key.__class__ is str and value.__class__ is _Tensor:
+            if n and value.shape[:n] != bs:
+                raise batch_mismatch_error((*prefix, key) if prefix.__class__ is tuple else (prefix, key), value.shape, bs)
+            if dev is not None and value.device != dev:
+                value = value.to(dev)
+            store[key] = value
+        elif key.__class__ is str and value.__class__ is dict:
+            full = (*prefix, key) if prefix.__class__ is tuple else (prefix, key)
+            store[key] = _from_plain_dict(value, bs, dev, full)
+        else:
+            obj.set(key, value)
+    return obj
+
+
 class TensorDict(TensorDictBase):
     """A dictionary of tensors sharing leading ``batch_size`` dims.
 
@@ -118,9 +141,7 @@ class TensorDict(TensorDictBase):
                     value = value.to(dev, non_blocking=bool(non_blocking))
                 store[key] = value
             elif key.__class__ is str and value.__class__ is dict and not auto_batch_size:
-                if self._is_locked:
-                    raise locked_error("set a new value", key)
-                store[key] = TensorDict(value, bs, dev, non_blocking=non_blocking)
+                store[key] = _from_plain_dict(value, bs, dev, key)
             else:
                 self.set(key, value)
         if auto_batch_size:
@@ -329,7 +350,37 @@ class TensorDict(TensorDictBase):
                 item = item.to(dev, non_blocking=non_blocking)
             self._tensordict[key] = item
             return self
+        if key.__class__ is tuple and item.__class__ is _Tensor and not inplace and len(key) > 1:
+            node = self
+            for sub in key[:-1]:
+                if sub.__class__ is not str or node.__class__ is not TensorDict:
+                    break
+                nxt = node._tensordict.get(sub)
+                if nxt.__class__ is not TensorDict:
+                    break
+                node = nxt
+            else:
+                last = key[-1]
+                if last.__class__ is str and node.__class__ is TensorDict and not node._is_locked:
+                    bs = node._batch_size
+                    if bs and item.shape[: len(bs)] != bs:
+                        raise batch_mismatch_error(key, item.shape, bs)
+                    dev = node._device
+                    if dev is not None and item.device != dev:
+                        item = item.to(dev, non_blocking=non_blocking)
+                    node._tensordict[last] = item
+                    return self
         return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking)
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDict:  # noqa: D102
+        if key.__class__ is str and item.__class__ is _Tensor:
+            existing = self._tensordict.get(key)
+            if existing.__class__ is _Tensor and existing.shape == item.shape:
+                existing.copy_(item, non_blocking=non_blocking)
+                return self
+        return TensorDictBase.set_(self, key, item, non_blocking=non_blocking)
+
+    set_.__doc__ = TensorDictBase.set_.__doc__
 
     set.__doc__ = TensorDictBase.set.__doc__
 

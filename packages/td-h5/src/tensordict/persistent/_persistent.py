@@ -39,83 +39,15 @@ from tensordict._errors import batch_mismatch_error, locked_error, missing_key_e
 from tensordict._keys import NO_DEFAULT, NestedKey, _as_tuple, unravel_key
 from tensordict._repr import fields_repr
 from tensordict.persistent import _h5io as io
+from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5KeysView
+from tensordict.persistent._lazyshape import LazyShapeMixin
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin
 
 __all__ = ["PersistentTensorDict", "from_h5"]
 
 _CREATE_MODES = ("w", "w-", "x", "a")
-
-
-class _FileState:
-    """What every PersistentTensorDict of one open file shares (views and nested ones)."""
-
-    __slots__ = ("file", "filename", "mode", "bs_cache", "closed", "batch_dims", "use_stored")
-
-    def __init__(self, file: h5py.File, filename: str, mode: str, batch_dims: int | None, use_stored: bool) -> None:
-        self.file = file
-        self.filename = filename
-        self.mode = mode
-        self.bs_cache: dict[str, tuple[tuple, bool]] = {}
-        self.closed = False
-        self.batch_dims = batch_dims
-        self.use_stored = use_stored
-
-    def natural(self, group: h5py.Group) -> tuple[tuple, bool]:
-        """(largest batch size the group's entries share, whether it has any entry)."""
-        key = group.name
-        hit = self.bs_cache.get(key)
-        if hit is not None:
-            return hit
-        out = infer_batch_size(group, self.batch_dims, self.use_stored, self.natural)
-        self.bs_cache[key] = out
-        return out
-
-    def child_bs(self, group: h5py.Group, parent_bs: torch.Size) -> torch.Size:
-        bs, _ = self.natural(group)
-        n = len(parent_bs)
-        if tuple(bs[:n]) == tuple(parent_bs):
-            return torch.Size(bs)
-        return parent_bs
-
-
-def infer_batch_size(group: h5py.Group, batch_dims: int | None, use_stored: bool, recurse: Any = None) -> tuple[tuple, bool]:
-    """Largest leading shape shared by the numeric datasets and sub-groups of ``group``.
-
-    String datasets and attributes do not constrain the batch size. When
-    ``use_stored`` and the group carries ``_td_batch_size`` that every entry fits, that
-    is returned instead.
-    """
-    recurse = recurse or (lambda g: infer_batch_size(g, batch_dims, use_stored))
-    shapes = []
-    for name in group:
-        obj = group.get(name)
-        if isinstance(obj, h5py.Group):
-            bs, content = recurse(obj)
-            if content:
-                shapes.append(tuple(bs))
-        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
-            shapes.append(tuple(obj.shape))
-    stored = io.stored_batch_size(group) if use_stored else None
-    if stored is not None and all(s[: len(stored)] == stored for s in shapes):
-        return stored, bool(shapes)
-    bs = io.common_prefix(shapes)
-    if batch_dims is not None:
-        bs = bs[:batch_dims]
-    return bs, bool(shapes)
-
-
-def _validate_members(group: h5py.Group, batch_size: torch.Size, prefix: tuple = ()) -> None:
-    n = len(batch_size)
-    for name in group:
-        obj = group.get(name)
-        path = prefix + (name,)
-        if isinstance(obj, h5py.Group):
-            _validate_members(obj, batch_size, path)
-        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
-            if tuple(obj.shape[:n]) != tuple(batch_size):
-                raise batch_mismatch_error(path[0] if len(path) == 1 else path, obj.shape, batch_size)
 
 
 class _LazyItems:
@@ -145,7 +77,7 @@ class _Shown:
         return self.text
 
 
-class PersistentTensorDict(WriteMixin, TensorDictBase):
+class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     """A TensorDict stored in an HDF5 file, read lazily through h5py.
 
     Groups are nested PersistentTensorDicts, numeric datasets are tensors, string
@@ -199,7 +131,11 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
     """
 
     _sel: Selection | FlatSel | None = None
-    _names: list | None = None
+    _obs: torch.Size | None = None
+    _bsv: torch.Size | None = None
+    _nm: list | None = None
+    _names_pending: bool = False
+    _stored_checked: bool = False
     _device: torch.device | None = None
     _nts: bool = False
     _pending_lock_ops: int = 0
@@ -247,19 +183,19 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
         else:
             msg = "PersistentTensorDict needs filename= (a path) or group= (an open h5py.Group or h5py.File)."
             raise ValueError(msg)
-        state = _FileState(file, filename, mode, batch_dims if auto_batch_size else None, not auto_batch_size)
-        try:
-            if batch_size is not None:
-                bs = torch.Size(batch_size) if not isinstance(batch_size, int) else torch.Size([batch_size])
-                _validate_members(grp, bs)
-            else:
-                bs = torch.Size(state.natural(grp)[0])
-        except BaseException:
-            if owns:
-                file.close()
-            raise
+        state = FileState(file, filename, mode, batch_dims if auto_batch_size else None, not auto_batch_size)
+        bs = None
+        if batch_size is not None:
+            bs = torch.Size([batch_size]) if isinstance(batch_size, int) else torch.Size(batch_size)
+            try:
+                validate_members(grp, bs)
+            except BaseException:
+                if owns:
+                    file.close()
+                raise
+        # without an explicit batch_size, it is inferred from metadata on first use
         self._init(state, grp, bs, None, device, non_tensor_as_stack)
-        self._names = io.stored_names(grp, len(bs))
+        self._names_pending = True
 
     @staticmethod
     def _open_group(file: h5py.File, filename: str, group: str | None, mode: str) -> h5py.Group:
@@ -280,17 +216,55 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
             raise KeyError(msg)
         return obj
 
-    def _init(self, state: _FileState, group: h5py.Group, orig_bs: torch.Size, sel: Any, device: Any, nts: bool) -> None:
+    def _init(self, state: FileState, group: h5py.Group, orig_bs: torch.Size | None, sel: Any, device: Any, nts: bool) -> None:
         self._state = state
         self._group = group
-        self._orig_bs = orig_bs
+        self._obs = orig_bs
         self._sel = sel
-        if sel is None:
-            self._batch_size = orig_bs
-        else:
-            self._batch_size = torch.Size((*sel.out_shape, *orig_bs[len(sel.in_shape) :]))
+        self._bsv = None
         self._device = torch.device(device) if device is not None else None
         self._nts = nts
+
+    @property
+    def _orig_bs(self) -> torch.Size:
+        """Batch size of this group in the file (before any view index); inferred lazily."""
+        obs = self._obs
+        if obs is None:
+            self._check_open()
+            obs = self._obs = torch.Size(self._state.natural(self._group)[0])
+        return obs
+
+    def _stored_bs(self) -> torch.Size | None:
+        """The batch size stored in the file when it is authoritative (read once), else ``None``."""
+        if self._stored_checked or not self._state.use_stored:
+            return self._obs
+        self._stored_checked = True
+        stored = io.stored_batch_size(self._group)
+        if stored is not None:
+            self._obs = torch.Size(stored)
+        return self._obs
+
+    @property
+    def _batch_size(self) -> torch.Size:
+        bs = self._bsv
+        if bs is None:
+            obs = self._orig_bs
+            sel = self._sel
+            bs = obs if sel is None else torch.Size((*sel.out_shape, *obs[len(sel.in_shape) :]))
+            self._bsv = bs
+        return bs
+
+    @property
+    def _names(self) -> list | None:
+        if self._names_pending:
+            self._names_pending = False
+            self._nm = io.stored_names(self._group, len(self._orig_bs))
+        return self._nm
+
+    @_names.setter
+    def _names(self, value: list | None) -> None:
+        self._names_pending = False
+        self._nm = value
 
     def _derive(self, group: h5py.Group, orig_bs: torch.Size, sel: Any) -> PersistentTensorDict:
         out = PersistentTensorDict.__new__(PersistentTensorDict)
@@ -494,10 +468,10 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
         if self._is_locked:
             raise locked_error("change the batch_size")
         self._check_open()
-        _validate_members(self._group, new)
+        validate_members(self._group, new)
         if self._names is not None and len(self._names) != len(new):
             self._names = None
-        self._orig_bs = self._batch_size = new
+        self._obs = self._bsv = new
 
     def auto_batch_size_(self, batch_dims: int | None = None) -> PersistentTensorDict:
         """Sets ``batch_size`` to the longest leading shape every dataset shares (metadata only)."""
@@ -587,11 +561,13 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
 
     def _read_entry(self, key: str, dset: h5py.Dataset) -> Any:
         kind, dtype = io.dataset_kind(dset)
-        bs = self._orig_bs
         if kind == "tensor":
-            if dset.shape[: len(bs)] != tuple(bs):
+            # an inferred batch size fits every dataset by construction: check only a known one
+            bs = self._obs if self._obs is not None else self._stored_bs()
+            if bs is not None and dset.shape[: len(bs)] != tuple(bs):
                 raise batch_mismatch_error(key, dset.shape, bs)
             return self._read_dataset(dset, dtype)
+        bs = self._orig_bs
         if kind in ("stack", "string") and dset.ndim and tuple(dset.shape) == tuple(bs) and (kind == "stack" or self._nts):
             items = np.asarray(io.read_strings(dset), dtype=object).reshape(-1).tolist()
             stack = NonTensorStack._from_flat(items, bs, self._device)
@@ -775,68 +751,6 @@ class PersistentTensorDict(WriteMixin, TensorDictBase):
         norm = self._normalize_index(index)
         sel = compose(self._sel, self._orig_bs, norm)
         return self._derive(self._group, self._orig_bs, sel)
-
-    def _dim(self, dim: int, extra: int = 0) -> int:
-        nd = len(self._batch_size) + extra
-        if not -nd <= dim < nd:
-            msg = f"dim={dim} is out of range for a PersistentTensorDict with batch_size {tuple(self._batch_size)}."
-            raise IndexError(msg)
-        return dim + nd if dim < 0 else dim
-
-    def unbind(self, dim: int = 0) -> tuple:
-        """Lazy views, one per index along batch dim ``dim``."""
-        d = self._dim(dim)
-        lead = (slice(None),) * d
-        return tuple(self._index(lead + (i,)) for i in range(self._batch_size[d]))
-
-    def split(self, split_size: Any, dim: int = 0) -> tuple:
-        """Lazy views of consecutive chunks along batch dim ``dim`` (sizes as ``torch.split``)."""
-        d = self._dim(dim)
-        n = self._batch_size[d]
-        if isinstance(split_size, int):
-            if split_size <= 0:
-                msg = f"split_size must be positive, got {split_size}."
-                raise RuntimeError(msg)
-            sizes = [min(split_size, n - s) for s in range(0, n, split_size)] or [0]
-        else:
-            sizes = list(split_size)
-            if sum(sizes) != n:
-                msg = f"split sizes {sizes} do not add up to batch dim {d} of size {n}."
-                raise RuntimeError(msg)
-        lead = (slice(None),) * d
-        out, start = [], 0
-        for size in sizes:
-            out.append(self._index(lead + (slice(start, start + size),)))
-            start += size
-        return tuple(out)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        """Lazy views, as ``torch.chunk`` along batch dim ``dim``."""
-        d = self._dim(dim)
-        n = self._batch_size[d]
-        return self.split(max(1, math.ceil(n / chunks)), d)
-
-    def narrow(self, dim: int, start: int, length: int) -> PersistentTensorDict:
-        """A lazy view of ``length`` rows from ``start`` along batch dim ``dim``."""
-        d = self._dim(dim)
-        return self._index((slice(None),) * d + (slice(start, start + length),))
-
-    def unsqueeze(self, dim: int) -> PersistentTensorDict:
-        """A lazy view with a batch dim of size 1 inserted at ``dim``."""
-        d = self._dim(dim, extra=1)
-        return self._index((slice(None),) * d + (None,))
-
-    def squeeze(self, dim: int | None = None) -> PersistentTensorDict:
-        """A lazy view without the batch dims of size 1 (only ``dim`` when given)."""
-        bs = self._batch_size
-        if dim is None:
-            dims = {i for i, s in enumerate(bs) if s == 1}
-        else:
-            d = self._dim(dim)
-            dims = {d} if bs[d] == 1 else set()
-        if not dims:
-            return self
-        return self._index(tuple(0 if i in dims else slice(None) for i in range(len(bs))))
 
     # ------------------------------------------------------------------ copies
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:

@@ -89,7 +89,7 @@ class _SlabPool:
     Slabs are never reused, so no tensor can see another's bytes.
     """
 
-    SLAB = 4 << 20
+    SLAB = 16 << 20
     MAX = 256 << 10
     ALIGN = 64
 

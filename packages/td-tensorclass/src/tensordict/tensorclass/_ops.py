@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import (
+    _call_deep,
     _td_method,
     _unwrap,
     _unwrap_args,
@@ -131,14 +132,22 @@ class _OpsMixin:
         return _wrap_out(self, self._tensordict.exclude(*keys, inplace=inplace))
 
     def apply(self, fn: Any, *others: Any, **kwargs: Any) -> Self:
-        """``TensorDict.apply`` over the tensor fields; ``others`` may be instances too."""
-        others, kwargs = _unwrap_args(others, kwargs)
-        return _wrap_out(self, _td_method(self, "apply")(fn, *others, **kwargs))
+        """``TensorDict.apply`` over every tensor field, nested instances included;
+        ``others`` may be instances too. Non-tensor fields are carried over.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class P(TensorClass):
+            ...     x: torch.Tensor
+            >>> P(x=torch.zeros(2), batch_size=[2]).apply(lambda t: t + 1).x
+            tensor([1., 1.])
+        """
+        return _call_deep(self, "apply", (fn, *others), kwargs)
 
     def apply_(self, fn: Any, *others: Any, **kwargs: Any) -> Self:
         """``TensorDict.apply_``: ``fn`` applied in place to every tensor field."""
-        others, kwargs = _unwrap_args(others, kwargs)
-        return _wrap_out(self, _td_method(self, "apply_")(fn, *others, **kwargs))
+        return _call_deep(self, "apply_", (fn, *others), kwargs)
 
     def update(self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any) -> Self:
         """Writes the fields of ``input_dict_or_td`` (an instance, a TensorDict or a dict).

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tensordict._base import TensorDictBase
+from tensordict._td import TensorDict
 from tensordict.tensorclass._storage import _new, _resync, _Slots
 
 __all__: list[str] = []
@@ -37,10 +38,111 @@ def _wrap_out(obj: Any, out: Any) -> Any:
     return out
 
 
+# ---------------------------------------------------------------------- nested instances
+# td-core walks nested TensorDicts itself, but not every TensorDict method knows about
+# tensorclasses stored as values. Methods that compute on the leaves (apply, math,
+# reductions, masked_fill, ...) therefore run on a "deep" TensorDict, in which nested
+# instances are replaced by their TensorDicts, and the results are re-wrapped.
+def _deepen(td: Any, prefix: tuple = ()) -> tuple[Any, list]:
+    """``(deep_td, nested)``: ``td`` with every nested instance replaced by its
+    TensorDict (``td`` itself when there is none), and ``(path, cls, non_tensordict)``
+    for each instance replaced, deepest first."""
+    if td.__class__ is not TensorDict:
+        return td, []
+    nested: list = []
+    source = None
+    for key, value in td._tensordict.items():
+        if isinstance(value, _Slots):
+            sub, below = _deepen(value._tensordict, (*prefix, key))
+            nested.extend(below)
+            nested.append(((*prefix, key), type(value), value._non_tensordict))
+        elif value.__class__ is TensorDict:
+            sub, below = _deepen(value, (*prefix, key))
+            if not below:
+                continue
+            nested.extend(below)
+        else:
+            continue
+        if source is None:
+            source = dict(td._tensordict)
+        source[key] = sub
+    if source is None:
+        return td, []
+    return TensorDict._new_unsafe(source, td._batch_size, td._device, td._names), nested
+
+
+def _rewrap(out: Any, nested: list) -> Any:
+    """Puts the instances recorded by ``_deepen`` back into a result."""
+    if isinstance(out, TensorDict):
+        for path, cls, nt in nested:
+            parent = out
+            for key in path[:-1]:
+                parent = parent._get_raw(key, None)
+                if parent is None:
+                    break
+                if isinstance(parent, _Slots):
+                    parent = parent._tensordict
+            if parent is None or not isinstance(parent, TensorDictBase):
+                continue
+            sub = parent._get_raw(path[-1], None)
+            if isinstance(sub, TensorDictBase) and cls._tc_field_set.issuperset(sub._keys_raw()):
+                parent._set_raw(path[-1], _new(cls, sub, nt))
+        return out
+    kind = out.__class__
+    if (kind is tuple or kind is list) and out and isinstance(out[0], TensorDict):
+        return kind(_rewrap(o, nested) for o in out)
+    return out
+
+
+def _write_back(obj: Any, deep: Any) -> None:
+    """After an in-place method ran on ``_deepen(obj._tensordict)``: rebinds what it
+    rebound at the top level and re-syncs the nested instances."""
+    td = obj._tensordict
+    store = td._tensordict
+    for key, value in deep._tensordict.items():
+        current = store.get(key)
+        if isinstance(current, _Slots):
+            if value is not current._tensordict and isinstance(value, TensorDictBase):
+                rebinding = _new(type(current), value, current._non_tensordict)
+                store[key] = rebinding
+            else:
+                _resync_deep(current)
+        elif current is not value:
+            store[key] = value
+    _resync(obj)
+
+
+def _resync_deep(obj: Any) -> None:
+    for value in obj._tensordict._items_raw():
+        if isinstance(value[1], _Slots):
+            _resync_deep(value[1])
+    _resync(obj)
+
+
+def _call_deep(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """Runs ``TensorDict.<name>`` on ``obj``'s (deep) TensorDict and wraps the result."""
+    args, kwargs = _unwrap_args(args, kwargs)
+    td = obj._tensordict
+    deep, nested = _deepen(td)
+    if not nested:
+        return _wrap_out(obj, _td_method(obj, name)(*args, **kwargs))
+    try:
+        fn = getattr(deep, name)
+    except AttributeError:
+        _td_method(obj, name)
+        raise
+    out = fn(*args, **kwargs)
+    if out is deep:
+        _write_back(obj, deep)
+        return obj
+    return _wrap_out(obj, _rewrap(out, nested))
+
+
 def _unwrap(value: Any) -> Any:
-    """A tensorclass becomes its TensorDict; lists and tuples are mapped; the rest is kept."""
+    """A tensorclass becomes its (deep) TensorDict; lists and tuples are mapped; the rest
+    is kept."""
     if isinstance(value, _Slots):
-        return value._tensordict
+        return _deepen(value._tensordict)[0]
     kind = value.__class__
     if (kind is list or kind is tuple) and any(isinstance(v, _Slots) for v in value):
         return kind(_unwrap(v) for v in value)
@@ -72,8 +174,7 @@ def forward(name: str, *, unwrap: bool = False, doc: str | None = None) -> Calla
     if unwrap:
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            args, kwargs = _unwrap_args(args, kwargs)
-            return _wrap_out(self, _td_method(self, name)(*args, **kwargs))
+            return _call_deep(self, name, args, kwargs)
 
     else:
 
@@ -94,13 +195,9 @@ def binary_dunder(name: str) -> Callable:
     ``NotImplemented`` when the TensorDict does not define it."""
 
     def method(self: Any, other: Any) -> Any:
-        fn = getattr(self._tensordict, name, None)
-        if fn is None:
+        if getattr(self._tensordict, name, None) is None:
             return NotImplemented
-        out = fn(_unwrap(other))
-        if out is NotImplemented:
-            return out
-        return _wrap_out(self, out)
+        return _call_deep(self, name, (other,), {})
 
     method.__name__ = name
     method.__qualname__ = f"TensorClass.{name}"
@@ -109,11 +206,10 @@ def binary_dunder(name: str) -> Callable:
 
 def unary_dunder(name: str) -> Callable:
     def method(self: Any) -> Any:
-        fn = getattr(self._tensordict, name, None)
-        if fn is None:
+        if getattr(self._tensordict, name, None) is None:
             msg = f"bad operand type for {name}: {type(self).__name__} (TensorDict.{name} is not available)"
             raise TypeError(msg)
-        return _wrap_out(self, fn())
+        return _call_deep(self, name, (), {})
 
     method.__name__ = name
     method.__qualname__ = f"TensorClass.{name}"

@@ -1,0 +1,387 @@
+"""The engine of the leaf-wise math: one ``torch._foreach_*`` call over all leaves.
+
+``_binary`` / ``_binary_`` / ``_unary`` / ``_unary_`` / ``_ternary`` flatten a
+TensorDict into the list of its tensor leaves (``_apply._flatten_tensors``), line
+the other operand up with that list (``_operand``), run the foreach kernel (or a
+loop where torch has none, or inside functorch transforms, which have no batching
+rule for foreach) and rebuild the tree around the results. ``MathMixin`` in
+``_ops.py`` exposes them as methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from tensordict import _apply as _apply_mod
+from tensordict._apply import _collect_like, _flatten_tensors, _unflatten_tensors
+
+_Tensor = torch.Tensor
+_peek_interpreter = torch._C._functorch.peek_interpreter_stack
+_SCALARS = (int, float, bool, complex)
+
+
+def _foreach_ok() -> bool:
+    """``False`` inside functorch transforms (vmap, grad): foreach has no batching rule."""
+    return _peek_interpreter() is None
+
+
+def _is_td(value: Any) -> bool:
+    return isinstance(value, _apply_mod._TDB or _apply_mod._bind())
+
+
+def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:
+    """``other`` lined up with ``leaf``: left-aligned when its shape starts ``leaf``'s."""
+    nd = other.ndim
+    if nd == leaf.ndim or nd == 0:
+        return other
+    if nd < leaf.ndim and leaf.shape[:nd] == other.shape:
+        return other.reshape(*other.shape, *([1] * (leaf.ndim - nd)))
+    return other
+
+
+def _as_td(other: Mapping) -> Any:
+    from tensordict._td import TensorDict
+
+    return TensorDict(other, batch_size=[])
+
+
+def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, bool]:
+    """The other operand as ``(scalar, False)`` or ``(list aligned with leaves, True)``.
+
+    Returns ``(NotImplemented, False)`` for a type no op accepts.
+    """
+    if other.__class__ in _SCALARS:
+        return other, False
+    if isinstance(other, _Tensor):
+        if other.ndim == 0 and leaves and other.device == leaves[0].device:
+            return other, False
+        return [_align(other, leaf) for leaf in leaves], True
+    if _is_td(other):
+        out: list = []
+        _collect_like(spec, other, out, what)
+        return out, True
+    if isinstance(other, _SCALARS):
+        return other, False
+    if isinstance(other, Mapping):
+        out = []
+        _collect_like(spec, _as_td(other), out, what)
+        return out, True
+    return NotImplemented, False
+
+
+def _as_tensor_like(value: Any, leaf: _Tensor) -> Any:
+    if isinstance(value, _Tensor):
+        return value
+    return torch.as_tensor(value, device=leaf.device)
+
+
+# name -> (foreach, foreach_, eager, eager in-place method or None)
+_BINARY: dict[str, tuple] = {
+    "add": (torch._foreach_add, torch._foreach_add_, torch.add, "add_"),
+    "sub": (torch._foreach_sub, torch._foreach_sub_, torch.sub, "sub_"),
+    "mul": (torch._foreach_mul, torch._foreach_mul_, torch.mul, "mul_"),
+    "div": (torch._foreach_div, torch._foreach_div_, torch.div, "div_"),
+    "pow": (torch._foreach_pow, torch._foreach_pow_, torch.pow, "pow_"),
+    "maximum": (
+        torch._foreach_maximum,
+        torch._foreach_maximum_,
+        lambda x, y: torch.maximum(x, _as_tensor_like(y, x)),
+        None,
+    ),
+    "minimum": (
+        torch._foreach_minimum,
+        torch._foreach_minimum_,
+        lambda x, y: torch.minimum(x, _as_tensor_like(y, x)),
+        None,
+    ),
+    "clamp_min": (
+        torch._foreach_clamp_min,
+        torch._foreach_clamp_min_,
+        torch.clamp_min,
+        "clamp_min_",
+    ),
+    "clamp_max": (
+        torch._foreach_clamp_max,
+        torch._foreach_clamp_max_,
+        torch.clamp_max,
+        "clamp_max_",
+    ),
+    "floor_divide": (None, None, torch.floor_divide, "floor_divide_"),
+    "remainder": (None, None, torch.remainder, "remainder_"),
+    "fmod": (None, None, torch.fmod, "fmod_"),
+    "bitwise_and": (None, None, torch.bitwise_and, "bitwise_and_"),
+    "bitwise_or": (None, None, torch.bitwise_or, "bitwise_or_"),
+    "bitwise_xor": (None, None, torch.bitwise_xor, "bitwise_xor_"),
+    "logical_and": (
+        None,
+        None,
+        lambda x, y: torch.logical_and(x, _as_tensor_like(y, x)),
+        "logical_and_",
+    ),
+    "logical_or": (
+        None,
+        None,
+        lambda x, y: torch.logical_or(x, _as_tensor_like(y, x)),
+        "logical_or_",
+    ),
+    "logical_xor": (
+        None,
+        None,
+        lambda x, y: torch.logical_xor(x, _as_tensor_like(y, x)),
+        "logical_xor_",
+    ),
+}
+
+# unary ops with a foreach kernel
+_UNARY_FOREACH = (
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "ceil",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "expm1",
+    "floor",
+    "frac",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "neg",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+)
+# unary ops that loop (no foreach kernel); the second item says whether an
+# in-place variant exists
+_UNARY_LOOP = {
+    "isnan": False,
+    "isfinite": False,
+    "isinf": False,
+    "isposinf": False,
+    "isneginf": False,
+    "signbit": False,
+    "logical_not": True,
+    "bitwise_not": True,
+    "relu": True,
+    "square": True,
+    "exp2": True,
+    "sgn": True,
+    "digamma": True,
+    "logit": True,
+    "erfinv": True,
+    "deg2rad": True,
+    "rad2deg": True,
+}
+
+
+def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool = False) -> Any:
+    """Out-of-place binary op on every tensor leaf; ``NotImplemented`` for an unknown operand."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    arg, is_list = _operand(spec, leaves, other, name)
+    if arg is NotImplemented:
+        return NotImplemented
+    foreach, _, eager, _ = _BINARY[name]
+    if reflected:
+        results = _reflected(name, leaves, arg, is_list)
+    else:
+        results = None
+        if foreach is not None and leaves and _foreach_ok():
+            try:
+                if alpha is None:
+                    results = foreach(leaves, arg)
+                elif is_list:
+                    results = foreach(leaves, arg, alpha=alpha)
+                else:
+                    results = foreach(leaves, arg * alpha)
+            except (RuntimeError, TypeError):
+                results = None
+        if results is None:
+            kw = {} if alpha is None else {"alpha": alpha}
+            if is_list:
+                results = [eager(x, y, **kw) for x, y in zip(leaves, arg)]
+            else:
+                results = [eager(x, arg, **kw) for x in leaves]
+    return _unflatten_tensors(spec, results)[0]
+
+
+def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
+    """``other <op> leaf`` for the reflected dunders (``1 - td``, ``2 ** td``, ...)."""
+    if not is_list and _foreach_ok() and leaves:
+        try:
+            if name == "sub":
+                return torch._foreach_add(torch._foreach_neg(leaves), arg)
+            if name == "pow":
+                return torch._foreach_pow(arg, leaves)
+        except (RuntimeError, TypeError):
+            pass
+    eager = _BINARY[name][2]
+    if is_list:
+        return [eager(y, x) for x, y in zip(leaves, arg)]
+    return [
+        eager(_as_tensor_like(arg, x), x) if name in ("maximum", "minimum") else eager(arg, x)
+        for x in leaves
+    ]
+
+
+def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
+    """In-place binary op on every tensor leaf; returns ``td``."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    arg, is_list = _operand(spec, leaves, other, name + "_")
+    if arg is NotImplemented:
+        msg = f"{name}_: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+        raise TypeError(msg)
+    if not leaves:
+        return td
+    _, foreach_, eager, method = _BINARY[name]
+    if foreach_ is not None and _foreach_ok():
+        if alpha is None:
+            foreach_(leaves, arg)
+        elif is_list:
+            foreach_(leaves, arg, alpha=alpha)
+        else:
+            foreach_(leaves, arg * alpha)
+        return td
+    kw = {} if alpha is None else {"alpha": alpha}
+    args = arg if is_list else [arg] * len(leaves)
+    for x, y in zip(leaves, args):
+        if method is not None:
+            getattr(x, method)(y, **kw)
+        else:
+            eager(x, y, out=x) if isinstance(y, _Tensor) else x.copy_(eager(x, y))
+    return td
+
+
+def _unary(td: Any, name: str) -> Any:
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    results = None
+    if leaves and _foreach_ok():
+        try:
+            results = getattr(torch, "_foreach_" + name)(leaves)
+        except (RuntimeError, TypeError):
+            results = None
+    if results is None:
+        fn = getattr(torch, name)
+        results = [fn(x) for x in leaves]
+    return _unflatten_tensors(spec, results)[0]
+
+
+def _unary_(td: Any, name: str) -> Any:
+    leaves: list = []
+    _flatten_tensors(td, leaves)
+    if not leaves:
+        return td
+    if _foreach_ok():
+        getattr(torch, "_foreach_" + name + "_")(leaves)
+    else:
+        for x in leaves:
+            getattr(x, name + "_")()
+    return td
+
+
+def _loop(td: Any, fn: Callable) -> Any:
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    return _unflatten_tensors(spec, [fn(x) for x in leaves])[0]
+
+
+def _loop_(td: Any, fn: Callable) -> Any:
+    leaves: list = []
+    _flatten_tensors(td, leaves)
+    for x in leaves:
+        fn(x)
+    return td
+
+
+def _check_mask(td: Any, mask: Any, what: str) -> _Tensor:
+    if not isinstance(mask, _Tensor):
+        mask = torch.as_tensor(mask)
+    bs = td.batch_size
+    if mask.ndim > len(bs) or mask.shape != bs[: mask.ndim]:
+        msg = (
+            f"{what}: the mask has shape {tuple(mask.shape)}, expected the batch_size "
+            f"{tuple(bs)} (or its leading dims)."
+        )
+        raise RuntimeError(msg)
+    return mask
+
+
+def _checked(result: Any, other: Any, name: str) -> Any:
+    if result is NotImplemented:
+        msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+        raise TypeError(msg)
+    return result
+
+
+def _with_default(td: Any, other: Any, default: Any, fn: Callable) -> Any:
+    """Binary op with ``default=``: ``"intersection"`` or a fill value for lone entries."""
+    if isinstance(default, str):
+        if default != "intersection":
+            msg = f"default must be 'intersection' or a value, got {default!r}."
+            raise ValueError(msg)
+        shared = [k for k in td.keys(True, True) if k in other.keys(True, True)]
+        return td.select(*shared).apply(fn, other.select(*shared))
+    return td.apply(fn, other, default=default)
+
+
+def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = None) -> Any:
+    """lerp / addcmul / addcdiv with one foreach kernel (loops inside functorch)."""
+    leaves: list = []
+    spec = _flatten_tensors(td, leaves)
+    a_arg, a_list = _operand(spec, leaves, a, name)
+    b_arg, b_list = _operand(spec, leaves, b, name)
+    if a_arg is NotImplemented or b_arg is NotImplemented:
+        msg = f"{name}: operands must be numbers, tensors or TensorDicts."
+        raise TypeError(msg)
+    if not a_list:
+        a_arg = [
+            torch.as_tensor(a_arg, dtype=x.dtype, device=x.device).expand_as(x) for x in leaves
+        ]
+    if name != "lerp" and not b_list:
+        b_arg = [
+            torch.as_tensor(b_arg, dtype=x.dtype, device=x.device).expand_as(x) for x in leaves
+        ]
+    extra = (b_arg,) if name == "lerp" else (b_arg, value)
+    if leaves and _foreach_ok():
+        fe = getattr(torch, "_foreach_" + name + ("_" if inplace else ""))
+        if inplace:
+            fe(leaves, a_arg, *extra)
+            return td
+        try:
+            results = fe(leaves, a_arg, *extra)
+            return _unflatten_tensors(spec, results)[0]
+        except (RuntimeError, TypeError):
+            pass
+    bs = b_arg if b_list or name != "lerp" else [b_arg] * len(leaves)
+    if inplace:
+        for x, y, z in zip(leaves, a_arg, bs):
+            if name == "lerp":
+                x.lerp_(y, z)
+            else:
+                getattr(x, name + "_")(y, z, value=value)
+        return td
+    if name == "lerp":
+        results = [torch.lerp(x, y, z) for x, y, z in zip(leaves, a_arg, bs)]
+    else:
+        fn = getattr(torch, name)
+        results = [fn(x, y, z, value=value) for x, y, z in zip(leaves, a_arg, bs)]
+    return _unflatten_tensors(spec, results)[0]
