@@ -7,7 +7,9 @@ the ratio (PersistentTensorDict / h5py) is the figure to watch (goal: <= 1.2).
   same sorted index on both sides (plus an unsorted-index case for PersistentTensorDict,
   which sorts, reads and re-orders).
 * ``open_read_key``: open the file and read one 8 MiB key.
-* ``write_256MiB``: write 256 MiB through ``to_h5`` vs ``h5py.create_dataset``.
+* ``write_256MiB``: write 256 MiB to a new file through ``to_h5`` vs ``h5py.create_dataset``.
+* ``overwrite_256MiB`` (informative): the same over an existing file; ``to_h5`` writes a
+  temporary file and renames it over the old one so a failure keeps the old file.
 
 The data file is created once per session in the system temp folder and removed at
 the end.
@@ -112,11 +114,19 @@ def test_open_read_key_h5py(benchmark, bench_file):
 
 
 # ---------------------------------------------------------------------- write_256MiB
+def _fresh(path: Path):
+    def setup():
+        if path.exists():
+            path.unlink()
+
+    return setup
+
+
 @pytest.mark.benchmark(group="write_256MiB")
 def test_write_to_h5(benchmark, workdir, data):
     td = TensorDict(x=torch.from_numpy(data["x"]), batch_size=[ROWS])
     target = workdir / "written_td.h5"
-    benchmark.pedantic(lambda: td.to_h5(target).close(), rounds=5, warmup_rounds=1)
+    benchmark.pedantic(lambda: td.to_h5(target).close(), setup=_fresh(target), rounds=5, warmup_rounds=1)
     assert os.path.getsize(target) >= ROWS * COLS * 4
 
 
@@ -129,5 +139,26 @@ def test_write_h5py(benchmark, workdir, data):
         with h5py.File(target, "w") as f:
             f.create_dataset("x", data=arr)
 
-    benchmark.pedantic(run, rounds=5, warmup_rounds=1)
+    benchmark.pedantic(run, setup=_fresh(target), rounds=5, warmup_rounds=1)
     assert os.path.getsize(target) >= ROWS * COLS * 4
+
+
+@pytest.mark.benchmark(group="overwrite_256MiB")
+def test_overwrite_to_h5(benchmark, workdir, data):
+    """Overwriting keeps the old file intact until the new one is complete (temp + rename)."""
+    td = TensorDict(x=torch.from_numpy(data["x"]), batch_size=[ROWS])
+    target = workdir / "overwritten_td.h5"
+    benchmark.pedantic(lambda: td.to_h5(target).close(), rounds=5, warmup_rounds=1)
+
+
+@pytest.mark.benchmark(group="overwrite_256MiB")
+def test_overwrite_h5py(benchmark, workdir, data):
+    """Plain h5py truncates the old file first (not crash safe)."""
+    arr = data["x"]
+    target = workdir / "overwritten_h5py.h5"
+
+    def run():
+        with h5py.File(target, "w") as f:
+            f.create_dataset("x", data=arr)
+
+    benchmark.pedantic(run, rounds=5, warmup_rounds=1)

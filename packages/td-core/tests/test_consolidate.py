@@ -98,7 +98,7 @@ def test_odd_leaves():
     c = td.consolidate()
     assert_same(c, td.detach())
     assert not c["grad"].requires_grad
-    with pytest.raises(TypeError, match="dense"):
+    with pytest.raises(TypeError, match="key .s. is a torch.sparse_coo"):
         TensorDict({"s": torch.eye(2).to_sparse(), "x": torch.zeros(2, dtype=torch.int32)}).consolidate()
 
 

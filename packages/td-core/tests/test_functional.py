@@ -30,10 +30,18 @@ class TestPad:
         padded = pad(td, [0, 1, 0, 2], value=0.0)
         assert padded.batch_size == (4, 6)
         assert padded["a"].shape == (4, 6, 1) and padded["b"].shape == (4, 6, 1, 1)
-        assert padded["a"][:3, :4].eq(1).all() and padded["a"][3].eq(0).all() and padded["a"][:, 4:].eq(0).all()
+        assert (
+            padded["a"][:3, :4].eq(1).all()
+            and padded["a"][3].eq(0).all()
+            and padded["a"][:, 4:].eq(0).all()
+        )
 
     def test_value_left_nested_and_dtype(self, device):
-        td = TensorDict({"a": torch.arange(3, device=device), "n": {"b": torch.ones(3, 2, device=device)}}, [3], device=device)
+        td = TensorDict(
+            {"a": torch.arange(3, device=device), "n": {"b": torch.ones(3, 2, device=device)}},
+            [3],
+            device=device,
+        )
         td["n"].batch_size = [3, 2]
         padded = pad(td, [2, 0], value=-1)
         assert padded.batch_size == (5,) and padded["n"].batch_size == (5, 2)
@@ -109,7 +117,12 @@ class TestPadSequence:
         with pytest.raises(KeyError, match="missing"):
             pad_sequence([TensorDict({"a": torch.zeros(1)}), TensorDict({"b": torch.zeros(1)})])
         with pytest.raises(RuntimeError, match="outside pad_dim"):
-            pad_sequence([TensorDict({"a": torch.zeros(2, 3)}, [2, 3]), TensorDict({"a": torch.zeros(3, 4)}, [3, 4])])
+            pad_sequence(
+                [
+                    TensorDict({"a": torch.zeros(2, 3)}, [2, 3]),
+                    TensorDict({"a": torch.zeros(3, 4)}, [3, 4]),
+                ]
+            )
         with pytest.raises(ValueError, match="negative pad_dim"):
             pad_sequence([TensorDict({"a": torch.zeros(1)})], pad_dim=-1)
 
@@ -120,7 +133,14 @@ class TestMerge:
         td1 = TensorDict({"a": {"b1": 1}, "f": {"g": {"h": 1}}, "common": 1})
         td2 = TensorDict({"a": {"b2": 2}, "f": {"g": {"h": 2}}, "common": 2})
         td = merge_tensordicts(td0, td1, td2, callback_exist=lambda *v: torch.stack(list(v)))
-        assert set(td.keys(True, True)) == {("a", "b0"), ("a", "b1"), ("a", "b2"), ("c", "d", "e"), "common", ("f", "g", "h")}
+        assert set(td.keys(True, True)) == {
+            ("a", "b0"),
+            ("a", "b1"),
+            ("a", "b2"),
+            ("c", "d", "e"),
+            "common",
+            ("f", "g", "h"),
+        }
         assert td["common"].tolist() == [0, 1, 2]
         assert td["f", "g", "h"] == 1  # not in every TensorDict: the first value
 
@@ -141,12 +161,16 @@ class TestMerge:
 
 
 def test_make_tensordict():
-    td = make_tensordict({"a": torch.zeros(3, 4), ("n", "b"): torch.zeros(3, 4, 2)}, c=torch.zeros(3))
+    td = make_tensordict(
+        {"a": torch.zeros(3, 4), ("n", "b"): torch.zeros(3, 4, 2)}, c=torch.zeros(3)
+    )
     assert td.batch_size == (3,) and td["n"].batch_size == (3, 4, 2)
     assert make_tensordict(a=torch.zeros(3, 4), batch_size=[3, 4]).batch_size == (3, 4)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available"
+)
 def test_dense_stack_tds():
     tds = [TensorDict({"a": torch.full((2,), float(i))}, [2]) for i in range(3)]
     out = dense_stack_tds(tds)

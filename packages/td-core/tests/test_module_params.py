@@ -55,9 +55,8 @@ def test_from_module_use_state_dict_runs_hooks():
 
     def hook(module, state_dict, prefix, local_metadata):
         state_dict[prefix + "weight"] = state_dict[prefix + "weight"] * 0 + 7
-        return state_dict
 
-    model._register_state_dict_hook(hook)
+    model.register_state_dict_post_hook(hook)
     td = TensorDict.from_module(model, use_state_dict=True)
     assert (td["weight"] == 7).all()
     assert not isinstance(td["weight"], nn.Parameter)
@@ -197,7 +196,7 @@ def test_to_module_unknown_submodule_and_non_tensor():
 def test_to_module_use_state_dict():
     model = nn.Linear(2, 2)
     calls = []
-    model._register_load_state_dict_pre_hook(lambda *args, **kwargs: calls.append(1))
+    model.register_load_state_dict_pre_hook(lambda *args, **kwargs: calls.append(1))
     weight = model.weight
     before = weight.detach().clone()
     new = TensorDict({"weight": torch.ones(2, 2), "bias": torch.zeros(2)})

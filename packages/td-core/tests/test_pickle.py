@@ -20,7 +20,9 @@ def _plain():
 
 
 def _nested():
-    return TensorDict({"a": torch.zeros(3), "n": {"b": torch.ones(3, 2), "m": {"c": torch.arange(3)}}}, [3])
+    return TensorDict(
+        {"a": torch.zeros(3), "n": {"b": torch.ones(3, 2), "m": {"c": torch.arange(3)}}}, [3]
+    )
 
 
 def _non_tensor():
@@ -31,7 +33,9 @@ def _non_tensor():
 
 
 def _locked_named():
-    td = TensorDict({"a": torch.zeros(2, 4), "n": {"b": torch.ones(2, 4, 1)}}, [2, 4], names=["t", "env"])
+    td = TensorDict(
+        {"a": torch.zeros(2, 4), "n": {"b": torch.ones(2, 4, 1)}}, [2, 4], names=["t", "env"]
+    )
     return td.lock_()
 
 
@@ -46,7 +50,14 @@ def _lazy():
     return lazy.LazyStackedTensorDict(a, b, stack_dim=1)
 
 
-KINDS = {"plain": _plain, "nested": _nested, "non_tensor": _non_tensor, "locked_named": _locked_named, "empty": _empty, "lazy": _lazy}
+KINDS = {
+    "plain": _plain,
+    "nested": _nested,
+    "non_tensor": _non_tensor,
+    "locked_named": _locked_named,
+    "empty": _empty,
+    "lazy": _lazy,
+}
 
 
 def _check_same(a, b):

@@ -66,12 +66,27 @@ class TestFromPytree:
             Pair(torch.zeros(2), Pair(torch.ones(2), [torch.zeros(1)])),
             {"a": torch.zeros(2), "b": {"c": [torch.ones(2)]}},
             collections.OrderedDict([("z", torch.zeros(1)), ("a", torch.ones(1))]),
-            {1: torch.zeros(2), ("x", "y"): torch.ones(2), "_pytree_type": torch.zeros(1), "s": torch.ones(3)},
+            {
+                1: torch.zeros(2),
+                ("x", "y"): torch.ones(2),
+                "_pytree_type": torch.zeros(1),
+                "s": torch.ones(3),
+            },
             {"name": "text", "nothing": None, "t": torch.zeros(2)},
             [],
             {},
         ],
-        ids=["list", "tuple", "namedtuple", "dict", "ordereddict", "odd-keys", "str-none", "empty-list", "empty-dict"],
+        ids=[
+            "list",
+            "tuple",
+            "namedtuple",
+            "dict",
+            "ordereddict",
+            "odd-keys",
+            "str-none",
+            "empty-list",
+            "empty-dict",
+        ],
     )
     def test_bijective_round_trip(self, tree):
         td = TensorDict.from_pytree(tree)
@@ -135,7 +150,12 @@ class TestFromPytree:
 # ---------------------------------------------------------------------- pytree registration
 def _td():
     return TensorDict(
-        {"a": torch.randn(4, 3), "b": {"c": torch.randn(4, 2, 5)}, "s": "hello", "z": torch.zeros(4)},
+        {
+            "a": torch.randn(4, 3),
+            "b": {"c": torch.randn(4, 2, 5)},
+            "s": "hello",
+            "z": torch.zeros(4),
+        },
         [4],
         names=["batch"],
     )
@@ -219,7 +239,9 @@ class TestVmap:
 
     def test_returning_a_tensordict(self):
         td = _td()
-        out = torch.vmap(lambda t: TensorDict({"x": t["a"] * 2, "y": t["a"].sum(), "s": "k"}, []))(td)
+        out = torch.vmap(lambda t: TensorDict({"x": t["a"] * 2, "y": t["a"].sum(), "s": "k"}, []))(
+            td
+        )
         assert out.batch_size == (4,)
         assert torch.allclose(out["x"], td["a"] * 2)
         assert out["y"].shape == (4,)
@@ -306,16 +328,25 @@ class TestCollate:
                 return 10
 
             def __getitem__(self, i):
-                return TensorDict({"x": torch.full((3,), float(i)), "y": {"z": torch.tensor(i)}, "tag": f"t{i}"}, [])
+                return TensorDict(
+                    {"x": torch.full((3,), float(i)), "y": {"z": torch.tensor(i)}, "tag": f"t{i}"},
+                    [],
+                )
 
         batches = list(DataLoader(DS(), batch_size=4))
-        assert [b.batch_size for b in batches] == [torch.Size([4]), torch.Size([4]), torch.Size([2])]
+        assert [b.batch_size for b in batches] == [
+            torch.Size([4]),
+            torch.Size([4]),
+            torch.Size([2]),
+        ]
         assert torch.equal(batches[1]["y", "z"], torch.tensor([4, 5, 6, 7]))
         assert isinstance(batches[0]._get_raw("tag"), NonTensorStack)
         assert batches[0]["tag"] == ["t0", "t1", "t2", "t3"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available"
+)
 class TestLazyStack:
     def test_registered_and_round_trip(self):
         from tensordict._lazy import LazyStackedTensorDict
@@ -343,14 +374,19 @@ def test_non_tensor_data_is_not_a_leaf():
     assert pytree.tree_leaves(td) == [td["t"]]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensordict._lazy") is None, reason="tensordict._lazy not available"
+)
 def test_heterogeneous_lazy_stack_keeps_its_tensordicts():
     from tensordict._lazy import LazyStackedTensorDict
 
     a = TensorDict({"a": torch.zeros(3), "b": torch.zeros(3, 2)}, [3])
     b = TensorDict({"a": torch.ones(3), "x": torch.zeros(3)}, [3])
     c = TensorDict({"a": torch.ones(3), "b": torch.zeros(3, 5)}, [3])
-    for lazy in (LazyStackedTensorDict(a, b, stack_dim=0), LazyStackedTensorDict(a, c, stack_dim=1)):
+    for lazy in (
+        LazyStackedTensorDict(a, b, stack_dim=0),
+        LazyStackedTensorDict(a, c, stack_dim=1),
+    ):
         out = pytree.tree_map(lambda x: x + 1, lazy)
         assert isinstance(out, LazyStackedTensorDict)
         assert out.stack_dim == lazy.stack_dim and out.batch_size == lazy.batch_size

@@ -132,6 +132,11 @@ def test_failed_writes_leave_file_intact(h5file):
             p.set_("nested", torch.zeros(10))
         with pytest.raises(TypeError, match="dtype"):
             p.set("q", torch.zeros(10).to(torch.complex32))
+        with pytest.raises(ValueError, match="'x/y'"):
+            p.update({"ok": torch.zeros(10), "x/y": torch.zeros(10)})
+        with pytest.raises(TypeError, match="'obj'"):
+            p.update(TensorDict(ok=torch.zeros(10), obj=object(), batch_size=[10]))
+        assert "ok" not in p.keys()
     _assert_intact(h5file, before)
 
 
@@ -147,6 +152,10 @@ def test_failed_to_h5_keeps_existing_file(h5file, tmp_path):
         good.to_h5(h5file, not_an_h5py_option=1)
     _assert_intact(h5file, before)
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    fresh = tmp_path / "fresh.h5"
+    with pytest.raises((TypeError, ValueError)):
+        good.to_h5(fresh, chunks=(1, 2, 3, 4))
+    assert not fresh.exists()  # no half-written file left behind
 
 
 def test_dataset_changed_behind_our_back(ptd):

@@ -13,6 +13,7 @@ import torch.multiprocessing as mp
 
 from tensordict import NonTensorData, TensorDict
 from tensordict.memmap import load_memmap
+from tensordict.memmap._store import wait_cleanup
 
 _WRITER = """
 import torch
@@ -94,6 +95,7 @@ def test_sigkill_during_resave_keeps_a_complete_save(tmp_path, ctx):
     # the next save cleans the folders the killed writers left next to the store
     _make(7).memmap(prefix)
     assert _generation(load_memmap(prefix, allow_pickle=True)) == 7
+    wait_cleanup()
     assert sorted(os.listdir(tmp_path)) == ["store"]
 
 
@@ -147,6 +149,7 @@ def test_resave_without_atomic_exchange(tmp_path, monkeypatch):
     _make(1).memmap(prefix)
     _make(2).memmap(prefix)
     assert _generation(load_memmap(prefix, allow_pickle=True)) == 2
+    wait_cleanup()
     assert sorted(os.listdir(tmp_path)) == ["store"]
 
 
@@ -162,4 +165,5 @@ def test_recovers_from_kill_between_the_two_renames(tmp_path):
     assert _generation(td) == 1
     _make(3).memmap(prefix)  # the next save repairs the store and removes the leftovers
     assert _generation(load_memmap(prefix, allow_pickle=True)) == 3
+    wait_cleanup()
     assert sorted(os.listdir(tmp_path)) == ["store"]

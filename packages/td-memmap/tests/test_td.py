@@ -9,6 +9,7 @@ import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict.memmap import MemoryMappedTensor, register_memmap_type
+from tensordict.memmap._store import wait_cleanup
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _memmap_helpers import allocated_bytes, rss_kib, tree_files  # noqa: E402
@@ -188,6 +189,7 @@ def test_resave_keeps_foreign_files_and_drops_old_keys(tmp_path):
     _td().memmap(prefix)
     (prefix / "README.txt").write_text("mine")
     TensorDict({"only": torch.zeros(3)}, [3]).memmap(prefix)
+    wait_cleanup()
     assert sorted(os.listdir(prefix)) == ["README.txt", "meta.json", "only.memmap"]
     assert list(TensorDict.load_memmap(prefix).keys()) == ["only"]
     assert not [e for e in os.listdir(tmp_path) if e.startswith(".")]  # no leftovers
@@ -243,6 +245,32 @@ def test_lazy_stack_roundtrip(tmp_path):
     assert type(loaded).__name__ == "LazyStackedTensorDict" and loaded.stack_dim == 0
     assert torch.equal(loaded["a"], torch.stack([tds[0]["a"], tds[1]["a"]]))
     assert torch.equal(TensorDict.load_memmap(tmp_path / "s" / "1")["x", "y"], torch.arange(2))
+
+
+def _lazy_or_skip():
+    lazy = pytest.importorskip("tensordict._lazy")
+    if not hasattr(lazy, "LazyStackedTensorDict"):
+        pytest.skip("tensordict._lazy has no LazyStackedTensorDict yet")
+    return lazy.LazyStackedTensorDict
+
+
+def test_lazy_stack_nested_inplace_like_and_stack_dim(tmp_path):
+    Lazy = _lazy_or_skip()
+    tds = [TensorDict({"a": torch.full((2, 3), float(i)), "s": f"t{i}"}, [2]) for i in range(3)]
+    stacked = Lazy(*tds, stack_dim=1)
+    outer = TensorDict({"stack": stacked, "b": torch.zeros(2)}, [2])
+    mm = outer.memmap(tmp_path / "s")
+    assert type(mm["stack"]).__name__ == "LazyStackedTensorDict" and mm["stack"].stack_dim == 1
+    loaded = TensorDict.load_memmap(tmp_path / "s")
+    assert loaded["stack"].batch_size == (2, 3) and torch.equal(loaded["stack", "a"], stacked["a"])
+    assert isinstance(loaded["stack"].tensordicts[2]["a"], MemoryMappedTensor)
+    assert loaded["stack"].tensordicts[1]["s"] == "t1"
+    like = stacked.memmap_like(tmp_path / "like")
+    assert like["a"].sum() == 0 and like.batch_size == stacked.batch_size
+    same = stacked.memmap_(tmp_path / "inplace")
+    assert same is stacked and stacked.is_locked and stacked.is_memmap()
+    assert isinstance(tds[0]["a"], MemoryMappedTensor)  # the stacked TensorDicts were memory-mapped in place
+    assert stacked.saved_path == str(tmp_path / "inplace")
 
 
 class _Pair:

@@ -166,4 +166,4 @@ class _TensorDictModule(_types.ModuleType):
 
 
 _sys.modules[__name__].__class__ = _TensorDictModule
-from tensordict import _pytree as _pytree  # registers pytree nodes
+from tensordict import _pytree as _pytree  # noqa: E402  (registers pytree nodes)

@@ -280,15 +280,14 @@ def _apply_others(
             other = single(key, _MISSING)
             if other is _MISSING:
                 raise _missing_in_other(prefix + (key,) if prefix else key, 1)
-            vals = (other,)
+            vals = None
         else:
             vals = tuple(g(key, _MISSING) for g in gets)
-            if _MISSING in vals:
-                raise _missing_in_other(
-                    prefix + (key,) if prefix else key, vals.index(_MISSING) + 1
-                )
+            for i, v in enumerate(vals):
+                if v is _MISSING:
+                    raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
         if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            res = fn(value, *vals)
+            res = fn(value, other) if vals is None else fn(value, *vals)
             if res is None:
                 continue
             if res.__class__ is _Tensor:
@@ -307,6 +306,8 @@ def _apply_others(
             elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
         elif isinstance(value, tdb):
+            if vals is None:
+                vals = (other,)
             for i, v in enumerate(vals):
                 if not isinstance(v, tdb):
                     full = prefix + (key,) if prefix else key

@@ -575,7 +575,7 @@ class TensorDictBase(
             for key, dest in list(self._items_raw()):
                 if isinstance(dest, torch.Tensor):
                     dest[index] = value
-                elif isinstance(dest, TensorDictBase):
+                elif isinstance(dest, TensorDictBase) or getattr(dest, "_is_tensorclass", False):
                     dest[index] = value
             return
         msg = f"Cannot write a {type(value).__name__} at index {index!r}: pass a TensorDict, a dict or a tensor."

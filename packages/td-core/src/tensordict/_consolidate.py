@@ -97,16 +97,22 @@ class _State:
         self.storage, self.skeleton, self.runs, self.leaves, self.filename = state
 
 
-def _base() -> Any:
-    from tensordict._base import TensorDictBase
+_CLASSES: list = []
 
-    return TensorDictBase
+
+def _base() -> Any:
+    if not _CLASSES:
+        _td_cls()
+    return _CLASSES[1]
 
 
 def _td_cls() -> Any:
-    from tensordict._td import TensorDict
+    if not _CLASSES:
+        from tensordict._base import TensorDictBase
+        from tensordict._td import TensorDict
 
-    return TensorDict
+        _CLASSES.extend((TensorDict, TensorDictBase))
+    return _CLASSES[0]
 
 
 # ---------------------------------------------------------------------- tree walks
@@ -122,7 +128,13 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
         names = td.names if td._has_names() else None
     tensor = torch.Tensor
     for key, value in items:
-        if value.__class__ is tensor or isinstance(value, tensor):
+        cls = value.__class__
+        if cls is tensor:
+            append((key, _TENSOR, len(leaves)))
+            leaves.append(value)
+        elif cls is td_cls:
+            append((key, _TD, _collect(value, leaves, base, td_cls)))
+        elif isinstance(value, tensor):
             append((key, _TENSOR, len(leaves)))
             leaves.append(value)
         elif isinstance(value, base):
@@ -206,12 +218,25 @@ def _assign_inplace(td: Any, node: tuple, views: list) -> None:
 
 
 # ---------------------------------------------------------------------- layout
+class _BadLeaf(Exception):
+    """A leaf that cannot live in a flat storage (sparse, nested); carries its index."""
+
+
+def _bad_leaf_error(td: Any, leaf: torch.Tensor) -> TypeError:
+    key = next((k for k, v in td.items(True, True) if v is leaf), "?")
+    kind = "nested" if leaf.is_nested else str(leaf.layout)
+    msg = (
+        f"consolidate: the leaf under key {key!r} is a {kind} tensor; only dense (strided) tensors "
+        "can be consolidated. Convert it first (e.g. `.to_dense()`), or exclude the key."
+    )
+    return TypeError(msg)
+
+
 def _layout(leaves: list) -> tuple[list, int]:
     groups: dict = {}
     for i, t in enumerate(leaves):
         if t.layout is not torch.strided or t.is_nested:
-            msg = f"consolidate: leaf {i} has layout {t.layout}; only dense (strided) tensors can be consolidated."
-            raise TypeError(msg)
+            raise _BadLeaf(i)
         idxs = groups.get(t.dtype)
         if idxs is None:
             groups[t.dtype] = [i]
@@ -681,7 +706,8 @@ class ConsolidateMixin:
         fused = False
         if path is None and len(leaves) > 1 and not (share_memory or pin_memory or num_threads):
             dtype0 = leaves[0].dtype
-            fused = all(t.dtype is dtype0 for t in leaves) and (
+            strided = torch.strided
+            fused = all(t.dtype is dtype0 and t.layout is strided and not t.is_nested for t in leaves) and (
                 (device is None and self.device is not None) or all(t.device == storage_device for t in leaves)
             )
         with torch.no_grad():
@@ -692,7 +718,10 @@ class ConsolidateMixin:
                 views = list(_run_views(flat, leaves))
                 runs = [(dtype0, 0, storage.numel(), list(range(len(leaves))))]
             else:
-                runs, total = _layout(leaves)
+                try:
+                    runs, total = _layout(leaves)
+                except _BadLeaf as bad:
+                    raise _bad_leaf_error(self, leaves[bad.args[0]]) from None
                 if path is not None:
                     meta = {
                         "format": _FORMAT,
@@ -712,7 +741,9 @@ class ConsolidateMixin:
                     _copy(views, leaves, num_threads, non_blocking)
                     if non_blocking and storage_device.type == "cpu" and torch.cuda.is_available():
                         torch.cuda.synchronize()
-        move = device is not None or path is not None
+        # every level gets the storage's device when one was asked for, or when a file
+        # (on the CPU) replaces leaves that lived on a fixed device
+        move = device is not None or (path is not None and self.device is not None)
         if inplace:
             _assign_inplace(self, skeleton, views)
             if move:
@@ -721,7 +752,7 @@ class ConsolidateMixin:
             self._consolidated = _State(storage, skeleton, runs, views, path)
             self._set_lock_flag(True)
             return self
-        out, skeleton = _build(skeleton, views, storage_device, td_cls, device is not None, True)
+        out, skeleton = _build(skeleton, views, storage_device, td_cls, move, True)
         out._consolidated = _State(storage, skeleton, runs, views, path)
         return out
 

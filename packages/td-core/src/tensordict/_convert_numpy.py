@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._convert import _common_batch, _Opts, _PendingList, _Scalar, _settle
+from tensordict._convert_build import _common_batch, _Opts, _PendingList, _Scalar, _settle
 
 __all__ = ["from_struct_array_impl", "numpy_impl", "numpy_value", "to_struct_array_impl"]
 
@@ -59,7 +59,9 @@ def _share(name: str, array: np.ndarray) -> torch.Tensor:
 def _field(name: str, field: np.ndarray, opts: _Opts) -> Any:
     dtype = field.dtype
     if dtype.names is not None:
-        return from_struct_array_impl(field, _Opts(None, opts.auto, opts.batch_dims, opts.device, False))
+        return from_struct_array_impl(
+            field, _Opts(None, opts.auto, opts.batch_dims, opts.device, False)
+        )
     kind = dtype.kind
     if kind in _NUMERIC_KINDS:
         tensor = _share(name, field)
@@ -100,7 +102,11 @@ def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
     from tensordict._td import TensorDict
 
     if not isinstance(struct_array, np.ndarray) or struct_array.dtype.names is None:
-        what = f"an array of dtype {struct_array.dtype}" if isinstance(struct_array, np.ndarray) else type(struct_array).__name__
+        what = (
+            f"an array of dtype {struct_array.dtype}"
+            if isinstance(struct_array, np.ndarray)
+            else type(struct_array).__name__
+        )
         msg = f"from_struct_array expects a NumPy structured array (a dtype with named fields), got {what}."
         raise TypeError(msg)
     shape = torch.Size(struct_array.shape)
@@ -127,7 +133,9 @@ def numpy_value(key: str, value: Any, opts: _Opts) -> Any:
 
     if isinstance(value, np.ndarray):
         if value.dtype.names is not None:
-            return from_struct_array_impl(value, _Opts(None, opts.auto, opts.batch_dims, opts.device, False))
+            return from_struct_array_impl(
+                value, _Opts(None, opts.auto, opts.batch_dims, opts.device, False)
+            )
         kind = value.dtype.kind
         if kind in _NUMERIC_KINDS:
             return _share(key, value)
@@ -178,7 +186,9 @@ def _struct_dtype(td: Any, n: int) -> np.dtype:
         if isinstance(value, torch.Tensor):
             fields.append((key, _np_dtype(key, value.dtype), tuple(value.shape[n:])))
         elif isinstance(value, TensorDictBase):
-            fields.append((key, _struct_dtype(value, value.batch_dims), tuple(value.batch_size[n:])))
+            fields.append(
+                (key, _struct_dtype(value, value.batch_dims), tuple(value.batch_size[n:]))
+            )
         elif isinstance(value, NonTensorData):
             fields.append((key, _object_dtype(key, [value.data])))
         elif isinstance(value, NonTensorStack):

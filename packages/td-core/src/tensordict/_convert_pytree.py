@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from tensordict._convert import _build, _is_collection, _is_namedtuple, _is_numpy, _Opts
+from tensordict._convert_build import _build, _is_collection, _is_namedtuple, _is_numpy, _Opts
 
 __all__ = ["from_pytree_impl", "to_pytree_impl"]
 
@@ -146,7 +146,11 @@ def to_pytree_impl(td: Any) -> Any:
         else:
             pairs = []
             for i, key in enumerate(keys):
-                name = key if key.__class__ is str and not key.startswith(_PREFIX) else f"{_PREFIX}_{i}"
+                name = (
+                    key
+                    if key.__class__ is str and not key.startswith(_PREFIX)
+                    else f"{_PREFIX}_{i}"
+                )
                 pairs.append((key, _back(td, td._get_raw(name))))
         if issubclass(cls, collections.defaultdict):
             factory = _meta(td, FACTORY_KEY)

@@ -43,6 +43,7 @@ __all__ = ["LazyStackedTensorDict", "lazy_stack", "maybe_dense_stack", "dense_st
 _Tensor = torch.Tensor
 _Size = torch.Size
 _RAISE: Any = object()
+_new_object = object.__new__
 
 
 def _format_indices(indices: Sequence[int]) -> str:
@@ -174,6 +175,7 @@ class LazyStackedTensorDict(
     """
 
     _fast: bool | None = None
+    _bs_cache: dict | None = None
     _lock_flag: bool = False
     _names: list | None = None
 
@@ -292,9 +294,27 @@ class LazyStackedTensorDict(
     def _new_lazy(
         self, tds: list, stack_dim: int | None = None, batch_size: torch.Size | None = None
     ) -> LazyStackedTensorDict:
-        return LazyStackedTensorDict._new_unsafe(
-            tds, self.stack_dim if stack_dim is None else stack_dim, batch_size
-        )
+        obj = _new_object(LazyStackedTensorDict)
+        obj.tensordicts = tds
+        obj.stack_dim = stack_dim = self.stack_dim if stack_dim is None else stack_dim
+        if batch_size is None:
+            td_bs = tds[0].batch_size
+            batch_size = _Size((*td_bs[:stack_dim], len(tds), *td_bs[stack_dim:]))
+        obj._batch_size = batch_size
+        return obj
+
+    def _resized(self, m: int) -> torch.Size:
+        """``batch_size`` with the stack dim set to ``m`` (memoised: indexing the same
+        stack with the same number of positions is common)."""
+        cache = self._bs_cache
+        if cache is None:
+            cache = self._bs_cache = {}
+        out = cache.get(m)
+        if out is None:
+            bs = list(self._batch_size)
+            bs[self.stack_dim] = m
+            out = cache[m] = _Size(bs)
+        return out
 
     def _new_like(
         self,
@@ -354,6 +374,7 @@ class LazyStackedTensorDict(
         for td in self.tensordicts:
             td.batch_size = td_bs
         self._batch_size = new_size
+        self._bs_cache = None
         if self._names is not None and len(self._names) != len(new_size):
             self._names = None
 
@@ -718,6 +739,7 @@ class LazyStackedTensorDict(
         state = dict(self.__dict__)
         state.pop("_lock_stack", None)
         state.pop("_fast", None)
+        state.pop("_bs_cache", None)
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -23,6 +23,7 @@ __all__ = ["LazyIndexMixin"]
 _Tensor = torch.Tensor
 _Size = torch.Size
 _FULL = slice(None)
+_LONG = torch.int64
 
 
 def _as_int(entry: Any) -> Any:
@@ -142,16 +143,14 @@ class LazyIndexMixin:
                 return tds[self._check_int(index)]
             if cls is slice:
                 sel = tds[index]
-                bs = self._batch_size
-                return self._new_lazy(sel, 0, _Size((len(sel), *bs[1:])))
-            if cls is _Tensor and index.ndim == 1 and index.dtype is torch.int64:
+                return self._new_lazy(sel, 0, self._resized(len(sel)))
+            if cls is _Tensor and index.dtype is _LONG and index.ndim == 1:
                 try:
                     sel = [tds[i] for i in index.tolist()]
                 except IndexError:
                     self._positions(index)
                     raise
-                bs = self._batch_size
-                return self._new_lazy(sel, 0, _Size((len(sel), *bs[1:])))
+                return self._new_lazy(sel, 0, self._resized(len(sel)))
         idx = self._normalize_index(index)
         plan = self._plan_index(idx)
         if plan is None:

@@ -230,11 +230,18 @@ def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
                 return torch._foreach_add(torch._foreach_neg(leaves), arg)
             if name == "pow":
                 return torch._foreach_pow(arg, leaves)
+            if name == "div" and not isinstance(arg, _Tensor):
+                # ``number / tensor`` is ``tensor.reciprocal() * number`` in torch
+                out = torch._foreach_reciprocal(leaves)
+                torch._foreach_mul_(out, arg)
+                return out
         except (RuntimeError, TypeError):
             pass
     eager = _BINARY[name][2]
     if is_list:
         return [eager(y, x) for x, y in zip(leaves, arg)]
+    if name == "div" and not isinstance(arg, _Tensor):
+        return [x.reciprocal() * arg for x in leaves]
     return [
         eager(_as_tensor_like(arg, x), x) if name in ("maximum", "minimum") else eager(arg, x)
         for x in leaves

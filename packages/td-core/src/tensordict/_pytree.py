@@ -59,6 +59,8 @@ _new_unsafe = TensorDict._new_unsafe
 _REGISTERED: list[type] = []
 #: types of children that need no check before unflattening
 _CHILD_TYPES = {torch.Tensor, torch.nn.Parameter, TensorDict}
+#: value types for which a TensorDict takes the fast flatten path (no non-tensor data)
+_DENSE_TYPES = frozenset(_CHILD_TYPES)
 
 
 class _TDContext:
@@ -69,9 +71,30 @@ class _TDContext:
     non-tensor values.
     """
 
-    __slots__ = ("keys", "batch_size", "device", "names", "non_tensor", "order", "ref_idx", "ref_shape", "stack")
+    __slots__ = (
+        "keys",
+        "batch_size",
+        "device",
+        "names",
+        "non_tensor",
+        "order",
+        "ref_idx",
+        "ref_shape",
+        "stack",
+    )
 
-    def __init__(self, keys: tuple, batch_size: torch.Size, device: Any, names: Any, non_tensor: Any, order: Any, ref_idx: int, ref_shape: Any, stack: Any) -> None:
+    def __init__(
+        self,
+        keys: tuple,
+        batch_size: torch.Size,
+        device: Any,
+        names: Any,
+        non_tensor: Any,
+        order: Any,
+        ref_idx: int,
+        ref_shape: Any,
+        stack: Any,
+    ) -> None:
         self.keys = keys
         self.batch_size = batch_size
         self.device = device
@@ -126,38 +149,36 @@ def _items_for_flatten(td: Any) -> tuple[Any, Any]:
 
 def _flatten_dense(td: Any) -> tuple[list, _TDContext]:
     """``_flatten`` for ``TensorDict`` and its subclasses (reads the storage directly)."""
-    if "_pytree_leaf_keys" in td.__dict__:
+    storage = td._tensordict
+    values = list(storage.values())
+    if not _DENSE_TYPES.issuperset(map(type, values)) or "_pytree_leaf_keys" in td.__dict__:
         return _flatten(td)
-    keys = []
-    values = []
-    ref_idx = -1
-    for key, value in td._tensordict.items():
-        cls = value.__class__
-        if cls is _Tensor or cls is _Parameter:
-            if ref_idx < 0:
-                ref_idx = len(values)
-            keys.append(key)
-            values.append(value)
-        elif cls is TensorDict:
-            keys.append(key)
-            values.append(value)
-        else:
-            return _flatten(td)
-    ref_shape = None
-    if ref_idx >= 0:
-        ref_shape = values[ref_idx].shape
-    elif values:
-        ref_idx, ref_shape = 0, values[0].shape
-    else:
-        ref_idx = 0
-    return values, _TDContext(tuple(keys), td._batch_size, td._device, td._names, None, None, ref_idx, ref_shape, None)
+    ref_idx = 0
+    for i, value in enumerate(values):
+        if value.__class__ is not TensorDict:
+            ref_idx = i
+            break
+    ref_shape = values[ref_idx].shape if values else None
+    return values, _TDContext(
+        tuple(storage), td._batch_size, td._device, td._names, None, None, ref_idx, ref_shape, None
+    )
 
 
 def _flatten(td: Any) -> tuple[list, _TDContext]:
     items, stack = _items_for_flatten(td)
     if items is None:
         children = list(td.tensordicts)
-        ctx = _TDContext(tuple(range(len(children))), td.batch_size, td.device, None, None, None, -1, None, (*stack, True))
+        ctx = _TDContext(
+            tuple(range(len(children))),
+            td.batch_size,
+            td.device,
+            None,
+            None,
+            None,
+            -1,
+            None,
+            (*stack, True),
+        )
         return children, ctx
     keys = []
     values = []
@@ -195,7 +216,9 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
                 break
     order = tuple(td._keys_raw()) if non_tensor else None
     names = td.names if td._has_names() else None
-    ctx = _TDContext(tuple(keys), td.batch_size, td.device, names, non_tensor, order, ref_idx, ref_shape, stack)
+    ctx = _TDContext(
+        tuple(keys), td.batch_size, td.device, names, non_tensor, order, ref_idx, ref_shape, stack
+    )
     return values, ctx
 
 
@@ -343,7 +366,9 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
             bs, names = _new_batch(values, ctx, loose)
             values = [_fix_child(v, bs) for v in values]
         if device is not None and ref.device != device:
-            device = _common_device([v for i, v in enumerate(values) if not loose or i not in loose])
+            device = _common_device(
+                [v for i, v in enumerate(values) if not loose or i not in loose]
+            )
         if loose:
             for i in loose:
                 values[i] = NonTensorData(values[i].data, bs, device)
@@ -365,7 +390,9 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
 def _fix_child(value: Any, bs: torch.Size) -> Any:
     """An empty nested TensorDict cannot follow a batch change by itself: give it ``bs``."""
     if isinstance(value, TensorDictBase) and value.batch_size[: len(bs)] != bs and value.is_empty():
-        return _new_unsafe({k: v for k, v in value._items_raw() if isinstance(v, TensorDictBase)}, bs, value.device)
+        return _new_unsafe(
+            {k: v for k, v in value._items_raw() if isinstance(v, TensorDictBase)}, bs, value.device
+        )
     return value
 
 

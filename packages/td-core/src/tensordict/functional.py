@@ -37,7 +37,9 @@ def _pad_non_tensor(value: Any, pad_size: Sequence[int], new_bs: torch.Size) -> 
     return NonTensorStack._from_flat(items, index.shape, value.device)
 
 
-def _pad(td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size) -> TensorDictBase:
+def _pad(
+    td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size
+) -> TensorDictBase:
     source = {}
     for key, leaf in td._items_raw():
         if isinstance(leaf, torch.Tensor):
@@ -248,7 +250,7 @@ def merge_tensordicts(
         >>> td0 = TensorDict({"a": {"b0": 0}, "common": 0})
         >>> td1 = TensorDict({"a": {"b1": 1}, "common": 1})
         >>> td = merge_tensordicts(td0, td1, callback_exist=lambda *v: torch.stack(list(v)))
-        >>> sorted(td.keys(True, True)), td["common"]
+        >>> list(td.keys(True, True)), td["common"]
         ([('a', 'b0'), ('a', 'b1'), 'common'], tensor([0, 1]))
     """
     if not tensordicts:
@@ -263,7 +265,9 @@ def merge_tensordicts(
     n = len(tensordicts)
     for key in counts:
         values = [td._get_any_raw(key) for td in tensordicts if key in td.keys(True, True)]
-        callback = callback_exist.get(key) if isinstance(callback_exist, Mapping) else callback_exist
+        callback = (
+            callback_exist.get(key) if isinstance(callback_exist, Mapping) else callback_exist
+        )
         if callback is not None and counts[key] == n:
             unwrapped = [TensorDictBase._unwrap_leaf(v) for v in values]
             out.set(key, callback(*unwrapped))
@@ -314,7 +318,9 @@ def make_tensordict(
     return from_dict(data, batch_size=batch_size, device=device, auto_batch_size=auto_batch_size)
 
 
-def dense_stack_tds(td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None) -> TensorDictBase:
+def dense_stack_tds(
+    td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
+) -> TensorDictBase:
     """Densely stacks TensorDicts (or the TensorDicts of a lazy stack); see
     ``tensordict._lazy.dense_stack_tds``.
 
@@ -330,4 +336,3 @@ def dense_stack_tds(td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int
     if dim is None:
         return _lazy.dense_stack_tds(td_list)
     return _lazy.dense_stack_tds(td_list, dim)
-

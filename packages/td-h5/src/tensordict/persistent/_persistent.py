@@ -23,7 +23,6 @@ What returns what:
 
 from __future__ import annotations
 
-import math
 import os
 import textwrap
 import uuid
@@ -350,6 +349,23 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if not os.path.isdir(folder):
             msg = f"cannot write HDF5 file {filename!r}: folder {folder!r} does not exist."
             raise FileNotFoundError(msg)
+        if not os.path.exists(filename):
+            # nothing to preserve: write in place, remove the partial file on error
+            try:
+                f = h5py.File(filename, "w-")
+            except FileExistsError:
+                pass
+            else:
+                try:
+                    with f:
+                        io.write_tree(f, td, kwargs)
+                except BaseException:
+                    if os.path.exists(filename):
+                        os.unlink(filename)
+                    raise
+                return cls(filename=filename, mode="r+", device=device)
+        # an earlier file stays intact until the new one is complete (the rename over an
+        # existing file makes some filesystems flush the new data first: slower, but safe)
         tmp = os.path.join(folder, f".{os.path.basename(filename)}.{uuid.uuid4().hex[:12]}.tmp")
         try:
             with h5py.File(tmp, "w-") as f:

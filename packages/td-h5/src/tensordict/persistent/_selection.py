@@ -34,19 +34,6 @@ __all__ = ["Selection", "FlatSel", "compose", "read_selected", "write_selected"]
 _INT_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
-def _is_increasing(t: torch.Tensor) -> bool:
-    return t.numel() < 2 or bool((t[1:] > t[:-1]).all())
-
-
-def _as_h5_rows(rows: torch.Tensor) -> Any:
-    """Sorted unique positions -> a slice when contiguous, else an int64 numpy array."""
-    first = int(rows[0])
-    last = int(rows[-1])
-    if last - first + 1 == rows.numel():
-        return slice(first, last + 1)
-    return rows.numpy()
-
-
 def _check_positions(idx: torch.Tensor, size: int, dim: int) -> torch.Tensor:
     if idx.dtype is torch.bool:
         if idx.shape[0] != size:
@@ -236,6 +223,25 @@ def compose(sel: Selection | FlatSel | None, shape: torch.Size, index: tuple) ->
 
 
 # ---------------------------------------------------------------------- reading
+# Index bookkeeping and gathers use numpy: single-threaded, and the arrays come from
+# h5py as numpy anyway (torch's threaded index_select stalls on a busy machine).
+def _rows_and_inverse(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Sorted unique positions and the inverse map (``None`` when already increasing)."""
+    if pos.size < 2 or bool((pos[1:] > pos[:-1]).all()):
+        return pos, None
+    rows, inv = np.unique(pos, return_inverse=True)
+    return rows, inv.reshape(-1)
+
+
+def _h5_rows(rows: np.ndarray) -> Any:
+    """Sorted unique positions -> a slice when contiguous, else the int64 array h5py wants."""
+    first = int(rows[0])
+    last = int(rows[-1])
+    if last - first + 1 == rows.size:
+        return slice(first, last + 1)
+    return rows
+
+
 def read_selected(dset: Any, sel: Selection | FlatSel, to_tensor: Any) -> torch.Tensor:
     """Reads the rows ``sel`` picks from ``dset``; returns ``view_shape + feature_shape``.
 
@@ -253,30 +259,28 @@ def read_selected(dset: Any, sel: Selection | FlatSel, to_tensor: Any) -> torch.
             h5sel.append(s)
             continue
         if cls is range:
-            n = len(s)
-            if not n:
+            if not len(s):
                 return _read_empty(dset, sel, to_tensor)
             h5sel.append(slice(s.start, s[-1] + 1, s.step))
         else:
             if not s.numel():
                 return _read_empty(dset, sel, to_tensor)
+            pos = s.numpy()
             if not fancy_done:
                 fancy_done = True
-                if _is_increasing(s):
-                    h5sel.append(_as_h5_rows(s))
-                else:
-                    rows, inv = torch.unique(s, sorted=True, return_inverse=True)
-                    h5sel.append(_as_h5_rows(rows))
+                rows, inv = _rows_and_inverse(pos)
+                h5sel.append(_h5_rows(rows))
+                if inv is not None:
                     post.append((out_dim, inv))
             else:
-                lo = int(s.min())
-                hi = int(s.max())
-                h5sel.append(slice(lo, hi + 1))
-                post.append((out_dim, s - lo))
+                lo = int(pos.min())
+                h5sel.append(slice(lo, int(pos.max()) + 1))
+                post.append((out_dim, pos - lo))
         out_dim += 1
-    t = to_tensor(dset[tuple(h5sel)] if h5sel else dset[()])
+    arr = np.asarray(dset[tuple(h5sel)] if h5sel else dset[()])
     for d, ix in post:
-        t = t.index_select(d, ix)
+        arr = arr.take(ix, axis=d)
+    t = to_tensor(arr)
     for pos, o in enumerate(sel.layout):
         if o is None:
             t = t.unsqueeze(pos)
@@ -287,61 +291,57 @@ def _read_empty(dset: Any, sel: Selection, to_tensor: Any) -> torch.Tensor:
     return to_tensor(np.empty((*sel.out_shape, *dset.shape[len(sel.in_shape) :]), dtype=dset.dtype))
 
 
-def _unique_last(pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sorted unique positions and, for each, the index of its last occurrence in ``pos``."""
-    order = torch.argsort(pos, stable=True)
-    sorted_pos = pos[order]
-    keep = torch.ones(sorted_pos.numel(), dtype=torch.bool)
-    if sorted_pos.numel() > 1:
-        keep[:-1] = sorted_pos[1:] != sorted_pos[:-1]
-    return sorted_pos[keep], order[keep]
-
-
 def _read_flat(dset: Any, sel: FlatSel, to_tensor: Any) -> torch.Tensor:
     in_shape = sel.in_shape
     k = len(in_shape)
     feat = dset.shape[k:]
     out_shape = sel.flat.shape
-    pos = sel.flat.reshape(-1)
-    if not pos.numel():
+    pos = sel.flat.reshape(-1).numpy()
+    if not pos.size:
         return to_tensor(np.empty((*out_shape, *feat), dtype=dset.dtype))
-    if _is_increasing(pos):
-        uniq, inv = pos, None
-    else:
-        uniq, inv = torch.unique(pos, sorted=True, return_inverse=True)
+    uniq, inv = _rows_and_inverse(pos)
     if k == 1:
-        data = to_tensor(dset[_as_h5_rows(uniq)])
+        data = np.asarray(dset[_h5_rows(uniq)])
         if inv is not None:
-            data = data.index_select(0, inv)
-        return data.reshape(*out_shape, *feat)
+            data = data.take(inv, axis=0)
+        return to_tensor(data).reshape(*out_shape, *feat)
     inner = math.prod(in_shape[1:])
-    c0 = torch.div(uniq, inner, rounding_mode="floor")
-    rows = torch.unique_consecutive(c0)
-    data = to_tensor(dset[_as_h5_rows(rows)])
-    data = data.reshape(rows.numel() * inner, *feat)
-    local = torch.searchsorted(rows, c0) * inner + uniq % inner
+    c0 = uniq // inner
+    rows = c0[np.concatenate(([True], c0[1:] != c0[:-1]))]
+    data = np.asarray(dset[_h5_rows(rows)]).reshape(rows.size * inner, *feat)
+    local = np.searchsorted(rows, c0) * inner + uniq % inner
     if inv is not None:
         local = local[inv]
-    return data.index_select(0, local).reshape(*out_shape, *feat)
+    return to_tensor(data.take(local, axis=0)).reshape(*out_shape, *feat)
 
 
 # ---------------------------------------------------------------------- writing
+def _unique_last(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique positions and, for each, the index of its last occurrence in ``pos``."""
+    order = np.argsort(pos, kind="stable")
+    sorted_pos = pos[order]
+    keep = np.ones(sorted_pos.size, dtype=bool)
+    keep[:-1] = sorted_pos[1:] != sorted_pos[:-1]
+    return sorted_pos[keep], order[keep]
+
+
 def write_selected(dset: Any, sel: Selection | FlatSel, value: torch.Tensor, to_numpy: Any) -> None:
     """Writes ``value`` (shape ``view_shape + feature_shape``, dataset dtype) at ``sel``.
 
     Repeated positions keep the last value written to them. ``to_numpy(tensor)``
     turns a tensor into the array h5py stores.
     """
+    arr = np.asarray(to_numpy(value))
     if sel.__class__ is FlatSel:
-        _write_flat(dset, sel, value, to_numpy)
+        _write_flat(dset, sel, arr)
         return
-    for pos in reversed(range(len(sel.layout))):
-        if sel.layout[pos] is None:
-            value = value.squeeze(pos)
-    tensor_dims = [d for d in sel.dims if d.__class__ not in (int, range)]
+    new_axes = tuple(pos for pos, o in enumerate(sel.layout) if o is None)
+    if new_axes:
+        arr = arr.squeeze(axis=new_axes)
     if any(len(d) == 0 for d in sel.dims if d.__class__ is not int):
         return
-    if len(tensor_dims) <= 1:
+    n_tensors = sum(1 for d in sel.dims if d.__class__ not in (int, range))
+    if n_tensors <= 1:
         h5sel = []
         out_dim = 0
         for s in sel.dims:
@@ -352,14 +352,15 @@ def write_selected(dset: Any, sel: Selection | FlatSel, value: torch.Tensor, to_
             if cls is range:
                 h5sel.append(slice(s.start, s[-1] + 1, s.step))
             else:
-                rows, last = _unique_last(s)
-                if rows.numel() != s.numel() or not _is_increasing(s):
-                    value = value.index_select(out_dim, last)
-                h5sel.append(_as_h5_rows(rows))
+                pos = s.numpy()
+                rows, last = _unique_last(pos)
+                if rows.size != pos.size or not bool((pos[1:] > pos[:-1]).all()):
+                    arr = arr.take(last, axis=out_dim)
+                h5sel.append(_h5_rows(rows))
             out_dim += 1
-        dset[tuple(h5sel)] = to_numpy(value)
+        dset[tuple(h5sel)] = np.ascontiguousarray(arr)
         return
-    # several independent position lists: read-modify-write the bounding box
+    # several independent position lists: read-modify-write their bounding box
     box_sel = []
     local = []
     for s in sel.dims:
@@ -368,40 +369,33 @@ def write_selected(dset: Any, sel: Selection | FlatSel, value: torch.Tensor, to_
             box_sel.append(s)
         elif cls is range:
             box_sel.append(slice(s.start, s[-1] + 1))
-            local.append(torch.arange(0, s[-1] + 1 - s.start, s.step))
+            local.append(np.arange(0, s[-1] + 1 - s.start, s.step))
         else:
-            lo = int(s.min())
-            box_sel.append(slice(lo, int(s.max()) + 1))
-            local.append(s - lo)
-    box = torch.from_numpy(np.array(dset[tuple(box_sel)]))
-    m = len(local)
-    grid = tuple(ix.view(*([1] * j), -1, *([1] * (m - j - 1))) for j, ix in enumerate(local))
-    box[grid] = _np_tensor(value, to_numpy)
-    dset[tuple(box_sel)] = box.numpy()
+            pos = s.numpy()
+            lo = int(pos.min())
+            box_sel.append(slice(lo, int(pos.max()) + 1))
+            local.append(pos - lo)
+    box = np.array(dset[tuple(box_sel)])
+    box[np.ix_(*local)] = arr
+    dset[tuple(box_sel)] = box
 
 
-def _np_tensor(value: torch.Tensor, to_numpy: Any) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(to_numpy(value)))
-
-
-def _write_flat(dset: Any, sel: FlatSel, value: torch.Tensor, to_numpy: Any) -> None:
+def _write_flat(dset: Any, sel: FlatSel, arr: np.ndarray) -> None:
     in_shape = sel.in_shape
     k = len(in_shape)
     feat = dset.shape[k:]
-    pos = sel.flat.reshape(-1)
-    if not pos.numel():
+    pos = sel.flat.reshape(-1).numpy()
+    if not pos.size:
         return
-    flat_values = _np_tensor(value, to_numpy).reshape(pos.numel(), *feat)
     uniq, last = _unique_last(pos)
-    flat_values = flat_values.index_select(0, last)
+    values = arr.reshape(pos.size, *feat)[last]
     if k == 1:
-        dset[_as_h5_rows(uniq)] = flat_values.numpy()
+        dset[_h5_rows(uniq)] = values
         return
     inner = math.prod(in_shape[1:])
-    c0 = torch.div(uniq, inner, rounding_mode="floor")
-    lo = int(c0[0])
-    hi = int(c0[-1])
-    box = torch.from_numpy(np.array(dset[lo : hi + 1]))
-    box_flat = box.reshape((hi + 1 - lo) * inner, *feat)
-    box_flat[uniq - lo * inner] = flat_values
-    dset[lo : hi + 1] = box_flat.reshape(box.shape).numpy()
+    lo = int(uniq[0]) // inner
+    hi = int(uniq[-1]) // inner
+    box = np.array(dset[lo : hi + 1])
+    flat_box = box.reshape((hi + 1 - lo) * inner, *feat)
+    flat_box[uniq - lo * inner] = values
+    dset[lo : hi + 1] = flat_box.reshape(box.shape)

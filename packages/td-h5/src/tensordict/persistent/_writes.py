@@ -156,6 +156,49 @@ class WriteMixin:
         self._run(self._plan_value(path, item, vbd, require_existing=True))
         return self
 
+    def update(
+        self,
+        input_dict_or_td: Mapping | TensorDictBase,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Any = None,
+        is_leaf: Any = None,
+        update_batch_size: bool = False,
+        ignore_lock: bool = False,
+    ) -> TensorDictBase:
+        """Writes every key of ``input_dict_or_td`` to the file (nested TensorDicts merge).
+
+        Key names, dtypes and non-tensor types of every entry are checked before the
+        first write.
+
+        Raises:
+            RuntimeError: the file is read-only, a shape does not match, or locked.
+            TypeError, ValueError: an entry cannot be stored in HDF5.
+        """
+        self._check_writable()
+        if input_dict_or_td is self:
+            return self
+        probe = input_dict_or_td
+        if isinstance(probe, Mapping) and not isinstance(probe, TensorDictBase):
+            probe = TensorDict(dict(probe), batch_size=[])
+        probe = _as_td(probe, torch.Size(()))
+        if keys_to_update is not None:
+            probe = probe.select(*keys_to_update, strict=False)
+        io.validate_tree(probe)
+        return TensorDictBase.update(
+            self,
+            input_dict_or_td,
+            clone=clone,
+            inplace=inplace,
+            non_blocking=non_blocking,
+            keys_to_update=keys_to_update,
+            is_leaf=is_leaf,
+            update_batch_size=update_batch_size,
+            ignore_lock=ignore_lock,
+        )
+
     def update_(
         self,
         input_dict_or_td: Mapping | TensorDictBase,

@@ -118,3 +118,28 @@ def is_memmap(datatype: Any) -> bool:
     if inner is not None and hasattr(inner, "_items_raw"):
         return _td_methods.is_memmap(inner)
     return False
+
+
+def _expose_on_function() -> None:
+    """Makes ``import tensordict.memmap as m; m.MemoryMappedTensor`` work.
+
+    td-core binds ``tensordict.memmap`` to the :func:`memmap` function (so that
+    ``from tensordict import memmap`` is the function). ``import tensordict.memmap
+    as m`` and ``import tensordict.memmap._x as y`` read attributes through that
+    binding, so the public names and the submodules are also set on the function.
+    """
+    import sys
+    import types
+
+    module = sys.modules[__name__]
+    for name in __all__:
+        if name != "memmap":
+            setattr(memmap, name, getattr(module, name))
+    for name, value in list(vars(module).items()):
+        if isinstance(value, types.ModuleType) and value.__name__.startswith(__name__ + "."):
+            setattr(memmap, name, value)
+
+
+from tensordict.memmap import _fileio, _load, _names, _registry, _save, _store, _tensor, _values  # noqa: E402, F401
+
+_expose_on_function()

@@ -10,7 +10,8 @@ hidden sibling, ``.<name>.td-tmp-<pid>-<random>``, then publishes it in one step
   place (the loader recovers from a crash between the two renames).
 
 Afterwards, entries of the old folder that the old save did not write (a user's
-README, say) are moved into the new folder, and the old tree is deleted.
+README, say) are moved into the new folder, and the old tree is deleted in a
+background thread (``wait_cleanup()`` waits for it; it is also awaited at exit).
 
 So if the process is killed at any point, the destination holds either the
 earlier complete save or the new complete save. A sibling staging folder with no
@@ -20,15 +21,17 @@ incomplete.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import json
 import os
 import secrets
 import shutil
+import threading
 from typing import Any
 
-__all__ = ["Staging", "find_partial", "read_meta", "META", "FORMAT"]
+__all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "META", "FORMAT"]
 
 META = "meta.json"
 FORMAT = "td-memmap"
@@ -169,6 +172,12 @@ class Staging:
             raise RuntimeError(msg)
         parent = os.path.dirname(prefix)
         os.makedirs(parent, exist_ok=True)
+        if os.path.isdir(prefix) and os.stat(prefix).st_dev != os.stat(parent).st_dev:
+            msg = (
+                f"cannot save to {prefix!r}: it is a mount point. A save is published by renaming a folder "
+                "written next to it, which cannot cross file systems; save into a sub-folder of it instead."
+            )
+            raise RuntimeError(msg)
         _remove_stale(prefix)
         self.path = _hidden(prefix, _TMP)
         os.mkdir(self.path)
@@ -199,4 +208,32 @@ class Staging:
         for entry in os.listdir(old):
             if entry not in owned and not os.path.lexists(os.path.join(prefix, entry)):
                 os.rename(os.path.join(old, entry), os.path.join(prefix, entry))
-        shutil.rmtree(old, ignore_errors=True)
+        _defer_rmtree(old)
+
+
+# --------------------------------------------------------------------------- background cleanup
+# Deleting the replaced tree (unlinking every data file) is the slowest part of a
+# re-save on many file systems and nobody waits for its result, so it runs in a
+# background thread. If the process dies first, the hidden folder (named with this
+# pid) is removed by the next save next to it.
+_pending: list[threading.Thread] = []
+_pending_lock = threading.Lock()
+
+
+def _defer_rmtree(path: str) -> None:
+    thread = threading.Thread(target=shutil.rmtree, args=(path, True), name="td-memmap-cleanup", daemon=True)
+    with _pending_lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending.append(thread)
+    thread.start()
+
+
+def wait_cleanup(timeout: float | None = None) -> None:
+    """Waits until the trees replaced by earlier saves are deleted."""
+    with _pending_lock:
+        threads = list(_pending)
+    for thread in threads:
+        thread.join(timeout)
+
+
+atexit.register(wait_cleanup, 30.0)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -172,13 +171,6 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return pa != 0 and pa == b.untyped_storage().data_ptr()
 
 
-def _first_memmap(args: tuple) -> MemoryMappedTensor | None:
-    for a in args:
-        if isinstance(a, MemoryMappedTensor):
-            return a
-    return None
-
-
 def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
     cls = ret.__class__
     if cls is _Tensor:
@@ -315,18 +307,11 @@ class MemoryMappedTensor(torch.Tensor):
         pass
 
     # ------------------------------------------------------------------ torch dispatch
-    @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        if kwargs is None:
-            kwargs = {}
-        with _DisableTF():
-            ret = func(*args, **kwargs)
-            if ret is None or ret.__class__ not in (_Tensor, tuple, list):
-                return ret
-            src = _first_memmap(args)
-            if src is None:
-                return ret
-            return _rewrap(ret, src)
+    # Ops run at plain-tensor speed (no Python ``__torch_function__``): their results
+    # are plain tensors. The methods that return views (``__getitem__``, ``view``,
+    # ``unbind``, ...; see ``_VIEW_METHODS``) are wrapped below so that a view of
+    # the file is again a ``MemoryMappedTensor`` (and pickles as a file reference).
+    __torch_function__ = torch._C._disabled_torch_function_impl
 
     # ------------------------------------------------------------------ info
     @property
@@ -588,5 +573,32 @@ class MemoryMappedTensor(torch.Tensor):
                 out = _wrap(_plain(out)[index], out._filename)
         return out
 
+
+#: Tensor methods that may return a view of their input's storage.
+_VIEW_METHODS = (
+    "__getitem__", "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "t", "narrow",
+    "select", "unsqueeze", "squeeze", "flatten", "unflatten", "expand", "expand_as", "unbind", "split",
+    "split_with_sizes", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
+    "swapaxes", "swapdims", "diagonal", "as_strided", "detach", "unfold", "contiguous", "to", "cpu",
+    "type_as", "clone", "resolve_conj", "resolve_neg", "view_as_real", "view_as_complex",
+)
+
+
+def _view_method(name: str) -> Any:
+    base = getattr(_Tensor, name)
+
+    def method(self: MemoryMappedTensor, *args: Any, **kwargs: Any) -> Any:
+        return _rewrap(base(self, *args, **kwargs), self)
+
+    method.__name__ = name
+    method.__qualname__ = f"MemoryMappedTensor.{name}"
+    method.__doc__ = f"``torch.Tensor.{name}``; a result that views this tensor's file is a ``MemoryMappedTensor``."
+    return method
+
+
+for _name in _VIEW_METHODS:
+    if hasattr(_Tensor, _name):
+        setattr(MemoryMappedTensor, _name, _view_method(_name))
+del _name
 
 ForkingPickler.register(MemoryMappedTensor, _reduce_ipc)

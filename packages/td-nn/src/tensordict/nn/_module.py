@@ -379,6 +379,15 @@ class TensorDictModule(TensorDictModuleBase):
             dest = tensordict.empty()
         else:
             dest = TensorDict({}, batch_size=[])
+        single = self._single_key
+        if single is not None and out.__class__ is _Tensor:
+            # fast path: one tensor for one key
+            try:
+                dest.set(single, out)
+            except RuntimeError as err:
+                msg = f"{self._label()}: cannot write the output {single!r}: {err}"
+                raise RuntimeError(msg) from err
+            return dest
         self._write(dest, out)
         return dest
 

@@ -150,7 +150,13 @@ class TensorClass(_TensorClassBase):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
-        super().__init_subclass__(**kwargs)
+        try:
+            super().__init_subclass__(**kwargs)
+        except TypeError as err:
+            if not kwargs:
+                raise
+            msg = f"{cls.__name__}: unknown tensorclass option(s) {sorted(kwargs)}; expected {list(OPTION_NAMES)}."
+            raise TypeError(msg) from err
         if cls.__dict__.get("_tc_options_carrier"):
             return
         inherited = dict(getattr(cls, "_tc_options", {}))

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensordict._base import TensorDictBase
+from tensordict._nontensor import NonTensorData
 from tensordict._td import TensorDict
-from tensordict.tensorclass._storage import _non_tensor_in_td
-from tensordict.tensorclass._wrap import _td_method, _wrap_out
+from tensordict.tensorclass._storage import _resync, _Slots
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
@@ -31,11 +31,36 @@ def _td_classmethod(name: str) -> Any:
         raise AttributeError(msg) from None
 
 
-def _call_with_non_tensor(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Runs ``TensorDict.<name>`` with the non-tensor fields inside the TensorDict."""
-    with _non_tensor_in_td(obj):
-        out = _td_method(obj, name)(*args, **kwargs)
-    return _wrap_out(obj, out)
+def _deep_full(obj: Any) -> TensorDict:
+    """A TensorDict tree over ``obj``'s fields (leaves shared, not copied): nested
+    instances become nested TensorDicts, non-tensor fields ``NonTensorData``."""
+    td = obj._tensordict
+    bs, device = td.batch_size, td.device
+    source: dict = {}
+    for key, value in td._items_raw():
+        source[key] = _deep_full(value) if isinstance(value, _Slots) else value
+    for key, value in obj._non_tensordict.items():
+        source[key] = NonTensorData(value, bs, device)
+    return TensorDict._new_unsafe(source, bs, device, td.names if td._has_names() else None)
+
+
+def _assign_from(obj: Any, tree: Any) -> None:
+    """Writes the entries of ``tree`` (as built by ``_deep_full``) back into ``obj``."""
+    td = obj._tensordict
+    nt = obj._non_tensordict
+    for key, value in tree._items_raw():
+        current = td._get_raw(key, None)
+        if isinstance(current, _Slots) and isinstance(value, TensorDictBase):
+            _assign_from(current, value)
+            continue
+        if value.__class__ is NonTensorData:
+            if current is not None:
+                td._del_raw(key)
+            nt[key] = value.data
+        elif current is not value:
+            td._set_raw(key, value)
+            nt.pop(key, None)
+    _resync(obj)
 
 
 class _IOMixin:
@@ -92,8 +117,14 @@ class _IOMixin:
 
     @classmethod
     def from_pytree(cls, pytree: Any, *args: Any, **kwargs: Any) -> Self:
-        """``TensorDict.from_pytree`` then :meth:`from_tensordict`."""
-        return cls._from_result(_td_classmethod("from_pytree")(pytree, *args, **kwargs))
+        """``TensorDict.from_pytree`` then :meth:`from_tensordict` (the entries
+        ``from_pytree`` adds to record the pytree's node types are dropped)."""
+        td = _td_classmethod("from_pytree")(pytree, *args, **kwargs)
+        if isinstance(td, TensorDictBase):
+            bookkeeping = [k for k in td.keys() if k.startswith("_") and k not in cls._tc_field_set]
+            if bookkeeping:
+                td = td.exclude(*bookkeeping)
+        return cls._from_result(td)
 
     @classmethod
     def from_h5(cls, filename: Any, *args: Any, **kwargs: Any) -> Self:
@@ -280,15 +311,18 @@ class _IOMixin:
 
     # ------------------------------------------------------------------ state dict
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False, flatten: bool = False) -> dict:
-        """``TensorDict.state_dict`` of every field (non-tensor fields included)."""
-        return _call_with_non_tensor(
-            self, "state_dict", destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=flatten
-        )
+        """``TensorDict.state_dict`` of every field, nested instances and non-tensor
+        fields included (goes into ``torch.save`` checkpoints next to a model's)."""
+        return _deep_full(self).state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=flatten)
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = False) -> Self:
-        """Loads a :meth:`state_dict` into this instance (in place); returns ``self``."""
-        _call_with_non_tensor(
-            self, "load_state_dict", state_dict, strict=strict, assign=assign, from_flatten=from_flatten
-        )
+        """Loads a :meth:`state_dict` into this instance (in place); returns ``self``.
+
+        Raises:
+            KeyError: with ``strict=True``, keys are missing or unexpected.
+        """
+        deep = _deep_full(self)
+        deep.load_state_dict(state_dict, strict=strict, assign=assign, from_flatten=from_flatten)
+        _assign_from(self, deep)
         return self
 

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from tensordict._base import TensorDictBase, is_tensor_collection
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData, NonTensorStack, _same
 from tensordict._td import TensorDict
 
 __all__: list[str] = []
@@ -103,11 +103,19 @@ def _to_device(device: Any) -> torch.device | None:
 
 # ---------------------------------------------------------------------- binding
 def _pull_non_tensor(store: dict, nt: dict) -> None:
-    """Moves ``NonTensorData`` leaves of ``store`` into ``nt`` (as their objects)."""
+    """Moves ``NonTensorData`` leaves of ``store`` into ``nt`` (as their objects), and
+    ``NonTensorStack`` leaves whose objects are all equal (one object then stands for
+    the whole batch again)."""
     for key, value in list(store.items()):
-        if value.__class__ is NonTensorData:
+        cls = value.__class__
+        if cls is NonTensorData:
             nt[key] = value.data
             del store[key]
+        elif cls is NonTensorStack:
+            items = value._items
+            if items and all(_same(items[0], item) for item in items[1:]):
+                nt[key] = items[0]
+                del store[key]
 
 
 def _read(value: Any) -> Any:
@@ -361,7 +369,11 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
         return True, value
     if isinstance(value, Mapping):
         target = _tensorclass_hint(cls, name)
-        sub = TensorDict(dict(value), batch_size=bs, device=device)
+        try:
+            sub = TensorDict(dict(value), batch_size=bs, device=device)
+        except RuntimeError as err:
+            msg = f"{cls.__name__}.{name}: {err}"
+            raise RuntimeError(msg) from None
         return True, (target.from_tensordict(sub) if target is not None else sub)
     if not cls._tc_nocast and (
         isinstance(value, (bool, numbers.Number)) and not isinstance(value, complex) or _is_numpy_numeric(value)

@@ -121,7 +121,7 @@ def _resync_deep(obj: Any) -> None:
 
 def _call_deep(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """Runs ``TensorDict.<name>`` on ``obj``'s (deep) TensorDict and wraps the result."""
-    args, kwargs = _unwrap_args(args, kwargs)
+    args, kwargs = _unwrap_args(args, kwargs, deep=True)
     td = obj._tensordict
     deep, nested = _deepen(td)
     if not nested:
@@ -138,21 +138,21 @@ def _call_deep(obj: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return _wrap_out(obj, _rewrap(out, nested))
 
 
-def _unwrap(value: Any) -> Any:
-    """A tensorclass becomes its (deep) TensorDict; lists and tuples are mapped; the rest
-    is kept."""
+def _unwrap(value: Any, deep: bool = False) -> Any:
+    """A tensorclass becomes its TensorDict (with nested instances unwrapped too when
+    ``deep``); lists and tuples are mapped; the rest is kept."""
     if isinstance(value, _Slots):
-        return _deepen(value._tensordict)[0]
+        return _deepen(value._tensordict)[0] if deep else value._tensordict
     kind = value.__class__
     if (kind is list or kind is tuple) and any(isinstance(v, _Slots) for v in value):
-        return kind(_unwrap(v) for v in value)
+        return kind(_unwrap(v, deep) for v in value)
     return value
 
 
-def _unwrap_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    args = tuple(_unwrap(a) for a in args)
+def _unwrap_args(args: tuple, kwargs: dict, deep: bool = False) -> tuple[tuple, dict]:
+    args = tuple(_unwrap(a, deep) for a in args)
     if kwargs:
-        kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+        kwargs = {k: _unwrap(v, deep) for k, v in kwargs.items()}
     return args, kwargs
 
 

@@ -1,0 +1,118 @@
+"""torch.compile (fullgraph), torch.fx tracing and CUDA graphs of TensorDict modules."""
+
+import pytest
+import torch
+from torch import nn
+
+from tensordict import TensorDict
+from tensordict.nn import CudaGraphModule, ProbabilisticTensorDictModule, TensorDictModule, TensorDictSequential
+from tensordict.nn.fx import TDGraphModule, symbolic_trace
+
+
+def _seq():
+    return TensorDictSequential(
+        TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=[("h", "a")]),
+        TensorDictModule(lambda h, x: (h.relu(), h.sum(-1, keepdim=True) + x), in_keys=[("h", "a"), "x"], out_keys=["y", "z"]),
+    )
+
+
+class TestCompile:
+    @pytest.mark.timeout(300)
+    def test_fullgraph_sequence_reads_and_writes_keys(self):
+        torch._dynamo.reset()
+        seq = _seq()
+
+        def step(td):
+            td = seq(td)
+            td["w"] = td["y"] * 2
+            return td["z"].sum(), td
+
+        compiled = torch.compile(step, fullgraph=True, backend="eager")
+        td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+        total, out = compiled(td)
+        assert out is td
+        assert set(td.keys(True, True)) == {"x", ("h", "a"), "y", "z", "w"}
+        ref = step(TensorDict(x=td["x"], batch_size=[5]))[1]
+        torch.testing.assert_close(td["w"], ref["w"])
+        torch.testing.assert_close(total, ref["z"].sum())
+
+    @pytest.mark.timeout(600)
+    def test_inductor_module_compile(self):
+        torch._dynamo.reset()
+        seq = TensorDictSequential(
+            TensorDictModule(nn.Linear(4, 4), in_keys=["x"], out_keys=["h"]),
+            TensorDictModule(nn.Linear(4, 2), in_keys=["h"], out_keys=["y"]),
+        )
+        compiled = torch.compile(seq, fullgraph=True)
+        td = TensorDict(x=torch.randn(8, 4), batch_size=[8])
+        out = compiled(td)
+        torch.testing.assert_close(out["y"], seq(TensorDict(x=td["x"], batch_size=[8]))["y"])
+
+
+class TestFx:
+    def test_trace_sequence(self):
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(100, 1)
+
+            def forward(self, x):
+                logits = self.linear(x)
+                return logits, torch.sigmoid(logits)
+
+        seq = TensorDictSequential(
+            TensorDictModule(Net(), in_keys=["input"], out_keys=[("outputs", "logits"), ("outputs", "probabilities")]),
+            TensorDictModule(lambda a, b: a * b, in_keys=[("outputs", "logits"), ("outputs", "probabilities")], out_keys=["z"]),
+        )
+        graph_module = symbolic_trace(seq)
+        assert isinstance(graph_module, TDGraphModule)
+        ops = [n.op for n in graph_module.graph.nodes]
+        assert ops.count("placeholder") == 1 and "call_module" in ops
+        assert "self.step0.linear" in graph_module.code
+        td = TensorDict(input=torch.randn(8, 100), batch_size=[8])
+        traced = graph_module(td.clone())
+        eager = seq(td.clone())
+        assert set(traced.keys(True, True)) == set(eager.keys(True, True))
+        torch.testing.assert_close(traced["z"], eager["z"])
+
+    def test_trace_kwargs_and_selection(self):
+        module = TensorDictModule(lambda a, *, b: a - b, in_keys={"x": "a", "y": "b"}, out_keys=["d"], out_to_in_map=False)
+        gm = symbolic_trace(module)
+        out = gm(TensorDict(x=torch.ones(2), y=torch.ones(2), batch_size=[2]))
+        assert (out["d"] == 0).all()
+
+    def test_unsupported(self):
+        module = ProbabilisticTensorDictModule(["loc"], ["x"])
+        with pytest.raises(TypeError, match="symbolic_trace supports"):
+            symbolic_trace(module)
+
+
+class TestCudaGraph:
+    def test_cpu_runs_eagerly(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
+        graphed = CudaGraphModule(module, warmup=1)
+        td = TensorDict(x=torch.randn(2, 3), batch_size=[2])
+        for _ in range(3):
+            out = graphed(td)
+        assert out["y"].shape == (2, 4) and graphed.graph is None
+        with pytest.raises(ValueError, match="warmup"):
+            CudaGraphModule(module, warmup=0)
+
+    @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+    def test_cuda_graph_replay(self):
+        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"]).cuda()
+        graphed = CudaGraphModule(module, warmup=2)
+        for _ in range(5):
+            td = TensorDict(x=torch.randn(2, 3, device="cuda"), batch_size=[2])
+            out = graphed(td)
+            torch.testing.assert_close(out["y"], module.module(td["x"]))
+        assert graphed.graph is not None
+        with pytest.raises(RuntimeError, match="inputs changed"):
+            graphed(TensorDict(x=torch.randn(3, 3, device="cuda"), batch_size=[3]))
+
+    @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+    def test_cuda_graph_tensor_function(self):
+        graphed = CudaGraphModule(lambda x, y: x * y + 1, warmup=1)
+        for _ in range(3):
+            x, y = torch.randn(4, device="cuda"), torch.randn(4, device="cuda")
+            torch.testing.assert_close(graphed(x, y), x * y + 1)
