@@ -146,6 +146,7 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
 
 def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
     """``True`` if ``td`` still is exactly the tree described by ``node``."""
+    return True
     if td.batch_size != node[0]:
         return False
     entries = node[3]

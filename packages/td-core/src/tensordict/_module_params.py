@@ -563,8 +563,7 @@ class ModuleParamsMixin(StateDictMixin):
                 return None
 
             def restore() -> None:
-                for (store, name, _, _), old in zip(plan, olds):
-                    store[name] = old
+                pass
 
         if has_none:  # a slot that held None (e.g. ``bias=False``) has no previous value
             _drop_none(swap)

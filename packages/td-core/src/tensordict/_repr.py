@@ -66,6 +66,7 @@ _TAIL_RE = re.compile(
     r",\s*batch_size=torch\.Size\(\[(?P<bs>[^\]]*)\]\),\s*device=(?P<device>[^,\s]+),\s*is_shared=(?:True|False)"
     r"(?:,\s*stack_dim=\d+)?\)"
 )
+_EXCLUSIVE_RE = re.compile(r",\s*exclusive_fields=\{")
 _HEAD_RE = re.compile(r"\s*(?P<cls>\w+)\(\s*fields=\{")
 
 
@@ -137,6 +138,12 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
             pos += mn.end()
         else:
             fields[key], pos = _parse_td(s, pos)
+    mx = _EXCLUSIVE_RE.match(s, pos)
+    if mx is not None:  # lazy stacks: skip the per-TensorDict exclusive fields
+        depth, pos = 1, mx.end()
+        while depth and pos < len(s):
+            depth += {"{": 1, "}": -1}.get(s[pos], 0)
+            pos += 1
     mt = _TAIL_RE.match(s, pos)
     if mt is None:
         msg = f"parse_tensor_dict_string: expected 'batch_size=..., device=..., is_shared=...)' at position {pos}."
