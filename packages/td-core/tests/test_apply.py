@@ -54,21 +54,27 @@ def test_apply_none_drops_leaf_and_emptied_subtd():
 
 
 def test_readme_filter_example():
-    data = TensorDict({"a": torch.tensor(1.0, dtype=torch.float), "b": torch.tensor(1, dtype=torch.int64)}, [])
+    data = TensorDict(
+        {"a": torch.tensor(1.0, dtype=torch.float), "b": torch.tensor(1, dtype=torch.int64)}, []
+    )
     data_float = data.apply(lambda x: x if x.dtype == torch.float else None)
     assert "b" not in data_float
     assert "a" in data_float
 
 
 def test_readme_uniform_example():
-    data = TensorDict({"key 1": torch.ones(3, 4, 5), "key 2": torch.zeros(3, 4, 5)}, batch_size=[3, 4])
+    data = TensorDict(
+        {"key 1": torch.ones(3, 4, 5), "key 2": torch.zeros(3, 4, 5)}, batch_size=[3, 4]
+    )
     out = data.apply(lambda tensor: tensor.uniform_())
     assert out["key 1"].shape == (3, 4, 5)
     assert ((out["key 1"] >= 0) & (out["key 1"] < 1)).all()
 
 
 def test_filter_empty_modes():
-    td = TensorDict({"a": torch.zeros(2), "empty": TensorDict({}, [2]), "n": {"x": torch.zeros(2)}}, [2])
+    td = TensorDict(
+        {"a": torch.zeros(2), "empty": TensorDict({}, [2]), "n": {"x": torch.zeros(2)}}, [2]
+    )
     drop_x = lambda x: None  # noqa: E731
     default = td.apply(drop_x)
     # already-empty sub-TensorDicts survive; the one emptied by fn does not
@@ -103,7 +109,9 @@ def test_apply_batch_size_change():
     torch.testing.assert_close(out["a"], td["a"][:2])
     assert out["s"] == "text" and out.get("s") == "text"
     # nested TensorDicts keep their extra batch dims
-    td = TensorDict({"x": torch.zeros(3, 4), "n": TensorDict({"y": torch.zeros(3, 4, 5)}, [3, 4])}, [3, 4])
+    td = TensorDict(
+        {"x": torch.zeros(3, 4), "n": TensorDict({"y": torch.zeros(3, 4, 5)}, [3, 4])}, [3, 4]
+    )
     out = td.apply(lambda x: x.reshape(12, *x.shape[2:]), batch_size=[12])
     assert out.batch_size == torch.Size([12])
     assert out["n"].batch_size == torch.Size([12])
@@ -204,7 +212,9 @@ def test_call_on_nested_and_is_leaf():
 
     td.apply(fn, call_on_nested=True)
     assert calls == ["Tensor", "TensorDict"]
-    out = td.apply(lambda x: x.exclude("c") if isinstance(x, TensorDict) else x, call_on_nested=True)
+    out = td.apply(
+        lambda x: x.exclude("c") if isinstance(x, TensorDict) else x, call_on_nested=True
+    )
     assert ("b", "c") not in out.keys(True) and ("b", "d", "e") in out.keys(True)
     calls.clear()
     td.apply(fn, is_leaf=lambda cls: issubclass(cls, (torch.Tensor, TensorDict)))

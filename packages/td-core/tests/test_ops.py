@@ -87,12 +87,23 @@ def test_binary_operators(device, name, op, torch_op, kind):
     # reflected: other <op> td
     if kind != "td":
         out = op(other, td)
-        check_leafwise(out, td, lambda k, v: torch_op(rhs(k, v), v) if kind != "scalar" else op(other, v))
+        check_leafwise(
+            out, td, lambda k, v: torch_op(rhs(k, v), v) if kind != "scalar" else op(other, v)
+        )
 
 
-@pytest.mark.parametrize("name,op", [("add", operator.iadd), ("sub", operator.isub), ("mul", operator.imul),
-                                     ("div", operator.itruediv), ("pow", operator.ipow),
-                                     ("floordiv", operator.ifloordiv), ("mod", operator.imod)])
+@pytest.mark.parametrize(
+    "name,op",
+    [
+        ("add", operator.iadd),
+        ("sub", operator.isub),
+        ("mul", operator.imul),
+        ("div", operator.itruediv),
+        ("pow", operator.ipow),
+        ("floordiv", operator.ifloordiv),
+        ("mod", operator.imod),
+    ],
+)
 @pytest.mark.parametrize("kind", ["scalar", "batch_tensor", "td"])
 def test_inplace_operators_keep_storage(device, name, op, kind):
     td = make_td(device)
@@ -109,15 +120,24 @@ def test_inplace_operators_keep_storage(device, name, op, kind):
         rhs = {k: other[k] for k in ptrs}
     res = op(td, other)
     assert res is td
-    plain = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-             "pow": operator.pow, "floordiv": operator.floordiv, "mod": operator.mod}[name]
+    plain = {
+        "add": operator.add,
+        "sub": operator.sub,
+        "mul": operator.mul,
+        "div": operator.truediv,
+        "pow": operator.pow,
+        "floordiv": operator.floordiv,
+        "mod": operator.mod,
+    }[name]
     for key, ptr in ptrs.items():
         assert td[key].data_ptr() == ptr
         torch.testing.assert_close(td[key], plain(ref[key], rhs[key]), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("method", ["add_", "sub_", "mul_", "div_", "pow_", "maximum_", "minimum_",
-                                    "clamp_min_", "clamp_max_"])
+@pytest.mark.parametrize(
+    "method",
+    ["add_", "sub_", "mul_", "div_", "pow_", "maximum_", "minimum_", "clamp_min_", "clamp_max_"],
+)
 def test_named_inplace_methods(method):
     td = make_td()
     ref = td.clone()
@@ -133,7 +153,9 @@ def test_add_sub_alpha_and_default():
     td = make_td()
     other = make_td() * 2
     torch.testing.assert_close(td.add(other, alpha=3)["a"], torch.add(td["a"], other["a"], alpha=3))
-    torch.testing.assert_close(td.sub(other, alpha=0.5)["b", "c"], torch.sub(td["b", "c"], other["b", "c"], alpha=0.5))
+    torch.testing.assert_close(
+        td.sub(other, alpha=0.5)["b", "c"], torch.sub(td["b", "c"], other["b", "c"], alpha=0.5)
+    )
     torch.testing.assert_close(td.add(2.0, alpha=3)["a"], td["a"] + 6)
     torch.testing.assert_close(td.clone().add_(other, alpha=2)["a"], td["a"] + 2 * other["a"])
     partial = other.exclude(("b", "c"))
@@ -150,9 +172,38 @@ def test_add_sub_alpha_and_default():
         td.add(partial, default="union")
 
 
-UNARY = ["abs", "neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "sigmoid", "sign", "floor",
-         "ceil", "round", "reciprocal", "expm1", "log2", "log10", "trunc", "frac", "rsqrt", "erf",
-         "atan", "sinh", "cosh", "tan", "lgamma", "erfc", "asin", "acos"]
+UNARY = [
+    "abs",
+    "neg",
+    "exp",
+    "log",
+    "log1p",
+    "sqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "reciprocal",
+    "expm1",
+    "log2",
+    "log10",
+    "trunc",
+    "frac",
+    "rsqrt",
+    "erf",
+    "atan",
+    "sinh",
+    "cosh",
+    "tan",
+    "lgamma",
+    "erfc",
+    "asin",
+    "acos",
+]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -217,11 +268,22 @@ def test_clamp_lerp_addcmul_addcdiv_maximum_minimum(device):
     check_leafwise(td.clamp_max(1.0), td, lambda k, v: torch.clamp_max(v, 1.0))
     check_leafwise(td.maximum(other * 0.5), td, lambda k, v: torch.maximum(v, other[k] * 0.5))
     check_leafwise(td.minimum(other * 0.5), td, lambda k, v: torch.minimum(v, other[k] * 0.5))
-    check_leafwise(td.maximum(1.0), td, lambda k, v: torch.maximum(v, torch.tensor(1.0, device=device)))
+    check_leafwise(
+        td.maximum(1.0), td, lambda k, v: torch.maximum(v, torch.tensor(1.0, device=device))
+    )
     check_leafwise(td.lerp(other, 0.3), td, lambda k, v: torch.lerp(v, other[k], 0.3), exact=False)
-    check_leafwise(td.lerp(other, other * 0.1), td, lambda k, v: torch.lerp(v, other[k], other[k] * 0.1), exact=False)
-    check_leafwise(td.addcmul(other, td, value=0.5), td, lambda k, v: torch.addcmul(v, other[k], v, value=0.5))
-    check_leafwise(td.addcdiv(other, td, value=2), td, lambda k, v: torch.addcdiv(v, other[k], v, value=2))
+    check_leafwise(
+        td.lerp(other, other * 0.1),
+        td,
+        lambda k, v: torch.lerp(v, other[k], other[k] * 0.1),
+        exact=False,
+    )
+    check_leafwise(
+        td.addcmul(other, td, value=0.5), td, lambda k, v: torch.addcmul(v, other[k], v, value=0.5)
+    )
+    check_leafwise(
+        td.addcdiv(other, td, value=2), td, lambda k, v: torch.addcdiv(v, other[k], v, value=2)
+    )
     with pytest.raises(ValueError, match="min"):
         td.clamp()
     ref = td.clone()
@@ -241,8 +303,11 @@ def test_clamp_lerp_addcmul_addcdiv_maximum_minimum(device):
 def test_masked_fill_and_select(device):
     td = make_td(device)
     mask = torch.tensor([True, False, True], device=device)
-    check_leafwise(td.masked_fill(mask, -1.0), td,
-                   lambda k, v: v.masked_fill(mask.reshape(3, *([1] * (v.ndim - 1))), -1.0))
+    check_leafwise(
+        td.masked_fill(mask, -1.0),
+        td,
+        lambda k, v: v.masked_fill(mask.reshape(3, *([1] * (v.ndim - 1))), -1.0),
+    )
     ref = td.clone()
     a = td["a"]
     assert td.masked_fill_(mask, 0.0) is td
@@ -273,8 +338,11 @@ def test_where(device):
     check_leafwise(torch.where(cond, td, other), td, lambda k, v: expected(k, v, other[k]))
     check_leafwise(torch.where(cond, td, 0.0), td, lambda k, v: expected(k, v, torch.zeros_like(v)))
     check_leafwise(torch.where(cond, 0.0, td), td, lambda k, v: expected(k, torch.zeros_like(v), v))
-    check_leafwise(td.where(cond, torch.zeros(3, device=device)), td,
-                   lambda k, v: expected(k, v, torch.zeros_like(v)))
+    check_leafwise(
+        td.where(cond, torch.zeros(3, device=device)),
+        td,
+        lambda k, v: expected(k, v, torch.zeros_like(v)),
+    )
     out = td.clone() * 0
     res = td.where(cond, other, out=out)
     assert res is out
@@ -294,7 +362,12 @@ def test_ops_use_foreach_kernels():
         td.exp()
         td.add_(td)
     names = {e.name for e in prof.events()}
-    for kernel in ("aten::_foreach_add", "aten::_foreach_mul", "aten::_foreach_exp", "aten::_foreach_add_"):
+    for kernel in (
+        "aten::_foreach_add",
+        "aten::_foreach_mul",
+        "aten::_foreach_exp",
+        "aten::_foreach_add_",
+    ):
         assert kernel in names, kernel
     assert "aten::add" not in {e.name for e in prof.events() if e.cpu_parent is None}
 
@@ -343,8 +416,9 @@ def test_torch_function_entry_points():
     torch.testing.assert_close(torch.add(torch.ones(3), td)["a"], td["a"] + 1)
     torch.testing.assert_close(torch.clamp(td, 0.7, 0.9)["a"], td["a"].clamp(0.7, 0.9))
     assert torch.isnan(td)["a"].dtype == torch.bool
-    torch.testing.assert_close(torch.masked_fill(td, torch.tensor([True, False, False]), 0.0)["a"][0],
-                               torch.zeros(4))
+    torch.testing.assert_close(
+        torch.masked_fill(td, torch.tensor([True, False, False]), 0.0)["a"][0], torch.zeros(4)
+    )
 
 
 def test_empty_and_non_tensor_only():
@@ -353,3 +427,25 @@ def test_empty_and_non_tensor_only():
     assert out["s"] == "x" and out.batch_size == td.batch_size
     assert td.add_(1) is td
     assert (td * 2).batch_size == torch.Size([2])
+
+
+def test_tensorclass_values_are_walked():
+    tc_mod = pytest.importorskip("tensordict.tensorclass")
+
+    @tc_mod.tensorclass
+    class Point:
+        x: torch.Tensor
+        label: str
+
+    p = Point(x=torch.ones(3, 2), label="p", batch_size=[3])
+    td = TensorDict({"p": p, "a": torch.zeros(3)}, [3])
+    out = td * 3 + 1
+    assert isinstance(out["p"], Point) and out["p"].label == "p"
+    torch.testing.assert_close(out["p"].x, torch.full((3, 2), 4.0))
+    torch.testing.assert_close((td * td)["p"].x, torch.ones(3, 2))
+    torch.testing.assert_close(td.apply(lambda t: t - 1)["p"].x, torch.zeros(3, 2))
+    torch.testing.assert_close(td.apply(lambda t, u: t + u, td)["p"].x, torch.full((3, 2), 2.0))
+    torch.testing.assert_close(td.sum(dim=0)["p"].x, torch.full((2,), 3.0))
+    torch.testing.assert_close(td.max()["p"].x, torch.tensor(1.0))
+    td += 1
+    torch.testing.assert_close(p.x, torch.full((3, 2), 2.0))

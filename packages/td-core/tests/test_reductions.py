@@ -29,20 +29,30 @@ def tensor_items(td):
 def check(out, td, fn, batch_size):
     assert out.batch_size == torch.Size(batch_size)
     for key, value in tensor_items(td).items():
-        torch.testing.assert_close(out[key], fn(value), equal_nan=True, msg=lambda m, k=key: f"{k}: {m}")
+        torch.testing.assert_close(
+            out[key], fn(value), equal_nan=True, msg=lambda m, k=key: f"{k}: {m}"
+        )
     assert out["s"] == "meta"
 
 
 REDUCTIONS = {
     "sum": lambda x, dim, keepdim: x.sum(dim=dim, keepdim=keepdim) if dim is not None else x.sum(),
-    "nansum": lambda x, dim, keepdim: x.nansum(dim=dim, keepdim=keepdim) if dim is not None else x.nansum(),
-    "mean": lambda x, dim, keepdim: x.mean(dim=dim, keepdim=keepdim) if dim is not None else x.mean(),
-    "nanmean": lambda x, dim, keepdim: x.nanmean(dim=dim, keepdim=keepdim) if dim is not None else x.nanmean(),
+    "nansum": lambda x, dim, keepdim: (
+        x.nansum(dim=dim, keepdim=keepdim) if dim is not None else x.nansum()
+    ),
+    "mean": lambda x, dim, keepdim: (
+        x.mean(dim=dim, keepdim=keepdim) if dim is not None else x.mean()
+    ),
+    "nanmean": lambda x, dim, keepdim: (
+        x.nanmean(dim=dim, keepdim=keepdim) if dim is not None else x.nanmean()
+    ),
     "std": lambda x, dim, keepdim: x.std(dim=dim, keepdim=keepdim) if dim is not None else x.std(),
     "var": lambda x, dim, keepdim: x.var(dim=dim, keepdim=keepdim) if dim is not None else x.var(),
     "amax": lambda x, dim, keepdim: x.amax(dim=dim if dim is not None else (), keepdim=keepdim),
     "amin": lambda x, dim, keepdim: x.amin(dim=dim if dim is not None else (), keepdim=keepdim),
-    "logsumexp": lambda x, dim, keepdim: torch.logsumexp(x, dim=dim if dim is not None else tuple(range(x.ndim)), keepdim=keepdim),
+    "logsumexp": lambda x, dim, keepdim: torch.logsumexp(
+        x, dim=dim if dim is not None else tuple(range(x.ndim)), keepdim=keepdim
+    ),
     "norm": lambda x, dim, keepdim: torch.linalg.vector_norm(x, dim=dim, keepdim=keepdim),
     "prod": lambda x, dim, keepdim: _prod(x, dim, keepdim),
 }
@@ -64,8 +74,16 @@ def test_reduce_all_elements(device, name):
 
 
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
-@pytest.mark.parametrize("dim,keepdim,bs", [(0, False, [4]), (-1, False, [3]), ((0, 1), False, []),
-                                            (1, True, [3, 1]), ((0, -1), True, [1, 1])])
+@pytest.mark.parametrize(
+    "dim,keepdim,bs",
+    [
+        (0, False, [4]),
+        (-1, False, [3]),
+        ((0, 1), False, []),
+        (1, True, [3, 1]),
+        ((0, -1), True, [1, 1]),
+    ],
+)
 def test_reduce_batch_dims(device, name, dim, keepdim, bs):
     td = make_td(device)
     ref = REDUCTIONS[name]
@@ -103,7 +121,9 @@ def test_reduce_true_all(name):
     # dim="feature": the batch shape
     bs = td.batch_size
     feat = torch.cat([v.reshape(*bs, -1) for v in tensor_items(td).values()], dim=-1)
-    torch.testing.assert_close(getattr(td, name)(dim="feature", reduce=True), ref(feat, (2,), False))
+    torch.testing.assert_close(
+        getattr(td, name)(dim="feature", reduce=True), ref(feat, (2,), False)
+    )
 
 
 def test_reduce_true_with_dim_concatenates_along_dim():
@@ -174,8 +194,12 @@ def test_bad_dims():
 
 def test_softmax_cumsum_cumprod(device):
     td = make_td(device)
-    for name, fn in [("softmax", lambda x, d: torch.softmax(x, d)), ("log_softmax", lambda x, d: torch.log_softmax(x, d)),
-                     ("cumsum", torch.cumsum), ("cumprod", torch.cumprod)]:
+    for name, fn in [
+        ("softmax", lambda x, d: torch.softmax(x, d)),
+        ("log_softmax", lambda x, d: torch.log_softmax(x, d)),
+        ("cumsum", torch.cumsum),
+        ("cumprod", torch.cumprod),
+    ]:
         for dim in (0, 1, -1):
             out = getattr(td, name)(dim)
             check(out, td, lambda x, d=dim % 2, f=fn: f(x, d), [3, 4])
@@ -204,7 +228,9 @@ def test_nan_reductions():
 
 
 def test_all_any_still_return_bool():
-    td = TensorDict({"a": torch.ones(2, dtype=torch.bool), "b": {"c": torch.tensor([True, False])}}, [2])
+    td = TensorDict(
+        {"a": torch.ones(2, dtype=torch.bool), "b": {"c": torch.tensor([True, False])}}, [2]
+    )
     assert td.all() is False and td.any() is True
     assert isinstance((td == td).all(), bool)
 

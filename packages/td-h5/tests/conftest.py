@@ -9,12 +9,14 @@ import torch
 
 from tensordict import TensorDict
 from tensordict.persistent import PersistentTensorDict
+from tensordict.testing import available_devices
+
+_DEVICES = available_devices()
 
 
-@pytest.fixture(params=["cpu", "cuda"])
+@pytest.fixture(params=_DEVICES or [pytest.param("cuda", marks=pytest.mark.skip(reason="no GPU"))])
 def device(request):
-    if request.param == "cuda" and not torch.cuda.is_available():
-        pytest.skip("CUDA is not available")
+    """cpu, and cuda when a GPU is present (``TD_TEST_DEVICE`` picks one, as in the nox sessions)."""
     return torch.device(request.param)
 
 

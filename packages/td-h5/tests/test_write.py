@@ -172,6 +172,25 @@ def test_in_place_ops_write_back(ptd):
     assert ptd["reward"][3] == 4.0
 
 
+def test_in_place_math_and_apply_write_back(ptd, td):
+    del ptd["done"]  # bool + 1 fails in torch as well
+    ptd.add_(1)
+    ptd[2:4].mul_(0)
+    expected = td["obs"] + 1
+    expected[2:4] = 0
+    assert torch.equal(ptd["obs"], expected)
+    assert torch.equal(ptd["nested", "idx"][:2], torch.tensor([1, 2]))
+    ptd.apply_(lambda t: t.clamp(max=5))
+    assert ptd["obs"].max() == 5
+    assert ptd["label"] == "experiment-1"
+
+
+def test_in_place_math_read_only(h5file):
+    with PersistentTensorDict.from_h5(h5file) as p:
+        with pytest.raises(RuntimeError, match="read-only"):
+            p.mul_(2)
+
+
 def test_locked_persistent_tensordict(ptd):
     ptd.lock_()
     with pytest.raises(RuntimeError, match="locked"):

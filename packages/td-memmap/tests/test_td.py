@@ -208,7 +208,7 @@ def test_save_load_proxies_and_load_inplace(tmp_path):
     assert out is target and "gone" not in target.keys() and target["nested"] is nested
     _assert_same(td, target)
     assert target.load_(tmp_path / "d") is target
-    out2 = TensorDict({}, []).load_memmap_(tmp_path / "s") if False else TensorDict.load_memmap(tmp_path / "s", out=TensorDict({}, [3]))
+    out2 = TensorDict.load_memmap(tmp_path / "s", out=TensorDict({}, [3]))
     _assert_same(td, out2)
 
 
@@ -300,5 +300,17 @@ def test_registered_type_roundtrip(tmp_path):
     assert isinstance(out, _Pair) and out.label == "left" and isinstance(out.td["w"], MemoryMappedTensor)
     back = load_memmap(tmp_path / "p")
     assert isinstance(back, _Pair) and back.label == "left" and torch.equal(back.td["w"], pair.td["w"])
-    holder = TensorDict({"pair": pair}, []) if False else None
-    assert holder is None
+
+
+def test_readme_parameter_checkpoint_example(tmp_path):
+    # the seed README: save a model's parameters, load them back whole or one submodule at a time
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 3))
+    params = TensorDict.from_module(model)
+    params.memmap(tmp_path / "ckpt", num_threads=16)
+    loaded = TensorDict.load_memmap(tmp_path / "ckpt", num_threads=16)
+    assert torch.equal(loaded["0", "weight"], model[0].weight.detach())
+    fresh = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 3))
+    TensorDict.load_memmap(tmp_path / "ckpt" / "0", num_threads=16).to_module(fresh[0])
+    assert torch.equal(fresh[0].weight, model[0].weight.detach())

@@ -108,8 +108,9 @@ class TestTruncatedNormal:
         x = torch.linspace(-1, 1, 20001)
         density = dist.log_prob(x).exp()
         assert float(torch.trapezoid(density, x)) == pytest.approx(1.0, abs=1e-3)
+        strict = TruncatedNormal(torch.tensor(0.3), torch.tensor(0.7), validate_args=True)
         with pytest.raises(ValueError, match="support"):
-            dist.log_prob(torch.tensor(1.5))
+            strict.log_prob(torch.tensor(1.5))
         lax = TruncatedNormal(torch.tensor(0.3), torch.tensor(0.7), validate_args=False)
         assert float(lax.log_prob(torch.tensor(1.5))) == -math.inf
 

@@ -28,6 +28,7 @@ _Size = torch.Size
 # spec entry kinds (besides a plain ``str``, which is a tensor leaf)
 _NESTED = 1
 _PASS = 2
+_TC = 3  # a tensorclass instance: its ``_tensordict`` is walked, the class rebuilt
 
 # TensorDictBase / TensorDict, bound on first use (``_base`` imports this module)
 _TDB: Any = None
@@ -50,6 +51,7 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
     Returns:
         the spec ``(td, entries, simple)``: ``entries`` holds, in key order, a str for
         a tensor leaf, ``(key, _NESTED, child_spec)`` for a nested TensorDict and
+        ``(key, _TC, (instance, child_spec))`` for a tensorclass instance and
         ``(key, _PASS, value)`` for anything else (non-tensor data), which the math
         passes through unchanged. ``simple`` is ``True`` when every entry is a tensor.
     """
@@ -74,10 +76,25 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
         elif isinstance(value, tdb):
             simple = False
             add((key, _NESTED, _flatten_tensors(value, leaves)))
+        elif _is_tensorclass(value, tdb):
+            simple = False
+            add((key, _TC, (value, _flatten_tensors(value._tensordict, leaves))))
         else:
             simple = False
             add((key, _PASS, value))
     return (td, entries, simple)
+
+
+def _is_tensorclass(value: Any, tdb: type) -> bool:
+    return getattr(value, "_is_tensorclass", False) and isinstance(
+        getattr(value, "_tensordict", None), tdb
+    )
+
+
+def _rewrap(instance: Any, td: Any) -> Any:
+    """A tensorclass instance like ``instance`` holding ``td``."""
+    non_tensor = getattr(instance, "_non_tensordict", None)
+    return type(instance)._from_tensordict(td, dict(non_tensor) if non_tensor else None)
 
 
 def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any, int]:
@@ -99,6 +116,9 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
             start += 1
         elif entry[1] == _NESTED:
             source[entry[0]], start = _unflatten_tensors(entry[2], results, start)
+        elif entry[1] == _TC:
+            sub, start = _unflatten_tensors(entry[2][1], results, start)
+            source[entry[0]] = _rewrap(entry[2][0], sub)
         else:
             source[entry[0]] = entry[2]
     return td._new_like(source), start
@@ -112,6 +132,8 @@ def _spec_keys(spec: tuple, prefix: tuple = ()) -> list:
             out.append(prefix + (entry,) if prefix else entry)
         elif entry[1] == _NESTED:
             out.extend(_spec_keys(entry[2], prefix + (entry[0],)))
+        elif entry[1] == _TC:
+            out.extend(_spec_keys(entry[2][1], prefix + (entry[0],)))
     return out
 
 
@@ -160,7 +182,9 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
                 )
                 raise TypeError(msg)
             out.append(value)
-        elif entry[1] == _NESTED:
+        elif entry[1] == _NESTED or entry[1] == _TC:
+            if _is_tensorclass(value, tdb):
+                value = value._tensordict
             if not isinstance(value, tdb):
                 full = prefix + (key,) if prefix else key
                 msg = (
@@ -168,7 +192,8 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
                     f"{type(value).__name__} in the other one."
                 )
                 raise TypeError(msg)
-            _collect_like(entry[2], value, out, what, prefix + (key,))
+            child = entry[2] if entry[1] == _NESTED else entry[2][1]
+            _collect_like(child, value, out, what, prefix + (key,))
     n_other = len(other._keys_raw())
     if n_other != len(entries):
         mine = {e if e.__class__ is str else e[0] for e in entries}
@@ -255,6 +280,11 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
             res = _apply_simple(value, fn, filter_empty, prefix + (key,))
             if res is None:
                 continue
+        elif _is_tensorclass(value, tdb):
+            sub = _apply_simple(value._tensordict, fn, filter_empty, prefix + (key,))
+            if sub is None:
+                continue
+            res = _rewrap(value, sub)
         else:
             res = value
         source[key] = res
@@ -319,6 +349,15 @@ def _apply_others(
             res = _apply_others(value, fn, vals, filter_empty, prefix + (key,))
             if res is None:
                 continue
+        elif _is_tensorclass(value, tdb):
+            subs = tuple(
+                v._tensordict if _is_tensorclass(v, tdb) else v
+                for v in ((other,) if vals is None else vals)
+            )
+            sub = _apply_others(value._tensordict, fn, subs, filter_empty, prefix + (key,))
+            if sub is None:
+                continue
+            res = _rewrap(value, sub)
         else:
             res = value
         source[key] = res

@@ -230,9 +230,11 @@ class TensorDictBase(
         """
         for _, v in self._items_raw():
             if isinstance(v, TensorDictBase):
-                v.auto_batch_size_()
+                v.auto_batch_size_(batch_dims)
         common: list[int] | None = None
         for _, v in self._items_raw():
+            if isinstance(v, (NonTensorData, NonTensorStack)) and v.__class__ is NonTensorData:
+                continue  # a single object fits any batch size
             shape = list(v.batch_size if is_tensor_collection(v) else v.shape)
             if common is None:
                 common = shape

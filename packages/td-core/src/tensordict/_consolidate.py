@@ -116,7 +116,14 @@ def _td_cls() -> Any:
 
 
 # ---------------------------------------------------------------------- tree walks
-def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
+def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None = None) -> tuple:
+    """The skeleton of ``td`` (its tensor leaves appended to ``leaves``).
+
+    With ``slots``, also builds the locked output tree in the same walk: a TensorDict
+    per level whose tensor entries are placeholders, listed in ``slots`` as
+    ``(source dict, key)`` in leaf order, for the caller to fill with the views.
+    Returns ``(skeleton, output or None)``.
+    """
     entries = []
     append = entries.append
     if td.__class__ is td_cls:
@@ -127,26 +134,34 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
         bs, device = td.batch_size, td.device
         names = td.names if td._has_names() else None
     tensor = torch.Tensor
+    src: dict | None = None if slots is None else {}
     for key, value in items:
         cls = value.__class__
-        if cls is tensor:
+        if cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
             append((key, _TENSOR, len(leaves)))
             leaves.append(value)
-        elif cls is td_cls:
-            append((key, _TD, _collect(value, leaves, base, td_cls)))
-        elif isinstance(value, tensor):
-            append((key, _TENSOR, len(leaves)))
-            leaves.append(value)
-        elif isinstance(value, base):
-            append((key, _TD, _collect(value, leaves, base, td_cls)))
+            if src is not None:
+                src[key] = None
+                slots.append((src, key))
+        elif cls is td_cls or isinstance(value, base):
+            node, sub = _collect(value, leaves, base, td_cls, slots)
+            append((key, _TD, node))
+            if src is not None:
+                src[key] = sub
         else:
             append((key, _OTHER, value))
-    return (bs, device, names, entries)
+            if src is not None:
+                src[key] = value
+    node = (bs, device, names, entries)
+    if src is None:
+        return node, None
+    out = td_cls._new_unsafe(src, bs, device, names)
+    out._is_locked = True
+    return node, out
 
 
 def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
     """``True`` if ``td`` still is exactly the tree described by ``node``."""
-    return True
     if td.batch_size != node[0]:
         return False
     entries = node[3]
@@ -696,7 +711,9 @@ class ConsolidateMixin:
         base = _base()
         td_cls = _td_cls()
         leaves: list = []
-        skeleton = _collect(self, leaves, base, td_cls)
+        fast_build = device is None and filename is None and not inplace
+        slots: list | None = [] if fast_build else None
+        skeleton, out = _collect(self, leaves, base, td_cls, slots)
         path = None
         if filename is not None:
             path = os.fspath(filename)
@@ -749,11 +766,15 @@ class ConsolidateMixin:
             _assign_inplace(self, skeleton, views)
             if move:
                 self._set_device_tree(storage_device)
-                skeleton = _collect(self, [], base, td_cls)
+                skeleton = _collect(self, [], base, td_cls)[0]
             self._consolidated = _State(storage, skeleton, runs, views, path)
             self._set_lock_flag(True)
             return self
-        out, skeleton = _build(skeleton, views, storage_device, td_cls, move, True)
+        if fast_build:
+            for (src, key), view in zip(slots, views):
+                src[key] = view
+        else:
+            out, skeleton = _build(skeleton, views, storage_device, td_cls, move, True)
         out._consolidated = _State(storage, skeleton, runs, views, path)
         return out
 

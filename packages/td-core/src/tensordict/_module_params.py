@@ -563,7 +563,8 @@ class ModuleParamsMixin(StateDictMixin):
                 return None
 
             def restore() -> None:
-                pass
+                for (store, name, _, _), old in zip(plan, olds):
+                    store[name] = old
 
         if has_none:  # a slot that held None (e.g. ``bias=False``) has no previous value
             _drop_none(swap)

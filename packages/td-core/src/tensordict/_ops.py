@@ -83,28 +83,41 @@ def _doc_unary(name: str, inplace: bool) -> str:
         """
 
 
+def _example_values(name: str) -> tuple[str, str]:
+    """``(leaf, operand)`` expressions for the generated doctests of op ``name``."""
+    if name.startswith("bitwise"):
+        return "torch.tensor([[1], [6]])", "3"
+    if name.startswith("logical"):
+        return "torch.tensor([[True], [False]])", "True"
+    if name in ("logit", "erfinv"):
+        return "torch.tensor([[0.25], [0.5]])", "0.5"
+    return "torch.tensor([[2.0], [3.0]])", "2.0"
+
+
 def _doc_loop(name: str, inplace: bool) -> str:
-    if inplace:
-        return f"""In-place ``{name}`` of every tensor leaf.
+    leaf, _ = _example_values(name)
+    call = f"{name}_" if inplace else name
+    what = f"In-place ``{name}``" if inplace else f"``torch.{name}``"
+    ret = (
+        "``self``" if inplace else "a new TensorDict with the structure and batch size of ``self``"
+    )
+    return f"""{what} of every tensor leaf (non-tensor entries pass through).
 
         Returns:
-            ``self``.
-        """
-    return f"""``torch.{name}`` of every tensor leaf (non-tensor entries pass through).
-
-        Returns:
-            a new TensorDict with the structure and batch size of ``self``.
+            {ret}.
 
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
-            >>> td = TensorDict({{"a": torch.tensor([1.0, 2.0])}}, [2])
-            >>> torch.equal(td.{name}()["a"], torch.{name}(td["a"]))
+            >>> td = TensorDict({{"a": {leaf}}}, [2])
+            >>> expected = torch.{name}(td["a"])
+            >>> torch.equal(td.{call}()["a"], expected)
             True
         """
 
 
 def _doc_binary(name: str, inplace: bool) -> str:
+    leaf, arg = _example_values(name)
     fe = (
         " through ``torch._foreach_" + name + ("_" if inplace else "") + "``"
         if _BINARY[name][0]
@@ -132,9 +145,9 @@ def _doc_binary(name: str, inplace: bool) -> str:
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
-            >>> td = TensorDict({{"a": torch.tensor([1.0, 4.0]), "b": {{"c": torch.tensor([[2.0], [3.0]])}}}}, [2])
-            >>> expected = torch.{name}(td["b", "c"], torch.tensor(2.0))
-            >>> torch.equal(td.{name}{"_" if inplace else ""}(2.0)["b", "c"], expected)
+            >>> td = TensorDict({{"a": {leaf}, "b": {{"c": {leaf}}}}}, [2])
+            >>> expected = torch.{name}(td["b", "c"], torch.tensor({arg}))
+            >>> torch.equal(td.{name}{"_" if inplace else ""}({arg})["b", "c"], expected)
             True
         """
 

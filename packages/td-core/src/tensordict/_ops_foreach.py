@@ -135,6 +135,9 @@ _BINARY: dict[str, tuple] = {
     ),
 }
 
+# binary ops whose eager form only takes a tensor operand
+_TENSOR_OPERAND = frozenset({"maximum", "minimum", "logical_and", "logical_or", "logical_xor"})
+
 # unary ops with a foreach kernel
 _UNARY_FOREACH = (
     "abs",
@@ -243,7 +246,7 @@ def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
     if name == "div" and not isinstance(arg, _Tensor):
         return [x.reciprocal() * arg for x in leaves]
     return [
-        eager(_as_tensor_like(arg, x), x) if name in ("maximum", "minimum") else eager(arg, x)
+        eager(_as_tensor_like(arg, x), x) if name in _TENSOR_OPERAND else eager(arg, x)
         for x in leaves
     ]
 
@@ -258,7 +261,7 @@ def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
         raise TypeError(msg)
     if not leaves:
         return td
-    _, foreach_, eager, method = _BINARY[name]
+    _, foreach_, _, method = _BINARY[name]
     if foreach_ is not None and _foreach_ok():
         if alpha is None:
             foreach_(leaves, arg)
@@ -269,11 +272,14 @@ def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
         return td
     kw = {} if alpha is None else {"alpha": alpha}
     args = arg if is_list else [arg] * len(leaves)
+    needs_tensor = name in _TENSOR_OPERAND
     for x, y in zip(leaves, args):
+        if needs_tensor and not isinstance(y, _Tensor):
+            y = _as_tensor_like(y, x)
         if method is not None:
             getattr(x, method)(y, **kw)
         else:
-            eager(x, y, out=x) if isinstance(y, _Tensor) else x.copy_(eager(x, y))
+            getattr(torch, name)(x, y, out=x)
     return td
 
 

@@ -26,7 +26,15 @@ from typing import Any
 
 import torch
 
-from tensordict._apply import _NESTED, _flatten_tensors, _unflatten_tensors
+from tensordict import _apply as _apply_mod
+from tensordict._apply import (
+    _NESTED,
+    _TC,
+    _flatten_tensors,
+    _is_tensorclass,
+    _rewrap,
+    _unflatten_tensors,
+)
 from tensordict._keys import NO_DEFAULT
 
 __all__ = ["ReductionMixin"]
@@ -93,9 +101,9 @@ def _reduce_tree(
 ) -> list:
     """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
     tuple of ``nout`` tensors)."""
-    from tensordict._base import TensorDictBase
     from tensordict._nontensor import NonTensorData
 
+    TensorDictBase = _apply_mod._TDB or _apply_mod._bind()  # noqa: N806
     bs = td.batch_size
     nd = len(bs)
     new_bs = _new_batch(bs, mode, dims, keepdim)
@@ -111,6 +119,10 @@ def _reduce_tree(
         elif isinstance(value, TensorDictBase):
             for src, r in zip(sources, _reduce_tree(value, leaf_fn, mode, dims, keepdim, nout)):
                 src[key] = r
+        elif _is_tensorclass(value, TensorDictBase):
+            subs = _reduce_tree(value._tensordict, leaf_fn, mode, dims, keepdim, nout)
+            for src, r in zip(sources, subs):
+                src[key] = _rewrap(value, r)
         elif isinstance(value, NonTensorData):
             sources[0][key] = value._with_batch(new_bs)
     if new_bs == bs:
@@ -731,6 +743,9 @@ def _scalar_node(spec: tuple, results: list, pos: int) -> tuple[Any, int]:
             pos += 1
         elif entry[1] == _NESTED:
             source[entry[0]], pos = _scalar_node(entry[2], results, pos)
+        elif entry[1] == _TC:
+            sub, pos = _scalar_node(entry[2][1], results, pos)
+            source[entry[0]] = _rewrap(entry[2][0], sub)
         elif isinstance(entry[2], NonTensorData):
             source[entry[0]] = entry[2]._with_batch(())
     return node._new_like(source, batch_size=_Size(())), pos

@@ -17,8 +17,8 @@ What returns what:
   ``flip``, ``roll``, ``gather``, ``stack``, ``cat``): dense in-memory
   :class:`~tensordict.TensorDict` results, reading what they need.
 * Writes (``set``, ``set_``, ``update``, ``update_``, ``td[idx] = value``,
-  ``del td[key]``, ``zero_``, ``fill_``, ``apply_``-style in-place ops through
-  ``apply_leaves_``) go to the file; see :mod:`tensordict.persistent._writes`.
+  ``del td[key]``, ``zero_``, ``fill_``, ``apply_leaves_``, and td-core's in-place math
+  and ``apply_``) go to the file; see :mod:`tensordict.persistent._writes`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from tensordict.persistent._filestate import FileState, infer_batch_size, valida
 from tensordict.persistent._keysview import H5KeysView
 from tensordict.persistent._lazyshape import LazyShapeMixin
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
-from tensordict.persistent._writes import WriteMixin
+from tensordict.persistent._writes import WriteMixin, install_inplace_writeback
 
 __all__ = ["PersistentTensorDict", "from_h5"]
 
@@ -333,8 +333,10 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         """
         if isinstance(input_dict, TensorDictBase):
             td = input_dict
+            if type(td) is not TensorDict:
+                td = td.to_tensordict()  # read files / lazy stacks once, not per pass
             if batch_size is not None and torch.Size(batch_size) != td.batch_size:
-                td = td.to_tensordict()
+                td = td.clone(recurse=False)
                 td.batch_size = batch_size
         elif isinstance(input_dict, Mapping):
             if batch_size is None:
@@ -805,6 +807,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         return f"{type(self).__name__}(\n{body})"
 
     __str__ = __repr__
+
+
+install_inplace_writeback(PersistentTensorDict)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -36,7 +36,7 @@ from tensordict._keys import NestedKey, _as_tuple, unravel_key
 from tensordict.persistent import _h5io as io
 from tensordict.persistent._selection import write_selected
 
-__all__ = ["WriteMixin"]
+__all__ = ["WriteMixin", "install_inplace_writeback"]
 
 _TMP_SUFFIX = "__td_tmp__"
 
@@ -526,6 +526,12 @@ class WriteMixin:
         self._state.bs_cache.clear()
         return self
 
+    def _write_back(self, dense: TensorDictBase) -> None:
+        """Writes every tensor of ``dense`` (this view's shape) into the matching dataset."""
+        for path, dset, dtype in self._tensor_datasets():
+            value = dense.get(_key_of(path))
+            self._write_dataset(dset, self._aligned(_key_of(path), value, dset, dtype))
+
     def _positions(self) -> torch.Tensor:
         """Flat positions into this group's batch dims, shaped like the view's batch size."""
         sel = self._sel.extend(self._orig_bs).to_flat()
@@ -540,3 +546,36 @@ def _flatten_list(values: Any, ndim: int) -> list:
         out.extend(_flatten_list(v, ndim - 1))
     return out
 
+
+
+# ---------------------------------------------------------------------- in-place math
+#: td-core modules whose public ``name_`` methods update tensor leaves in place
+_INPLACE_MODULES = ("tensordict._ops", "tensordict._apply")
+
+
+def _inplace_writeback(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._check_writable()
+        dense = self.to_tensordict()
+        result = getattr(dense, name)(*args, **kwargs)
+        self._write_back(dense)
+        return self if result is dense else result
+
+    method.__name__ = name
+    method.__qualname__ = f"PersistentTensorDict.{name}"
+    method.__doc__ = (
+        f"``TensorDictBase.{name}`` on the rows this PersistentTensorDict (view) holds: "
+        "reads them, applies the in-place op, and writes every tensor back to the file.\n\n"
+        "Raises:\n    RuntimeError: the file is read-only."
+    )
+    return method
+
+
+def install_inplace_writeback(cls: type) -> None:
+    """Gives ``cls`` a write-back version of every in-place math/apply method of td-core."""
+    for name in dir(TensorDictBase):
+        if not name.endswith("_") or name.startswith("_") or name in vars(cls):
+            continue
+        owner = next((c for c in TensorDictBase.__mro__ if name in vars(c)), None)
+        if owner is not None and owner.__module__ in _INPLACE_MODULES:
+            setattr(cls, name, _inplace_writeback(name))

@@ -10,10 +10,8 @@ parallel. Files are mapped with ``torch.UntypedStorage.from_file(shared=True)``.
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
 from typing import Any
 
 import torch
@@ -25,20 +23,26 @@ __all__ = [
     "map_storage",
     "allocate",
     "write_tensor_jobs",
+    "run_jobs",
     "check_file",
+    "tensor_on",
 ]
 
-#: canonical name ("float32") -> dtype. Built from torch's own dtype objects, so a
-#: name read from untrusted metadata can only ever resolve to a dtype.
-DTYPES: dict[str, torch.dtype] = {}
-for _name in dir(torch):
-    _obj = getattr(torch, _name, None)
-    if isinstance(_obj, torch.dtype):
-        DTYPES.setdefault(str(_obj).rsplit(".", 1)[-1], _obj)
-del _name, _obj
+#: dtypes a memory-mapped file can hold: whole bytes per element, no quantizer state.
+_DTYPE_NAMES = (
+    "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "bits8", "bits16",
+)
 
-#: bytes per ``pwrite`` call and per threaded job
-CHUNK = 16 << 20
+#: canonical name ("float32") -> dtype, for the names this torch provides. A name
+#: read from untrusted metadata can only ever resolve to one of these.
+DTYPES: dict[str, torch.dtype] = {
+    name: vars(torch)[name] for name in _DTYPE_NAMES if isinstance(vars(torch).get(name), torch.dtype)
+}
+
+#: bytes per ``pwrite`` call, and per slice of a non-contiguous tensor
+CHUNK = 64 << 20
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -58,10 +62,6 @@ def dtype_from_name(name: Any, where: str) -> torch.dtype:
             return dtype
     msg = f"{where}: unknown dtype {name!r} in the metadata (expected one of torch's dtypes, e.g. 'float32')."
     raise RuntimeError(msg)
-
-
-def nbytes_of(shape: Sequence[int], dtype: torch.dtype) -> int:
-    return math.prod(shape) * dtype.itemsize
 
 
 def check_file(path: str, nbytes: int, *, exact: bool = True) -> None:
@@ -141,12 +141,11 @@ def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
         pos += os.pwrite(fd, view[pos : pos + CHUNK], offset + pos)
 
 
-def _contiguous_pieces(t: torch.Tensor, offset: int) -> Iterator[tuple[torch.Tensor | None, int, int]]:
-    """Yields ``(contiguous_piece_or_None, byte_offset, nbytes)`` covering ``t``.
+def _contiguous_pieces(t: torch.Tensor, offset: int) -> Iterator[tuple[torch.Tensor, int, int]]:
+    """Yields ``(piece, byte_offset, nbytes)`` covering ``t`` in C order.
 
-    A contiguous ``t`` is one piece. Otherwise pieces are slices along dim 0 made
-    contiguous one at a time (``None`` plus a thunk is not needed: each piece is
-    small), so an expanded tensor is never materialised whole.
+    A contiguous (or small) ``t`` is one piece. Otherwise pieces are slices along
+    dim 0 of at most ``CHUNK`` bytes, made contiguous only when written.
     """
     nbytes = t.numel() * t.element_size()
     if t.is_contiguous() or nbytes <= CHUNK or t.ndim == 0:
@@ -162,23 +161,27 @@ def _contiguous_pieces(t: torch.Tensor, offset: int) -> Iterator[tuple[torch.Ten
             yield piece, offset + start * row, piece.numel() * t.element_size()
 
 
-def _write_piece(path: str, piece: torch.Tensor, offset: int) -> None:
-    piece = piece.contiguous()
-    view = _byte_view(piece)
+def _write_pieces(path: str, pieces: list[tuple[torch.Tensor, int]]) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
-        _pwrite_all(fd, view, offset)
+        for piece, offset in pieces:
+            piece = piece.contiguous()
+            view = _byte_view(piece)
+            _pwrite_all(fd, view, offset)
+            del view
     finally:
         os.close(fd)
-    del view
 
 
 def write_tensor_jobs(path: str, tensor: torch.Tensor) -> list[Callable[[], None]]:
-    """Creates ``path`` (sized, sparse) and returns jobs that write ``tensor``'s bytes.
+    """Creates ``path`` (sized, sparse) and returns the job that writes ``tensor``'s bytes.
 
-    The jobs are independent (each ``pwrite``s its own byte range) and may run in
-    any order, in any thread. The tensor is brought to the CPU first if needed;
-    conjugate/negative views are resolved so the bytes on disk are the values.
+    One job per file: writes to one file are serialised by the file system anyway,
+    so threads pay off across files, each written front to back in large
+    ``pwrite`` calls. The tensor is brought to the CPU first if needed;
+    conjugate/negative views are resolved so the bytes on disk are the values. A
+    non-contiguous tensor is written in slices made contiguous one at a time, so
+    an expanded tensor is never materialised whole.
     """
     if tensor.layout is not torch.strided or tensor.is_nested:
         msg = f"cannot memory-map a {tensor.layout} tensor (only dense, strided tensors are supported)."
@@ -194,36 +197,19 @@ def write_tensor_jobs(path: str, tensor: torch.Tensor) -> list[Callable[[], None
     allocate(path, nbytes, existsok=True)
     if nbytes == 0:
         return []
-    jobs: list[Callable[[], None]] = []
-    for piece, off, n in _contiguous_pieces(t, 0):
-        if piece.is_contiguous() and n > CHUNK:
-            # split one large contiguous piece into CHUNK-sized byte ranges
-            flat = piece.reshape(-1).view(torch.uint8)
-            for start in range(0, n, CHUNK):
-                sub = flat[start : start + CHUNK]
-                jobs.append(_job(path, sub, off + start))
-        else:
-            jobs.append(_job(path, piece, off))
-    return jobs
+    pieces = [(piece, off) for piece, off, _ in _contiguous_pieces(t, 0)]
 
-
-def _job(path: str, piece: torch.Tensor, offset: int) -> Callable[[], None]:
     def run() -> None:
-        _write_piece(path, piece, offset)
+        _write_pieces(path, pieces)
 
-    return run
+    return [run]
 
 
-def run_jobs(jobs: list[Callable[[], None]], num_threads: int, executor: Executor | None = None) -> None:
+def run_jobs(jobs: list[Callable[[], None]], num_threads: int) -> None:
     """Runs ``jobs`` (in this thread if ``num_threads <= 1``); re-raises the first error."""
     if num_threads <= 1 or len(jobs) <= 1:
         for job in jobs:
             job()
-        return
-    if executor is not None:
-        futures = [executor.submit(job) for job in jobs]
-        for f in futures:
-            f.result()
         return
     from concurrent.futures import ThreadPoolExecutor
 

@@ -142,12 +142,14 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
             if not os.path.isdir(sub):
                 raise _incomplete(ctx.root, f"the folder {sub!r} of key {key!r} is missing")
             value = _load_folder(sub, ctx)
-            sub_bs = value.batch_size
-            if list(sub_bs[: len(bs)]) != bs:
+            sub_bs = getattr(value, "batch_size", None)
+            if sub_bs is None or list(sub_bs[: len(bs)]) != bs:
                 raise _bad(where, f"key {key!r} has batch size {list(sub_bs)}, which does not start with {bs}")
             source[key] = value
         else:
             raise _bad(where, f"unknown kind {kind!r} for key {key!r}")
+    if names is not None and all(n is None for n in names):
+        names = None
     device = torch.device("cpu") if meta.get("device") is not None and not ctx.meta_device else None
     if ctx.meta_device and meta.get("device") is not None:
         device = torch.device("meta")

@@ -34,7 +34,7 @@ import torch
 
 from tensordict._base import TensorDictBase
 from tensordict._nontensor import NonTensorData, NonTensorStack
-from tensordict.memmap._fileio import allocate, dtype_name, run_jobs, write_tensor_jobs
+from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
 from tensordict.memmap._names import assign_names
 from tensordict.memmap._registry import MemmapType, lookup_object
 from tensordict.memmap._store import FORMAT, META, Staging
@@ -209,6 +209,9 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
         for key, value in items:
             stem = stems[key]
             if isinstance(value, torch.Tensor):
+                if dtype_name(value.dtype) not in DTYPES:
+                    msg = f"cannot memory-map key {key!r}: dtype {value.dtype} is not supported (not plain bytes)."
+                    raise TypeError(msg)
                 file = stem + ".memmap"
                 s = os.path.join(stage, file) if stage is not None else None
                 f = os.path.join(final, file) if final is not None else None

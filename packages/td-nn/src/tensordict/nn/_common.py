@@ -447,6 +447,20 @@ def _wrap_forward(fwd: Callable) -> Callable:
 
 # ---------------------------------------------------------------------------- base class
 
+_torch_module = nn.modules.module
+
+
+def _any_global_hooks() -> bool:
+    """``True`` when a global ``nn.Module`` hook is registered."""
+    m = _torch_module
+    return bool(
+        m._global_forward_hooks
+        or m._global_forward_pre_hooks
+        or m._global_backward_hooks
+        or m._global_backward_pre_hooks
+    )
+
+
 
 class TensorDictModuleBase(nn.Module):
     """Parent class of the modules that read and write TensorDicts.
@@ -483,6 +497,20 @@ class TensorDictModuleBase(nn.Module):
         fwd = cls.__dict__.get("forward")
         if fwd is not None and callable(fwd) and not getattr(fwd, "_td_handles_kwargs", False):
             cls.forward = _wrap_forward(fwd)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Same dispatch as ``nn.Module.__call__`` (which runs when any hook is registered,
+        # globally or on this module, or when the module was compiled), one frame shorter.
+        if (
+            self._forward_hooks
+            or self._forward_pre_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+            or self.__dict__.get("_compiled_call_impl") is not None
+            or _any_global_hooks()
+        ):
+            return nn.Module.__call__(self, *args, **kwargs)
+        return self.forward(*args, **kwargs)
 
     # -------------------------------------------------------------- calls with tensors
     def _td_from_call(self, first: Any, args: tuple, kwargs: dict) -> TensorDict:

@@ -33,6 +33,8 @@ from tensordict.nn._common import (
 __all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule"]
 
 _Tensor = torch.Tensor
+#: attributes whose change invalidates the precomputed forward plan
+_PLAN_ATTRS = frozenset({"module", "inplace", "method", "method_kwargs", "strict"})
 
 
 def _signature_names(fn: Callable) -> set[str] | None:
@@ -167,6 +169,8 @@ class TensorDictModule(TensorDictModuleBase):
         super().__setattr__(name, value)
         if name == "module":
             self.__dict__["_fn"] = value
+        if name in _PLAN_ATTRS:
+            self._build_plan()
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -247,6 +251,19 @@ class TensorDictModule(TensorDictModuleBase):
         in_keys = d["_in_keys"]
         d["_in_tuple"] = tuple(in_keys)
         d["_in_single"] = in_keys[0] if len(in_keys) == 1 and d.get("_kwargs") is None else None
+        single = d["_single_key"]
+        fast = None
+        if (
+            d["_in_single"].__class__ is str
+            and single.__class__ is str
+            and d.get("inplace") is True
+            and d.get("strict", True)
+            and d.get("method") is None
+            and not d.get("method_kwargs")
+            and "_fn" in d
+        ):
+            fast = (d["_fn"], d["_in_single"], single)
+        d["_fast"] = fast
 
     # -------------------------------------------------------------- forward
     def _label(self) -> str:
@@ -259,6 +276,14 @@ class TensorDictModule(TensorDictModuleBase):
             "the number of outputs (use '_' to discard an output)."
         )
         return ValueError(msg)
+
+    def _read(self, tensordict: TensorDictBase, key: NestedKey) -> Any:
+        value = tensordict.get(key, _NOTSET)
+        if value is _NOTSET:
+            if self.strict:
+                raise _missing_in_key_error(self._label(), key, tensordict)
+            return None
+        return value
 
     def _set_one(self, dest: TensorDictBase, key: NestedKey, value: Any) -> None:
         try:
@@ -338,6 +363,32 @@ class TensorDictModule(TensorDictModuleBase):
             ValueError: the number of outputs does not match ``out_keys``.
             RuntimeError: an output's leading dims do not match the batch size.
         """
+        fast = self._fast
+        if (
+            fast is not None
+            and tensordict.__class__ is TensorDict
+            and tensordict_out is None
+            and not args
+            and not kwargs
+            and not _SKIP_EXISTING[0]
+        ):
+            # Hot path (one str key in, one str key out, plain TensorDict): reads and
+            # writes the TensorDict's storage dict directly, with the same checks as
+            # ``TensorDict.get`` / ``TensorDict.set``; anything unusual (missing or
+            # non-tensor input, locked, batch or device mismatch) takes the general path.
+            fn, in_key, out_key = fast
+            value = tensordict._tensordict.get(in_key)
+            if value.__class__ is not _Tensor:
+                value = self._read(tensordict, in_key)
+            out = fn(value)
+            if out.__class__ is _Tensor and not tensordict._is_locked:
+                bs = tensordict._batch_size
+                dev = tensordict._device
+                if (not bs or out.shape[: len(bs)] == bs) and (dev is None or out.device == dev):
+                    tensordict._tensordict[out_key] = out
+                    return tensordict
+            self._write(tensordict, out)
+            return tensordict
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
             out = self.forward(td, tensordict_out=tensordict_out)
@@ -351,21 +402,9 @@ class TensorDictModule(TensorDictModuleBase):
             kwargs = {**self.method_kwargs, **kwargs}
         key = self._in_single
         if key is not None:
-            value = tensordict.get(key, _NOTSET)
-            if value is _NOTSET:
-                if self.strict:
-                    raise _missing_in_key_error(self._label(), key, tensordict)
-                value = None
-            out = fn(value, *args, **kwargs)
+            out = fn(self._read(tensordict, key), *args, **kwargs)
         else:
-            values = []
-            for key in self._in_tuple:
-                value = tensordict.get(key, _NOTSET)
-                if value is _NOTSET:
-                    if self.strict:
-                        raise _missing_in_key_error(self._label(), key, tensordict)
-                    value = None
-                values.append(value)
+            values = [self._read(tensordict, key) for key in self._in_tuple]
             names = self._kwargs
             if names is None:
                 out = fn(*values, *args, **kwargs)

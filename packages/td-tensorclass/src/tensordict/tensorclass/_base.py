@@ -37,6 +37,7 @@ from tensordict.tensorclass._storage import (
     _obj_setattr,
     _Slots,
     _read,
+    _resync,
     _store_field,
     _tensorclass_hint,
 )
@@ -263,7 +264,10 @@ class _TensorClassCore(_Slots):
 
         if isinstance(value, _Slots):
             if not value._non_tensordict and not self._non_tensordict:
-                self._tensordict[index] = value._tensordict
+                td = self._tensordict
+                td[index] = value._tensordict
+                if td.__class__ is not TensorDict:
+                    _resync(self)  # leaves read from a file or a lazy stack are copies
                 return
             source = _full_td(value)
             with _non_tensor_in_td(self) as td:

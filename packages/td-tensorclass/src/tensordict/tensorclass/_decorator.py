@@ -113,8 +113,17 @@ def tensorclass(
     return wrap(cls)
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field,))
-class TensorClass(_TensorClassBase):
+if TYPE_CHECKING:  # pragma: no cover
+
+    @dataclass_transform(field_specifiers=(dataclasses.field,))
+    class _DataclassLike(_TensorClassBase):
+        """Seen by type checkers only: subclasses are dataclass-like."""
+
+else:
+    _DataclassLike = _TensorClassBase
+
+
+class TensorClass(_DataclassLike):
     """Base class form of :func:`tensorclass`: ``class MyData(TensorClass): ...``.
 
     Subclasses are tensorclasses (their annotations are fields). Options are given as
@@ -143,7 +152,7 @@ class TensorClass(_TensorClassBase):
 
     if TYPE_CHECKING:  # pragma: no cover
         # Seen by type checkers only: the keywords every constructor takes, declared as
-        # keyword-only fields of this dataclass-like base.
+        # keyword-only fields, which every subclass inherits.
         batch_size: Any = dataclasses.field(default=None, kw_only=True)
         device: Any = dataclasses.field(default=None, kw_only=True)
         names: Any = dataclasses.field(default=None, kw_only=True)

@@ -101,8 +101,13 @@ def register_with_memmap() -> bool:
     """Registers tensorclasses with td-memmap; ``False`` if td-memmap is not installed."""
     if _REGISTERED[0]:
         return True
+    import warnings
+
     try:
-        from tensordict.memmap._registry import register_memmap_type
+        with warnings.catch_warnings():
+            # importing td-memmap probes dtypes; its warnings are not ours to show here
+            warnings.simplefilter("ignore")
+            from tensordict.memmap._registry import register_memmap_type
     except ImportError:
         return False
     from tensordict.tensorclass._decorator import _TensorClassBase
