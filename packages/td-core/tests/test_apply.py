@@ -183,6 +183,11 @@ def test_apply_out():
     assert res is out and out["a"].data_ptr() == ptr
     torch.testing.assert_close(out["a"], td["a"] + 1)
     torch.testing.assert_close(out["b", "d", "e"], td["b", "d", "e"] + 1)
+    # keys missing from ``out`` are created
+    empty = TensorDict({}, [3])
+    td.apply(lambda x: x * 2, out=empty)
+    torch.testing.assert_close(empty["b", "c"], td["b", "c"] * 2)
+    assert empty["s"] == "text"
 
 
 def test_named_apply():
@@ -267,3 +272,22 @@ def test_apply_autograd():
 def test_fast_apply_alias():
     td = make_td()
     torch.testing.assert_close(td._fast_apply(lambda x: x + 1)["a"], td["a"] + 1)
+
+
+def test_apply_walks_tensorclass_values():
+    tc_mod = pytest.importorskip("tensordict.tensorclass")
+
+    @tc_mod.tensorclass
+    class Box:
+        x: torch.Tensor
+        tag: str
+
+    box = Box(x=torch.ones(2, 3), tag="t", batch_size=[2])
+    td = TensorDict({"box": box}, [2])
+    out = td.apply(lambda t: t * 5, batch_size=[2], filter_empty=False)
+    assert isinstance(out["box"], Box) and out["box"].tag == "t"
+    torch.testing.assert_close(out["box"].x, torch.full((2, 3), 5.0))
+    out = td.named_apply(lambda k, t: t + 1, nested_keys=True)
+    torch.testing.assert_close(out["box"].x, torch.full((2, 3), 2.0))
+    td.apply_(lambda t: t * 2)
+    torch.testing.assert_close(box.x, torch.full((2, 3), 2.0))

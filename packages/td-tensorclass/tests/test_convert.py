@@ -2,7 +2,6 @@
 
 import dataclasses
 from collections import namedtuple
-from typing import Optional
 
 import pytest
 import torch
@@ -16,7 +15,7 @@ class Inner(TensorClass):
 
 class Record(TensorClass):
     a: torch.Tensor
-    inner: Optional[Inner] = None
+    inner: Inner | None = None
     label: str = "lbl"
 
 

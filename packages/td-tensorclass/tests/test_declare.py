@@ -2,7 +2,7 @@
 inheritance, user methods and hooks."""
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 import torch
@@ -124,7 +124,7 @@ def test_field_kinds_tensor_nested_td_none_object():
         t: torch.Tensor
         inner: Inner
         td: TensorDict
-        maybe: Optional[torch.Tensor]
+        maybe: torch.Tensor | None
         text: str
         obj: Any
 
@@ -166,7 +166,7 @@ def test_dict_value_becomes_annotated_tensorclass():
 def test_defaults_factories_kw_only_and_order():
     class WithDefaults(TensorClass):
         a: torch.Tensor
-        b: Optional[torch.Tensor] = None
+        b: torch.Tensor | None = None
         c: str = "c"
         d: list = dataclasses.field(default_factory=list)
         e: Any = dataclasses.field(default=5, kw_only=True)

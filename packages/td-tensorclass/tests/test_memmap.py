@@ -1,6 +1,5 @@
 """Saving tensorclasses with td-memmap (skipped when td-memmap is not installed)."""
 
-from typing import Optional
 
 import pytest
 import torch
@@ -17,7 +16,7 @@ class Inner(TensorClass):
 
 class Frame(TensorClass):
     pixels: torch.Tensor
-    inner: Optional[Inner] = None
+    inner: Inner | None = None
     source: str = "cam0"
 
 

@@ -1,7 +1,6 @@
 """TensorDict operations on tensorclasses: indexing, shape ops, device/dtype, apply,
 math, comparisons, get/set, selection. Results keep the class."""
 
-from typing import Optional
 
 import pytest
 import torch
@@ -16,7 +15,7 @@ class Inner(TensorClass):
 class Data(TensorClass):
     obs: torch.Tensor
     reward: torch.Tensor
-    inner: Optional[Inner] = None
+    inner: Inner | None = None
     tag: str = "run"
 
 

@@ -6,8 +6,9 @@ import torch
 
 
 def test_readme_example_runs_unchanged(capsys):
-    from tensordict.prototype import tensorclass
     import torch
+
+    from tensordict.prototype import tensorclass
 
     @tensorclass
     class MyData:

@@ -3,9 +3,7 @@
 import copy
 import io
 import pickle
-from typing import Optional
 
-import pytest
 import torch
 import torch.utils._pytree as pytree
 
@@ -18,7 +16,7 @@ class Inner(TensorClass):
 
 class Sample(TensorClass):
     obs: torch.Tensor
-    inner: Optional[Inner] = None
+    inner: Inner | None = None
     note: str = "n"
 
 

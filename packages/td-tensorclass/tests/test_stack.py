@@ -1,7 +1,6 @@
 """Stacking and concatenating tensorclasses: torch.stack/torch.cat and the class
 methods, non-tensor fields, lazy stacks, tensorclasses inside TensorDicts."""
 
-from typing import Optional
 
 import pytest
 import torch
@@ -15,7 +14,7 @@ class Inner(TensorClass):
 
 class Item(TensorClass):
     a: torch.Tensor
-    inner: Optional[Inner] = None
+    inner: Inner | None = None
     name: str = "item"
 
 

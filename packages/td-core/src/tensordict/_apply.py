@@ -408,8 +408,6 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
     """One node of the general ``apply``: ``tds[0]`` is the TensorDict (or a ``_Missing``)
     and ``tds[1:]`` the others. Returns the new node, ``None`` (filtered) or, in place,
     the node written to."""
-    from tensordict._base import is_tensor_collection
-
     TensorDictBase = _TDB or _bind()  # noqa: N806
     main = tds[0]
     if main.__class__ is _Missing:
@@ -442,10 +440,18 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
                 v = None
             values.append(v)
         first = next(v for v in values if v is not None)
-        nested = isinstance(first, TensorDictBase) and not ctx.call_on_nested
-        if nested and ctx.is_leaf is not None and ctx.is_leaf(type(first)):
-            nested = False
+        wrapper = first if _is_tensorclass(first, TensorDictBase) else None
+        nested = (
+            (wrapper is not None or isinstance(first, TensorDictBase))
+            and not ctx.call_on_nested
+            and (ctx.is_leaf is None or not ctx.is_leaf(type(first)))
+        )
         if nested:
+            if wrapper is not None:
+                values = [
+                    v._tensordict if _is_tensorclass(v, TensorDictBase) else v for v in values
+                ]
+                first = wrapper._tensordict
             subs = []
             for i, v in enumerate(values):
                 if v is None:
@@ -464,11 +470,13 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
                 sub_out = out._get_raw(key, _MISSING)
                 if sub_out is _MISSING:
                     sub_out = out._create_nested(key)
+                elif _is_tensorclass(sub_out, TensorDictBase):
+                    sub_out = sub_out._tensordict
             res = _walk(ctx, subs, sub_out, prefix + (key,), sub_bs)
             if res is None:
                 continue
             if source is not None:
-                source[key] = res
+                source[key] = res if wrapper is None else _rewrap(wrapper, res)
             continue
         is_tensor = (
             isinstance(first, _Tensor)
@@ -476,16 +484,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
             or (ctx.call_on_nested and isinstance(first, TensorDictBase))
         )
         if not is_tensor:
-            if (
-                is_tensor_collection(first)
-                and hasattr(first, "apply")
-                and not hasattr(first, "_with_batch")
-            ):
-                # a tensorclass-like collection: let it apply fn to its own leaves
-                others = [v for v in values[1:]]
-                res = first.apply(fn, *others) if not ctx.named else first
-            else:
-                res = first if new_bs is None else _rebatch_non_tensor(full, first, target_bs)
+            res = first if new_bs is None else _rebatch_non_tensor(full, first, target_bs)
             if source is not None:
                 source[key] = res
             elif out is not None:

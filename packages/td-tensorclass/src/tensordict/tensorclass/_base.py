@@ -17,7 +17,7 @@ import torch
 
 from tensordict._base import TensorDictBase
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData
 from tensordict._repr import leaf_repr
 from tensordict._td import TensorDict
 from tensordict.tensorclass._storage import (
@@ -25,23 +25,23 @@ from tensordict.tensorclass._storage import (
     _EMPTY_SIZE,
     _SET_NT,
     _SET_TD,
-    _convert_field,
-    _to_device,
-    _to_size,
     _batch_error,
     _bind,
+    _convert_field,
     _full_td,
     _locked_error,
     _new,
     _obj_new,
     _obj_setattr,
-    _Slots,
     _read,
     _resync,
+    _Slots,
     _store_field,
     _tensorclass_hint,
+    _to_device,
+    _to_size,
 )
-from tensordict.tensorclass._wrap import _unwrap, _unwrap_args, _wrap_out
+from tensordict.tensorclass._wrap import _unwrap, _wrap_out
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self

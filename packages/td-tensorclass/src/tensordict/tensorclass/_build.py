@@ -140,11 +140,11 @@ def _set_options(cls: type, options: dict[str, bool]) -> None:
     if options.get("autocast") and options.get("nocast"):
         msg = f"{cls.__name__}: autocast and nocast cannot both be True."
         raise ValueError(msg)
-    setattr(cls, "_tc_options", dict(options))
-    setattr(cls, "_tc_autocast", bool(options.get("autocast", False)))
-    setattr(cls, "_tc_nocast", bool(options.get("nocast", False)))
-    setattr(cls, "_tc_frozen", bool(options.get("frozen", False)))
-    setattr(cls, "_tc_shadow", bool(options.get("shadow", False)))
+    cls._tc_options = dict(options)
+    cls._tc_autocast = bool(options.get("autocast", False))
+    cls._tc_nocast = bool(options.get("nocast", False))
+    cls._tc_frozen = bool(options.get("frozen", False))
+    cls._tc_shadow = bool(options.get("shadow", False))
 
 
 def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:

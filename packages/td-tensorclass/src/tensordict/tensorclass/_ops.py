@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import (
     _call_deep,
-    _td_method,
     _unwrap,
     _unwrap_args,
     _wrap_out,

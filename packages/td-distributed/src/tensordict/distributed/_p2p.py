@@ -1,0 +1,445 @@
+"""Point-to-point transfers: ``send``/``recv``, ``isend``/``irecv``, ``init_remote``/``from_remote_init``.
+
+One transfer (see :mod:`tensordict.distributed._wire`) is:
+
+1. the *stream*: a 64-byte header (magic, structure digest, sizes), the JSON
+   metadata and the packed small leaves. With gloo the first message carries up to
+   :data:`FIRST_CAP` bytes of it, so a TensorDict of many small leaves is **one
+   message**: the receiver posts a receive of ``FIRST_CAP`` bytes (gloo accepts a
+   message smaller than the buffer, never a larger one). With nccl (exact sizes)
+   the first message is the header alone.
+2. the rest of the stream, if it did not fit;
+3. one message per big leaf (at least ``BIG_LEAF`` bytes), straight from the
+   sender's tensor into the receiver's.
+
+The sender posts every message at once. The receiver reads the header, compares
+the digest with its template's and only then posts the other receives: sizes are
+never guessed, so a mismatch cannot overflow a buffer. On a mismatch it still
+takes in the whole transfer (the sender finishes cleanly), then raises an error
+listing the keys, dtypes and shapes that differ; the template is left untouched.
+
+Tags: message ``i`` of a transfer uses ``tag(i)`` (``init_tag + i``, or the
+``pseudo_rand`` sequence), slot 0 the first message, slot 1 the rest of the
+stream, slot ``2 + j`` the ``j``-th big leaf.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tensordict.distributed._transport import (
+    check_initialized,
+    comm_error,
+    comm_mode,
+    resolve_peer,
+    tag_sequence,
+    wait_all,
+)
+from tensordict.distributed._wire import (
+    FLAG_VALUES,
+    HEADER_SIZE,
+    Outgoing,
+    Specs,
+    Template,
+    build_from_stream,
+    byte_view,
+    describe_differences,
+    parse_header,
+    parse_meta,
+    set_values,
+    storage_layout,
+    structure_of_meta,
+    structure_of_template,
+    tensor_bytes,
+)
+
+__all__ = ["send", "recv", "isend", "irecv", "init_remote", "from_remote_init", "FIRST_CAP"]
+
+#: bytes of the stream that the first message carries with gloo (receive-buffer capacity)
+FIRST_CAP = 1 << 20
+
+
+# ---------------------------------------------------------------------- sending
+def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool) -> tuple[list, int, float]:
+    device, exact = comm_mode(group)
+    out = Outgoing(td, device=device)
+    tag = tag_sequence(init_tag, pseudo_rand)
+    stream = out.stream
+    first_len = HEADER_SIZE if exact else min(stream.numel(), FIRST_CAP)
+    msgs = [(stream[:first_len], 0)]
+    if stream.numel() > first_len:
+        msgs.append((stream[first_len:], 1))
+    msgs.extend((b, 2 + j) for j, b in enumerate(out.bigs))
+    started = time.monotonic()
+    works = []
+    try:
+        for t, slot in msgs:
+            works.append(dist.isend(t, gdst, group=group, tag=tag(slot)))
+    except RuntimeError as err:
+        raise comm_error(op, err, f"rank {gdst}", group, started) from err
+    return works, init_tag + 2 + len(out.bigs), started
+
+
+def _check_not_self(op: str, peer: int, name: str) -> None:
+    if peer == dist.get_rank():
+        msg = f"{op}: {name}={peer} is this process's own rank; a TensorDict cannot be sent to itself."
+        raise ValueError(msg)
+
+
+def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
+         init_tag: int = 0, pseudo_rand: bool = False) -> None:
+    """Sends the TensorDict to rank ``dst``, which receives it with :meth:`recv` (or :meth:`irecv`).
+
+    The leaves travel in as few messages as the data allows: the small leaves,
+    the keys and the non-tensor data (JSON values) are packed into one buffer with
+    a small header carrying a checksum of the structure; each leaf of 1 MiB or more
+    is one more message, sent straight from its tensor. The cost does not grow with
+    the number of small leaves. The call returns once every message is handed over.
+
+    Args:
+        dst (int): the global rank of the receiver (as in
+            ``torch.distributed.send``). Exclusive with ``group_dst``.
+
+    Keyword Args:
+        group (ProcessGroup, optional): the process group. Defaults to the default group.
+        group_dst (int, optional): the receiver's rank in ``group``'s own numbering.
+        init_tag (int): tag of the first message; the transfer uses the tags
+            ``init_tag .. init_tag + 1 + n_big``. The receiver must pass the same.
+            Defaults to ``0``.
+        pseudo_rand (bool): draw the tags from a generator seeded by ``init_tag``
+            (the receiver must pass the same). Defaults to ``False``.
+
+    Raises:
+        RuntimeError: torch.distributed is not initialized; the transfer failed
+            (the receiver died, or did not post the matching receive within the
+            process group's timeout).
+        ValueError: ``dst`` is not a valid rank, or is this process's rank.
+        TypeError: a leaf is sparse/nested, or a non-tensor value is not JSON-serializable.
+
+    Examples:
+        >>> # rank 0                                  # rank 1
+        >>> # td.send(1)                              # template.recv(0)
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(obs=torch.zeros(4, 3), batch_size=[4])
+        >>> callable(td.send)
+        True
+    """
+    check_initialized("send")
+    gdst, _ = resolve_peer("send", dst, group, group_dst, "dst")
+    _check_not_self("send", gdst, "dst")
+    works, _, started = _post_sends("send", td, gdst, group, init_tag, pseudo_rand)
+    wait_all(works, "send", f"rank {gdst}", group, started)
+
+
+def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
+          init_tag: int = 0, pseudo_rand: bool = False, return_early: bool = False) -> int | list:
+    """Sends the TensorDict asynchronously: every message is posted at once.
+
+    Same transfer as :meth:`send` (the receiver calls :meth:`recv` or :meth:`irecv`).
+
+    Args:
+        dst (int): the global rank of the receiver. Exclusive with ``group_dst``.
+
+    Keyword Args:
+        group, group_dst, init_tag, pseudo_rand: as in :meth:`send`.
+        return_early (bool): return the list of ``torch.distributed.Work`` objects
+            at once; call ``wait()`` on each before modifying the TensorDict.
+            Defaults to ``False`` (wait here).
+
+    Returns:
+        the list of works with ``return_early=True``; otherwise the next free tag
+        (``init_tag`` plus the number of tag slots this transfer used).
+
+    Raises:
+        RuntimeError, ValueError, TypeError: as in :meth:`send`.
+
+    Examples:
+        >>> # rank 0: works = td.isend(1, return_early=True); [w.wait() for w in works]
+        >>> # rank 1: futures = template.irecv(0, return_premature=True); [f.wait() for f in futures]
+        >>> from tensordict import TensorDict
+        >>> callable(TensorDict().isend)
+        True
+    """
+    check_initialized("isend")
+    gdst, _ = resolve_peer("isend", dst, group, group_dst, "dst")
+    _check_not_self("isend", gdst, "dst")
+    works, next_tag, started = _post_sends("isend", td, gdst, group, init_tag, pseudo_rand)
+    if return_early:
+        return works
+    wait_all(works, "isend", f"rank {gdst}", group, started)
+    return next_tag
+
+
+def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any = None, *,
+                group_dst: int | None = None, init_tag: int = 0, pseudo_rand: bool = False) -> None:
+    """Sends the TensorDict to a rank that has no template: it calls :meth:`from_remote_init`.
+
+    The metadata goes first (length-prefixed JSON in a ``uint8`` buffer: keys,
+    nesting, batch sizes, dim names, dtypes, shapes and non-tensor values), then
+    the content, in the messages described in :meth:`send`. The receiver builds a
+    consolidated TensorDict and can then receive further batches into it with
+    :meth:`recv`.
+
+    Args:
+        dst (int): the global rank of the receiver. Exclusive with ``group_dst``.
+        group (ProcessGroup, optional): the process group.
+        device (torch.device, optional): accepted for API compatibility; the
+            buffers live where the backend needs them (CPU for gloo, the current
+            CUDA device for nccl).
+
+    Keyword Args:
+        group_dst, init_tag, pseudo_rand: as in :meth:`send`.
+
+    Raises:
+        RuntimeError, ValueError, TypeError: as in :meth:`send`.
+
+    Examples:
+        >>> # rank 0: td.init_remote(1)        rank 1: td = TensorDict.from_remote_init(0)
+        >>> from tensordict import TensorDict
+        >>> callable(TensorDict.from_remote_init)
+        True
+    """
+    check_initialized("init_remote")
+    gdst, _ = resolve_peer("init_remote", dst, group, group_dst, "dst")
+    _check_not_self("init_remote", gdst, "dst")
+    works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand)
+    wait_all(works, "init_remote", f"rank {gdst}", group, started)
+
+
+# ---------------------------------------------------------------------- receiving
+class _Incoming:
+    """The first part of a transfer, received: header and (part of) the stream."""
+
+    def __init__(self, op: str, gsrc: int, group: Any, tag: Any) -> None:
+        self.op, self.gsrc, self.group, self.tag = op, gsrc, group, tag
+        self.who = f"rank {gsrc}"
+        self.device, exact = comm_mode(group)
+        self.started = time.monotonic()
+        cap = HEADER_SIZE if exact else FIRST_CAP
+        first = torch.empty(cap, dtype=torch.uint8, device=self.device)
+        self._wait([self._irecv(first, 0)])
+        self.header = parse_header(tensor_bytes(first[:HEADER_SIZE].cpu()), self.who)
+        n = self.header.stream_len
+        if n <= cap:
+            self.stream = first[:n]
+            self.rest = None
+        else:
+            self.stream = torch.empty(n, dtype=torch.uint8, device=self.device)
+            self.stream[:cap].copy_(first)
+            self.rest = self.stream[cap:]
+
+    def _irecv(self, buf: torch.Tensor, slot: int) -> Any:
+        try:
+            return dist.irecv(buf, self.gsrc, group=self.group, tag=self.tag(slot))
+        except RuntimeError as err:
+            raise comm_error(self.op, err, self.who, self.group, self.started) from err
+
+    def _wait(self, works: list) -> None:
+        wait_all(works, self.op, self.who, self.group, self.started)
+
+    @property
+    def next_tag_slot(self) -> int:
+        return 2 + self.header.n_big
+
+    def into_template(self, template: Template) -> None:
+        """Receives the rest straight into the template's leaves (digests already match)."""
+        works = []
+        if self.rest is not None:
+            works.append(self._irecv(self.rest, 1))
+        staged = []
+        for j, i in enumerate(template.big):
+            leaf = template.leaves[i]
+            view = byte_view(leaf) if leaf.device == self.device else None
+            if view is None:
+                view = torch.empty(leaf.numel() * leaf.element_size(), dtype=torch.uint8, device=self.device)
+                staged.append((leaf, view))
+            works.append(self._irecv(view, 2 + j))
+        self._wait(works)
+        header = self.header
+        off = header.region_offset
+        template.unpack_region(self.stream[off : off + header.region_len])
+        with torch.no_grad():
+            for leaf, buf in staged:
+                leaf.copy_(buf.view(leaf.dtype).view(leaf.shape))
+        if header.flags & FLAG_VALUES:
+            set_values(template.td, parse_meta(self.stream, header, self.who), self.who)
+
+    def into_new(self) -> tuple[Any, dict, Specs]:
+        """Receives the rest into a new consolidated TensorDict (one storage)."""
+        if self.rest is not None:
+            self._wait([self._irecv(self.rest, 1)])
+        header = self.header
+        meta = parse_meta(self.stream, header, self.who)
+        specs = Specs(meta, header, self.who)
+        total, offsets = storage_layout(specs, header)
+        storage = torch.empty(total, dtype=torch.uint8, device=self.device)
+        off = header.region_offset
+        storage[: header.region_len].copy_(self.stream[off : off + header.region_len])
+        works = []
+        for j, pos in enumerate(specs.big_order):
+            start = offsets[pos]
+            works.append(self._irecv(storage[start : start + specs.items[pos][2]], 2 + j))
+        self._wait(works)
+        return build_from_stream(meta, specs, storage, offsets, self.who), meta, specs
+
+
+def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, init_tag: int,
+          pseudo_rand: bool) -> int:
+    check_initialized(op)
+    gsrc, _ = resolve_peer(op, src, group, group_src, "src")
+    _check_not_self(op, gsrc, "src")
+    template = Template(td)
+    tag = tag_sequence(init_tag, pseudo_rand)
+    incoming = _Incoming(op, gsrc, group, tag)
+    header = incoming.header
+    if header.digest == template.digest and header.n_big == len(template.big) and template.plain:
+        incoming.into_template(template)
+        return init_tag + incoming.next_tag_slot
+    received, meta, specs = incoming.into_new()
+    mine = structure_of_template(template)
+    theirs = structure_of_meta(meta, specs)
+    if mine == theirs:  # same keys, dtypes and shapes (maybe in another order, or a lazy stack)
+        with torch.no_grad():
+            td.update_(received)
+        return init_tag + incoming.next_tag_slot
+    diff = describe_differences(mine, theirs, "the receiver", f"the sender ({incoming.who})")
+    msg = (
+        f"{op}: the TensorDict sent by {incoming.who} does not match the structure of the receiving "
+        f"TensorDict (nothing was written). Differences:\n{diff}\nGive the receiver a TensorDict with the "
+        "same keys, dtypes and shapes, or receive without a template with TensorDict.from_remote_init()."
+    )
+    raise RuntimeError(msg)
+
+
+def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
+         init_tag: int = 0, pseudo_rand: bool = False) -> int:
+    """Receives what :meth:`send`/:meth:`isend` sends into this TensorDict, in place.
+
+    The TensorDict is the template: the sender's TensorDict must have the same
+    keys, dtypes and shapes (key order may differ). Small leaves arrive in one
+    buffer and are copied into place; big leaves (1 MiB or more) are received
+    straight into the leaf when it is contiguous. Non-tensor data is replaced by
+    the sender's values.
+
+    Args:
+        src (int): the global rank of the sender. Exclusive with ``group_src``.
+
+    Keyword Args:
+        group (ProcessGroup, optional): the process group.
+        group_src (int, optional): the sender's rank in ``group``'s own numbering.
+        init_tag (int): the ``init_tag`` the sender passed. Defaults to ``0``.
+        pseudo_rand (bool): the ``pseudo_rand`` the sender passed. Defaults to ``False``.
+
+    Returns:
+        the next free tag (``init_tag`` plus the number of tag slots used).
+
+    Raises:
+        RuntimeError: the sender's structure differs (the message lists the keys,
+            dtypes and shapes that differ; nothing is written); the transfer failed
+            (the sender died, or nothing arrived within the process group's timeout);
+            torch.distributed is not initialized.
+        ValueError: ``src`` is not a valid rank, or the message is malformed.
+
+    Examples:
+        >>> # rank 1: template = TensorDict(obs=torch.zeros(4, 3), batch_size=[4]); template.recv(0)
+        >>> from tensordict import TensorDict
+        >>> callable(TensorDict().recv)
+        True
+    """
+    return _recv("recv", td, src, group, group_src, init_tag, pseudo_rand)
+
+
+def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
+          return_premature: bool = False, init_tag: int = 0, pseudo_rand: bool = False) -> Any:
+    """Receives asynchronously what :meth:`send`/:meth:`isend` sends into this TensorDict.
+
+    The transfer (see :meth:`recv`) runs in a background thread; its blocking waits
+    are bounded by the process group's timeout.
+
+    Args:
+        src (int): the global rank of the sender. Exclusive with ``group_src``.
+
+    Keyword Args:
+        group, group_src, init_tag, pseudo_rand: as in :meth:`recv`.
+        return_premature (bool): return ``[future]`` at once (a
+            ``torch.futures.Future`` whose ``wait()`` returns the next tag or raises
+            the transfer's error); do not read the TensorDict before it completes.
+            Defaults to ``False`` (wait here and return the next tag).
+
+    Returns:
+        ``[future]`` with ``return_premature=True``, else the next free tag.
+
+    Raises:
+        RuntimeError, ValueError: as in :meth:`recv` (from ``future.wait()`` with
+            ``return_premature=True``).
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> callable(TensorDict().irecv)
+        True
+    """
+    check_initialized("irecv")
+    resolve_peer("irecv", src, group, group_src, "src")  # argument errors surface here, not in the thread
+    future: Any = torch.futures.Future()
+
+    def job() -> None:
+        try:
+            result = _recv("irecv", td, src, group, group_src, init_tag, pseudo_rand)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller through the future
+            future.set_exception(err)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=job, name="tensordict-irecv", daemon=True).start()
+    if return_premature:
+        return [future]
+    return future.wait()
+
+
+def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device: Any = None, *,
+                     group_src: int | None = None, init_tag: int = 0, pseudo_rand: bool = False) -> Any:
+    """Receives a TensorDict that :meth:`init_remote` sends, without a template.
+
+    The metadata arrives first (checked, JSON, never unpickled), then the content.
+    The result is consolidated: all its leaves are views into one storage, so it
+    can be reused as the template of the next :meth:`recv` and moved to a device
+    in one copy.
+
+    Args:
+        src (int): the global rank of the sender. Exclusive with ``group_src``.
+        group (ProcessGroup, optional): the process group.
+        device (torch.device, optional): the device of the result. Defaults to
+            ``None``: where the backend received it (CPU with gloo).
+
+    Keyword Args:
+        group_src, init_tag, pseudo_rand: as in :meth:`recv`.
+
+    Returns:
+        a new ``TensorDict`` with the sender's keys, batch sizes, dim names, dtypes,
+        shapes, values and non-tensor data.
+
+    Raises:
+        RuntimeError: the transfer failed (sender died, timeout); not initialized.
+        ValueError: ``src`` is invalid, or the message is malformed.
+
+    Examples:
+        >>> # rank 1: td = TensorDict.from_remote_init(0)
+        >>> from tensordict import TensorDict
+        >>> callable(TensorDict.from_remote_init)
+        True
+    """
+    check_initialized("from_remote_init")
+    gsrc, _ = resolve_peer("from_remote_init", src, group, group_src, "src")
+    _check_not_self("from_remote_init", gsrc, "src")
+    tag = tag_sequence(init_tag, pseudo_rand)
+    incoming = _Incoming("from_remote_init", gsrc, group, tag)
+    td, _, _ = incoming.into_new()
+    if device is not None:
+        td = td.to(device)
+    return td

@@ -1,0 +1,515 @@
+"""Worker pools: ``td.map(fn, ...)`` and ``td.map_iter(fn, ...)``.
+
+The TensorDict is split along ``dim`` into chunks and ``fn`` runs on each chunk in
+a ``torch.multiprocessing`` pool. The data is never pickled:
+
+- the workers read the chunks from a *source* that all processes map: the
+  TensorDict itself when it is memory-mapped (td-memmap; its leaves pickle as file
+  names) or already in shared memory, otherwise one consolidated copy of it in
+  shared memory (its single storage pickles as one shared-memory handle). With
+  the pool this module creates, the source and ``fn`` are handed to each worker
+  once, at start-up (inherited with ``fork``); a task is then only an index.
+- a result that ``fn`` returns is written by the worker to a consolidated file in
+  ``/dev/shm`` (RAM) and memory-mapped by the caller, which then concatenates the
+  results; nothing is streamed through the pool's pipes.
+- ``fn`` returning ``None`` means it modified its chunk in place: the chunk is a
+  view of the shared source, so the change lands there, and is copied back into
+  the TensorDict when the source is a copy.
+
+A worker that raises sends back its traceback; the caller re-raises the same
+exception type with the worker's traceback attached (as its ``__cause__`` and, on
+Python 3.11+, a note). A worker that dies (killed, segfault) is detected and
+reported instead of leaving the caller waiting forever.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import signal
+import tempfile
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.multiprocessing as mp
+
+__all__ = ["map", "map_iter"]
+
+_TENSOR_KEY = "_tensordict_map_tensor"
+
+#: in a worker: token -> (source, fn), set by the pool initializer
+_WORKER_STATE: dict = {}
+
+
+# ---------------------------------------------------------------------- worker side
+def _init_worker(token: str, source: Any, fn: Callable, worker_threads: int) -> None:
+    if worker_threads:
+        torch.set_num_threads(worker_threads)
+    _WORKER_STATE[token] = (source, fn)
+
+
+def _index(dim: int, spec: Any) -> tuple:
+    if isinstance(spec, list):
+        spec = torch.tensor(spec, dtype=torch.long)
+    return (slice(None),) * dim + (spec,)
+
+
+def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
+    from tensordict._base import TensorDictBase
+    from tensordict._td import TensorDict
+
+    if result is None:
+        return ("none", chunk_id)
+    if isinstance(result, torch.Tensor):
+        kind, td = "tensor", TensorDict({_TENSOR_KEY: result.detach()}, batch_size=[])
+    elif isinstance(result, TensorDictBase):
+        kind, td = "td", result
+    else:
+        return ("object", chunk_id, type(result).__name__)
+    path = os.path.join(outdir, f"{chunk_id}-{uuid.uuid4().hex}.td")
+    try:
+        td.consolidate(filename=path)
+    except TypeError:
+        # a non-JSON non-tensor value: fall back to torch.multiprocessing's shared-memory pickling
+        return ("pickled", chunk_id, kind, td)
+    return ("file", chunk_id, kind, path)
+
+
+def _run_task(task: tuple) -> tuple:
+    token, source, fn, dim, spec, seed, chunk_id, outdir, threads = task
+    try:
+        if source is None:
+            source, fn = _WORKER_STATE[token]
+        if threads and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        idx = _index(dim, spec)
+        chunk = source[idx]
+        if seed is not None:
+            torch.manual_seed(seed)
+        result = fn(chunk)
+        if result is None and isinstance(spec, list):
+            source[idx] = chunk  # fancy indexing copied the rows: write the in-place changes back
+        return _ship(result, chunk_id, outdir)
+    except BaseException as err:  # noqa: BLE001 - everything goes back to the caller
+        tb = traceback.format_exc()
+        try:
+            blob = pickle.dumps(err)
+        except Exception:  # noqa: BLE001 - unpicklable exception: the text is enough
+            blob = None
+        return ("error", chunk_id, os.getpid(), type(err).__name__, str(err), tb, blob)
+
+
+# ---------------------------------------------------------------------- caller side
+class _RemoteTraceback(Exception):
+    """Carries a worker's formatted traceback (shown as the cause of the re-raised error)."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return self.tb
+
+
+def _raise_worker_error(msg: tuple) -> None:
+    _, chunk_id, pid, type_name, text, tb, blob = msg
+    err: BaseException | None = None
+    if blob is not None:
+        try:
+            err = pickle.loads(blob)  # our own child process: trusted, like multiprocessing.Pool
+        except Exception:  # noqa: BLE001
+            err = None
+    note = f"raised by map's fn in worker process {pid} on chunk {chunk_id}; worker traceback:\n{tb}"
+    if not isinstance(err, BaseException):
+        err = RuntimeError(f"map: fn raised {type_name}: {text}\n\nWorker traceback (process {pid}, chunk {chunk_id}):\n{tb}")
+        raise err
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    raise err from _RemoteTraceback(tb)
+
+
+def _is_memmap(td: Any) -> bool:
+    try:
+        return bool(td.is_memmap())
+    except ImportError:  # td-memmap is not installed: nothing is memory-mapped
+        return False
+
+
+def _shared_source(td: Any) -> tuple[Any, bool]:
+    """``(source, copied)``: what the workers read (and write in place)."""
+    if _is_memmap(td):
+        return td, False
+    try:
+        if td.is_shared() and all(t.device.type == "cpu" for t in td._tensor_leaves()):
+            return td, False
+    except (AttributeError, RuntimeError):
+        pass
+    try:
+        return td.consolidate(share_memory=True), True
+    except TypeError:
+        copy = td.clone()
+        copy.share_memory_()
+        return copy, True
+
+
+def _shm_dir() -> str | None:
+    path = "/dev/shm"
+    if os.path.isdir(path) and os.access(path, os.W_OK):
+        return path
+    return None
+
+
+def _chunk_specs(n: int, num_workers: int, chunksize: int | None, num_chunks: int | None,
+                 perm: list | None) -> list:
+    """Index specs (``int``, ``slice`` or list of ints) of the chunks, in order."""
+    if chunksize is not None and num_chunks is not None:
+        msg = "map: chunksize and num_chunks are exclusive; pass one of them."
+        raise ValueError(msg)
+    if chunksize == 0:
+        return [perm[i] if perm is not None else i for i in range(n)]
+    if chunksize is not None:
+        if not isinstance(chunksize, int) or chunksize < 0:
+            raise ValueError(f"map: chunksize must be a non-negative int, got {chunksize!r}.")
+        bounds = [(a, min(a + chunksize, n)) for a in range(0, n, chunksize)]
+    else:
+        k = num_chunks if num_chunks is not None else num_workers
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"map: num_chunks must be a positive int, got {k!r}.")
+        k = min(k, n)
+        base, extra = divmod(n, k)
+        bounds, start = [], 0
+        for i in range(k):
+            stop = start + base + (1 if i < extra else 0)
+            bounds.append((start, stop))
+            start = stop
+    if perm is not None:
+        return [perm[a:b] for a, b in bounds]
+    return [slice(a, b) for a, b in bounds]
+
+
+class _Job:
+    """One map/map_iter run: plans the chunks, owns the pool and the result folder."""
+
+    def __init__(self, td: Any, fn: Callable, dim: int, num_workers: int | None, *, shuffle: bool,
+                 chunksize: int | None, num_chunks: int | None, pool: Any, generator: Any,
+                 max_tasks_per_child: int | None, worker_threads: int, index_with_generator: bool,
+                 mp_start_method: str | None, op: str) -> None:
+        if not callable(fn):
+            raise TypeError(f"{op}: fn must be callable, got {type(fn).__name__}.")
+        nd = td.batch_dims
+        if nd == 0:
+            msg = f"{op}: the TensorDict has no batch dimension to split (batch_size=[]); give it a batch size."
+            raise ValueError(msg)
+        if not isinstance(dim, int) or not -nd <= dim < nd:
+            msg = f"{op}: dim={dim!r} is out of range for a TensorDict with batch_size {tuple(td.batch_size)}."
+            raise ValueError(msg)
+        self.op = op
+        self.td, self.fn = td, fn
+        self.dim = dim % nd
+        self.n = td.batch_size[self.dim]
+        if num_workers is None:
+            num_workers = os.cpu_count() or 1
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"{op}: num_workers must be a positive int, got {num_workers!r}.")
+        perm = None
+        if shuffle:
+            perm = torch.randperm(self.n, generator=generator).tolist()
+        self.stack = chunksize == 0
+        self.specs = _chunk_specs(self.n, num_workers, chunksize, num_chunks, perm)
+        self.lazy_tasks = index_with_generator
+        seed_t = torch.randint(0, 1 << 62, (), generator=generator) if generator is not None else torch.randint(0, 1 << 62, ())
+        self.base_seed = int(seed_t)
+        self.user_pool = pool
+        self.num_workers = min(num_workers, max(1, len(self.specs)))
+        self.max_tasks = max_tasks_per_child
+        self.threads = worker_threads
+        self.method = mp_start_method
+        self.source: Any = None
+        self.copied = False
+        self.token = uuid.uuid4().hex
+        self.outdir = ""
+        self.pool = None
+        self.seen: dict = {}
+
+    # -- tasks
+    def _tasks(self) -> Iterator[tuple]:
+        own = self.user_pool is None
+        for i, spec in enumerate(self.specs):
+            yield (
+                self.token,
+                None if own else self.source,
+                None if own else self.fn,
+                self.dim,
+                spec,
+                self.base_seed + i,
+                i,
+                self.outdir,
+                self.threads,
+            )
+
+    def _start_pool(self) -> Any:
+        if self.user_pool is not None:
+            return self.user_pool
+        method = self.method
+        if method is None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            method = "spawn"  # a forked child cannot use CUDA once the parent initialized it
+        ctx = mp.get_context(method)
+        try:
+            pool = ctx.Pool(
+                self.num_workers,
+                initializer=_init_worker,
+                initargs=(self.token, self.source, self.fn, self.threads),
+                maxtasksperchild=self.max_tasks,
+            )
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            msg = (
+                f"{self.op}: fn cannot be sent to '{ctx.get_start_method()}' worker processes ({err}). Define it "
+                "at the top level of a module (not a lambda or a local function), or use mp_start_method='fork'."
+            )
+            raise TypeError(msg) from err
+        self.pool = pool
+        return pool
+
+    def _check_workers(self, pool: Any) -> None:
+        for p in list(getattr(pool, "_pool", []) or []):
+            self.seen.setdefault(p.pid, p)
+        for pid, p in self.seen.items():
+            code = p.exitcode
+            if code not in (None, 0):
+                how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                msg = (
+                    f"{self.op}: a worker process (pid {pid}) died ({how}) while running fn; the chunk it held "
+                    "is lost. Out of memory, a crash in native code or a kill are the usual causes."
+                )
+                raise RuntimeError(msg)
+
+    def results(self, pbar: bool) -> Iterator[tuple[int, Any]]:
+        """Yields ``(chunk_id, result or None)`` in chunk order."""
+        bar = None
+        if pbar:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(self.specs), desc=self.op)
+        ok = False
+        try:
+            self.source, self.copied = _shared_source(self.td)
+            self.outdir = tempfile.mkdtemp(prefix="tensordict-map-", dir=_shm_dir())
+            pool = self._start_pool()
+            tasks = self._tasks() if self.lazy_tasks else list(self._tasks())
+            it = pool.imap(_run_task, tasks)
+            self._check_workers(pool)
+            for _ in range(len(self.specs)):
+                while True:
+                    try:
+                        msg = it.next(timeout=0.25)
+                        break
+                    except mp.TimeoutError:
+                        self._check_workers(pool)
+                yield msg[1], self._load(msg)
+                if bar is not None:
+                    bar.update(1)
+            ok = True
+        finally:
+            if bar is not None:
+                bar.close()
+            self.close(ok)
+
+    def _load(self, msg: tuple) -> Any:
+        kind = msg[0]
+        if kind == "none":
+            return None
+        if kind == "error":
+            _raise_worker_error(msg)
+        if kind == "object":
+            msg_text = (
+                f"{self.op}: fn returned a {msg[2]}; it must return a TensorDict, a tensor, or None "
+                "(after modifying its chunk in place)."
+            )
+            raise TypeError(msg_text)
+        if kind == "pickled":
+            _, _, what, td = msg
+        else:
+            from tensordict._consolidate import from_consolidated
+
+            _, _, what, path = msg
+            td = from_consolidated(path)
+            os.unlink(path)  # the mapping stays valid; the memory goes when the result does
+        return td[_TENSOR_KEY] if what == "tensor" else td
+
+    def close(self, ok: bool) -> None:
+        if self.pool is not None:
+            if ok:
+                self.pool.close()
+                self.pool.join()
+            else:
+                self.pool.terminate()
+                self.pool.join()
+            self.pool = None
+        if self.outdir:
+            shutil.rmtree(self.outdir, ignore_errors=True)
+            self.outdir = ""
+
+    def write_back(self, spec: Any | None) -> None:
+        """Copies in-place changes from a copied source into the TensorDict."""
+        if not self.copied:
+            return
+        with torch.no_grad():
+            if spec is None:
+                self.td.update_(self.source)
+            else:
+                idx = _index(self.dim, spec)
+                self.td[idx] = self.source[idx]
+
+
+def _join(parts: list, dim: int, stack: bool) -> Any:
+    if stack:
+        return torch.stack(parts, dim)
+    return torch.cat(parts, dim)
+
+
+def map(td: Any, fn: Callable, dim: int = 0, num_workers: int | None = None, *, out: Any = None,
+        chunksize: int | None = None, num_chunks: int | None = None, pool: Any = None, generator: Any = None,
+        max_tasks_per_child: int | None = None, worker_threads: int = 1, index_with_generator: bool = False,
+        pbar: bool = False, mp_start_method: str | None = None) -> Any:
+    """Runs ``fn`` on chunks of the TensorDict in worker processes and joins the results.
+
+    The TensorDict is split along ``dim``; each chunk is a view of memory that every
+    worker maps (the memory-mapped files of a td-memmap TensorDict, or shared
+    memory), so no data is pickled. ``fn`` receives a chunk (a TensorDict with the
+    same keys, ``batch_size[dim]`` cut to the chunk) and returns:
+
+    - a TensorDict or a tensor: the results are concatenated along ``dim`` (stacked
+      with ``chunksize=0``) into the returned value;
+    - ``None``: it modified the chunk in place (``chunk["x"].mul_(2)``,
+      ``chunk.apply_(...)``, ``chunk.update_(...)``); the changes are written into
+      this TensorDict, which is returned.
+
+    Args:
+        fn (Callable[[TensorDictBase], TensorDictBase | Tensor | None]): the function.
+            With the ``spawn``/``forkserver`` start methods it must be picklable
+            (defined at a module's top level); with ``fork`` any callable works.
+        dim (int): the batch dimension to split along. Defaults to ``0``.
+        num_workers (int, optional): worker processes. Defaults to ``os.cpu_count()``
+            (never more than the number of chunks).
+
+    Keyword Args:
+        out (TensorDictBase, optional): write the joined results into this TensorDict.
+        chunksize (int, optional): rows per chunk; ``0`` runs ``fn`` on every single
+            row (the results are stacked). Exclusive with ``num_chunks``.
+        num_chunks (int, optional): number of chunks (even sizes). Defaults to
+            ``num_workers``.
+        pool (multiprocessing.pool.Pool, optional): an existing pool to use (it is
+            not closed); the source then travels with each task, as shared-memory
+            handles or file names.
+        generator (torch.Generator, optional): seeds the workers: chunk ``i`` runs
+            after ``torch.manual_seed(base + i)`` with ``base`` drawn from it (from
+            the global generator when ``None``), so results do not depend on scheduling.
+        max_tasks_per_child (int, optional): replace a worker after that many chunks.
+        worker_threads (int): ``torch.set_num_threads`` in each worker. Defaults to ``1``.
+        index_with_generator (bool): build the tasks lazily while the pool consumes
+            them instead of up front. Defaults to ``False``.
+        pbar (bool): show a tqdm progress bar (one tick per chunk). Defaults to ``False``.
+        mp_start_method (str, optional): ``"fork"``, ``"spawn"`` or ``"forkserver"``.
+            Defaults to torch.multiprocessing's default (``spawn`` if CUDA is initialized).
+
+    Returns:
+        the joined results, or this TensorDict when ``fn`` returns ``None``.
+
+    Raises:
+        ValueError: ``dim`` is out of range, the TensorDict has no batch dimension,
+            ``chunksize``/``num_chunks`` are both given or invalid.
+        TypeError: ``fn`` cannot be sent to the workers, or returns something else
+            than a TensorDict, a tensor or ``None``.
+        RuntimeError: a worker died; some chunks returned ``None`` and others not.
+        Exception: the exception ``fn`` raised in a worker, re-raised here with the
+            worker's traceback as its cause (and as a note on Python 3.11+).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(x=torch.arange(8.0), batch_size=[8])
+        >>> def double(chunk):
+        ...     return chunk.apply(lambda t: t * 2)
+        >>> td.map(double, num_workers=2, mp_start_method="fork")["x"].tolist()
+        [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]
+    """
+    job = _Job(td, fn, dim, num_workers, shuffle=False, chunksize=chunksize, num_chunks=num_chunks, pool=pool,
+               generator=generator, max_tasks_per_child=max_tasks_per_child, worker_threads=worker_threads,
+               index_with_generator=index_with_generator, mp_start_method=mp_start_method, op="map")
+    if job.n == 0:
+        job.close(True)
+        result = fn(td)
+        return td if result is None else result
+    parts: list = []
+    nones = 0
+    for chunk_id, value in job.results(pbar):
+        if value is None:
+            nones += 1
+        elif out is not None:
+            idx = _index(job.dim, job.specs[chunk_id])
+            with torch.no_grad():
+                out[idx] = value
+        else:
+            parts.append(value)
+    if nones and (parts or (out is not None and nones != len(job.specs))):
+        msg = "map: fn returned None for some chunks and a value for others; it must do one or the other."
+        raise RuntimeError(msg)
+    if nones:
+        job.write_back(None)
+        return td
+    if out is not None:
+        return out
+    return _join(parts, job.dim, job.stack)
+
+
+def map_iter(td: Any, fn: Callable, dim: int = 0, num_workers: int | None = None, *, shuffle: bool = False,
+             chunksize: int | None = None, num_chunks: int | None = None, pool: Any = None, generator: Any = None,
+             max_tasks_per_child: int | None = None, worker_threads: int = 1, index_with_generator: bool = True,
+             pbar: bool = False, mp_start_method: str | None = None) -> Iterator[Any]:
+    """Runs ``fn`` on chunks in worker processes and yields each result as it is ready, in order.
+
+    The iterator version of :meth:`map` (same arguments): it can serve as a data
+    loader over a (memory-mapped) TensorDict. For a chunk on which ``fn`` returns
+    ``None``, the chunk itself is yielded after its in-place changes were written
+    into this TensorDict. Closing the iterator early stops the pool.
+
+    Keyword Args:
+        shuffle (bool): visit the rows in a random order (drawn from ``generator``):
+            chunks are then gathered copies rather than views. Defaults to ``False``.
+
+    Yields:
+        one result per chunk (TensorDict or tensor), in chunk order.
+
+    Raises:
+        as :meth:`map`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(x=torch.arange(6.0), batch_size=[6])
+        >>> def total(chunk):
+        ...     return chunk["x"].sum().reshape(1)
+        >>> [t.item() for t in td.map_iter(total, num_workers=2, chunksize=3, mp_start_method="fork")]
+        [3.0, 12.0]
+    """
+    job = _Job(td, fn, dim, num_workers, shuffle=shuffle, chunksize=chunksize, num_chunks=num_chunks, pool=pool,
+               generator=generator, max_tasks_per_child=max_tasks_per_child, worker_threads=worker_threads,
+               index_with_generator=index_with_generator, mp_start_method=mp_start_method, op="map_iter")
+    return _iterate(job, pbar)
+
+
+def _iterate(job: _Job, pbar: bool) -> Iterator[Any]:
+    if job.n == 0:
+        job.close(True)
+        return
+    for chunk_id, value in job.results(pbar):
+        if value is None:
+            spec = job.specs[chunk_id]
+            job.write_back(spec)
+            yield job.td[_index(job.dim, spec)]
+        else:
+            yield value
