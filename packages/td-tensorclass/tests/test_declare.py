@@ -320,3 +320,8 @@ def test_stacked_non_tensor_values_read_as_lists():
     assert s[1].tag == "b"
     same = torch.stack([Tagged(x=torch.zeros(()), tag="a")] * 3)
     assert same.tag == "a"
+
+
+def test_base_class_itself_is_not_instantiable():
+    with pytest.raises(TypeError, match="base class"):
+        TensorClass()

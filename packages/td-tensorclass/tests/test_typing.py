@@ -47,7 +47,7 @@ BAD = textwrap.dedent(
     """
     import torch
 
-    from tensordict.tensorclass import TensorClass
+    from tensordict.tensorclass import TensorClass, tensorclass
 
 
     class Pair(TensorClass):
@@ -55,9 +55,15 @@ BAD = textwrap.dedent(
         tag: str = "x"
 
 
+    @tensorclass
+    class Decorated:
+        x: torch.Tensor
+
+
     p = Pair(a=torch.zeros(3), colour=1, batch_size=[3])
     n: int = p.tag
     m: int = p.reshape(3)
+    d = Decorated(x=torch.zeros(2), bogus=1)
     """
 )
 
@@ -99,4 +105,5 @@ def test_mypy_sees_fields_constructor_and_self(tmp_path):
     assert 'Unexpected keyword argument "colour" for "Pair"' in bad, stdout
     assert 'expression has type "str", variable has type "int"' in bad, stdout
     assert 'expression has type "Pair", variable has type "int"' in bad, stdout
-    assert len(lines) == 3, stdout
+    assert 'Unexpected keyword argument "bogus" for "Decorated"' in bad, stdout
+    assert len(lines) == 4, stdout

@@ -33,6 +33,7 @@ _TC = 3  # a tensorclass instance: its ``_tensordict`` is walked, the class rebu
 # TensorDictBase / TensorDict, bound on first use (``_base`` imports this module)
 _TDB: Any = None
 _TD: Any = None
+_new_td = object.__new__
 
 
 def _bind() -> Any:
@@ -252,12 +253,25 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
 def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
     """``apply(fn)`` with one TensorDict and no keyword: the hot path."""
     tdb = _TDB or _bind()
-    bs = td.batch_size
+    dense = td.__class__ is _TD
+    if dense:
+        bs = td._batch_size
+        items = td._tensordict.items()
+    else:
+        bs = td.batch_size
+        items = td._items_raw()
     n = len(bs)
     b0 = bs[0] if n else 0
     source = {}
-    for key, value in td._items_raw():
-        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+    for key, value in items:
+        cls = value.__class__
+        if cls is _TD:
+            res = _apply_simple(value, fn, filter_empty, prefix + (key,))
+            if res is None:
+                continue
+            source[key] = res
+            continue
+        if cls is _Tensor or isinstance(value, _Tensor):
             res = fn(value)
             if res is None:
                 continue
@@ -291,6 +305,16 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     if not source and filter_empty is not False:
         if filter_empty or not td.is_empty():
             return None
+    if dense:
+        # what TensorDict._new_unsafe does, without two calls per node (same batch
+        # size, device and names as ``td``)
+        out = _new_td(_TD)
+        out._tensordict = source
+        out._batch_size = bs
+        out._device = td._device
+        if td._names is not None:
+            out._names = list(td._names)
+        return out
     return td._new_like(source)
 
 

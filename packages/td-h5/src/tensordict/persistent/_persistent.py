@@ -93,7 +93,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         filename (str or path, optional): the HDF5 file to open.
         group (str or h5py.Group, optional): with ``filename``, the path of the group
             to open (``"/"`` by default); without it, an open ``h5py.Group``/``h5py.File``
-            to wrap.
+            to wrap (its file is then shared: :meth:`close` closes it too).
         mode (str, optional): ``"r"`` (read only), ``"r+"`` (read/write, must exist),
             ``"w"`` (create, truncate), ``"w-"``/``"x"`` (create, fail if it exists) or
             ``"a"`` (read/write, create if missing), as in ``h5py.File``. Defaults to ``"r"``.
@@ -327,9 +327,21 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             **kwargs: passed to ``h5py.Group.create_dataset`` for every tensor
                 (``compression="gzip"``, ``compression_opts``, ``chunks``, ``shuffle``, ...).
 
+        Returns:
+            PersistentTensorDict: on the new file, mode ``"r+"``.
+
         Raises:
             TypeError: a leaf cannot be stored in HDF5 (nothing is written).
             FileNotFoundError: the folder of ``filename`` does not exist.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict.persistent import PersistentTensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     data = {"x": torch.zeros(5, 3), "y": {"z": torch.arange(5)}}
+            ...     with PersistentTensorDict.from_dict(data, os.path.join(tmp, "d.h5"), compression="gzip") as td:
+            ...         print(td.batch_size, td["y", "z"].tolist())
+            torch.Size([5]) [0, 1, 2, 3, 4]
         """
         if isinstance(input_dict, TensorDictBase):
             td = input_dict
@@ -398,7 +410,18 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def close(self) -> None:
         """Closes the HDF5 file. Views and nested PersistentTensorDicts of it stop working.
 
-        Closing twice is a no-op.
+        Closing twice is a no-op; using a closed PersistentTensorDict (or a view of it)
+        raises ``RuntimeError``. ``with PersistentTensorDict(...) as td:`` closes on exit.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     td = TensorDict(a=torch.zeros(3), batch_size=[3]).to_h5(os.path.join(tmp, "c.h5"))
+            ...     view = td[1:]
+            ...     td.close()
+            ...     print(td.is_closed, view.is_closed)
+            True True
         """
         state = self._state
         if state.closed:
@@ -709,6 +732,14 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
 
         Raises:
             KeyError: ``key`` is missing.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with TensorDict(a=torch.zeros(10, 4), batch_size=[10]).to_h5(os.path.join(tmp, "s.h5")) as td:
+            ...         print(td[2:5].get_item_shape("a"))
+            torch.Size([3, 4])
         """
         path = _as_tuple(key)
         found = self._locate(path)
@@ -772,7 +803,17 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
 
     # ------------------------------------------------------------------ copies
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
-        """Reads everything (the view's rows) into an in-memory :class:`~tensordict.TensorDict`."""
+        """Reads everything (the view's rows) into an in-memory :class:`~tensordict.TensorDict`.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with TensorDict(a=torch.arange(6), batch_size=[6]).to_h5(os.path.join(tmp, "t.h5")) as td:
+            ...         dense = td[torch.tensor([5, 0])].to_tensordict()
+            ...     print(type(dense).__name__, dense["a"])
+            TensorDict tensor([5, 0])
+        """
         source = {}
         for key, value in self._items_raw():
             if isinstance(value, PersistentTensorDict):

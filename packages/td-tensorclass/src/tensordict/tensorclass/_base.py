@@ -516,6 +516,7 @@ class _TensorClassCore(_Slots):
 
     def _set_device_tree(self, device: Any) -> None:
         self._tensordict._set_device_tree(device)
+        _resync(self)
 
     def unbind(self, dim: int = 0) -> tuple[Self, ...]:
         """Splits along batch dim ``dim`` into a tuple of instances (views of the fields)."""

@@ -157,6 +157,12 @@ class TensorClass(_DataclassLike):
         device: Any = dataclasses.field(default=None, kw_only=True)
         names: Any = dataclasses.field(default=None, kw_only=True)
 
+    if not TYPE_CHECKING:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            msg = "TensorClass is a base class: subclass it with annotated fields (class MyData(TensorClass): ...)."
+            raise TypeError(msg)
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
         try:

@@ -38,6 +38,9 @@ def _instances(items: Sequence[Any], op: str) -> tuple[list, type]:
 
 
 def _write_out(out: Any, result: Any) -> Any:
+    if not isinstance(out, _Slots):
+        out.update_(result)
+        return out
     with _non_tensor_in_td(out) as td:
         td.update_(result)
     return out
