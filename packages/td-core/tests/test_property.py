@@ -244,7 +244,7 @@ def test_property_consolidate_then_to_round_trip(td):
     assert "__new" in extra.to("cpu").keys()
 
 
-@given(tensordicts(non_tensor=_STRINGS))
+@given(td=tensordicts(non_tensor=_STRINGS))
 def test_property_consolidated_file_round_trip(td, tmp_path_factory):
     path = tmp_path_factory.mktemp("consol") / "td.bin"
     td.consolidate(filename=path)

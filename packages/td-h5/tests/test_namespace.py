@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import tensordict
@@ -30,6 +31,7 @@ def test_portion_ships_no_tensordict_init():
     assert os.path.exists(os.path.join(pkg_dir, "py.typed"))
 
 
+@pytest.mark.timeout(120)
 def test_import_tensordict_does_not_import_h5py():
     code = (
         "import sys, tensordict; "

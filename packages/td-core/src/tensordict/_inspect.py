@@ -338,12 +338,14 @@ def _stray_files(folder: str) -> list[Entry]:
 
 
 def _looks_like_memmap(folder: str) -> bool:
+    """A folder with ``meta.json``, one being saved into, or one holding only td-memmap data files."""
     if os.path.isfile(os.path.join(folder, _META)) or _siblings(folder, ".td-tmp-"):
         return True
     try:
-        return any(e.endswith((".memmap", ".pkl")) for e in os.listdir(folder))
+        files = [e for e in os.listdir(folder) if os.path.isfile(os.path.join(folder, e))]
     except OSError:
         return False
+    return bool(files) and all(_MEMBER.match(e) and e.endswith((".memmap", ".pkl")) for e in files)
 
 
 def _inspect_memmap(path: str) -> StoreReport:
@@ -625,7 +627,7 @@ def _line(entry: Entry) -> str:
     elif entry.kind in ("link", "file"):
         text = entry.kind
     else:
-        text = f"{entry.kind}(batch_size={entry.batch_size})"
+        text = f"{entry.kind}(batch_size={'?' if entry.batch_size is None else entry.batch_size})"
     if entry.note:
         text += f" [{entry.note}]"
     if entry.nbytes is not None:

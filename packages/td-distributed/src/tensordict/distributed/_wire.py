@@ -55,11 +55,11 @@ from tensordict._consolidate import (
     _DTYPES,
     _TD,
     _TENSOR,
+    _OTHER,
     _BadLeaf,
     _bad_leaf_error,
     _base,
     _build,
-    _collect,
     _copy,
     _layout,
     _leaf_specs,
@@ -94,6 +94,7 @@ BIG_LEAF = 1 << 20
 FLAG_VALUES = 1
 
 _NAMES = {dt: name for name, dt in _DTYPES.items()}
+
 _MAX_DEPTH = 1000
 
 
@@ -107,6 +108,35 @@ def align(n: int) -> int:
 
 
 # ---------------------------------------------------------------------- describing a tree
+def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
+    """The skeleton ``(batch_size, device, names, entries)`` of ``td``; tensor leaves go to ``leaves``.
+
+    Entries are ``(key, kind, payload)`` as in td-core's consolidation (``_TENSOR``:
+    index into ``leaves``; ``_TD``: a sub-skeleton; otherwise the non-tensor object),
+    the format ``tensordict._consolidate._build`` turns back into a TensorDict.
+    """
+    entries = []
+    append = entries.append
+    if td.__class__ is td_cls:
+        items = td._tensordict.items()
+        bs, device, names = td._batch_size, td._device, td._names
+    else:
+        items = td._items_raw()
+        bs, device = td.batch_size, td.device
+        names = td.names if td._has_names() else None
+    tensor = torch.Tensor
+    for key, value in items:
+        cls = value.__class__
+        if cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
+            append((key, _TENSOR, len(leaves)))
+            leaves.append(value)
+        elif cls is td_cls or isinstance(value, base):
+            append((key, _TD, _collect(value, leaves, base, td_cls)))
+        else:
+            append((key, _OTHER, value))
+    return (bs, device, names, entries)
+
+
 def _dtype_name(t: torch.Tensor, path: tuple) -> str:
     name = _NAMES.get(t.dtype)
     if name is None:
