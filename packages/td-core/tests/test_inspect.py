@@ -151,7 +151,7 @@ def test_incomplete_memmap_stores(tmp_path):
 
     report = inspect_store(tmp_path / "nosub")
     assert not report.complete and "folder of key 'nested' is missing" in report.all_problems[0]
-    assert main([str(tmp_path / "nosub")][:0] + ["inspect", str(tmp_path / "nosub")]) == 1
+    assert main(["inspect", str(tmp_path / "nosub")]) == 1
 
 
 def test_interrupted_first_save_is_reported(tmp_path):
@@ -298,16 +298,26 @@ def test_cli_json_and_depth(tmp_path, capsys):
     assert "`-- ... (1 entries)" in out and "y:" not in out and "├" not in out
 
 
-@pytest.mark.timeout(60)
-def test_python_dash_m_and_console_script(tmp_path):
+def test_python_dash_m(tmp_path, capsys, monkeypatch):
+    """``python -m tensordict`` runs ``tensordict.__main__`` (in-process: a subprocess pays torch's import)."""
+    import runpy
+
     path = _write_hand_store(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "tensordict", "inspect", path], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    assert "x: Tensor(shape=[2, 3], dtype=float32)" in res.stdout and "status: complete" in res.stdout
+    monkeypatch.setattr(sys, "argv", ["tensordict", "inspect", path])
+    monkeypatch.delitem(sys.modules, "tensordict.__main__", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_module("tensordict", run_name="__main__", alter_sys=False)
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "x: Tensor(shape=[2, 3], dtype=float32)" in out and "status: complete" in out
+
+
+@pytest.mark.timeout(120)
+def test_console_script(tmp_path):
     script = shutil.which("tensordict", path=os.path.dirname(sys.executable))
     if script is None:
         pytest.skip("the console script is not installed in this environment")
-    res = subprocess.run([script, "inspect", str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60)
+    res = subprocess.run([script, "inspect", str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "no such file or folder" in res.stderr
 
 

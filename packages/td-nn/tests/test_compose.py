@@ -5,7 +5,12 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict
-from tensordict.nn import CudaGraphModule, ProbabilisticTensorDictModule, TensorDictModule, TensorDictSequential
+from tensordict.nn import (
+    CudaGraphModule,
+    ProbabilisticTensorDictModule,
+    TensorDictModule,
+    TensorDictSequential,
+)
 from tensordict.nn.fx import TDGraphModule, symbolic_trace
 
 

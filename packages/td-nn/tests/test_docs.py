@@ -50,9 +50,8 @@ def test_import_is_lazy():
 
 
 def test_doc_module_paths():
+    import tensordict.nn as tdnn
     from tensordict.nn.distributions import NormalParamExtractor
     from tensordict.nn.functional_modules import make_functional
-
-    import tensordict.nn as tdnn
 
     assert NormalParamExtractor is tdnn.NormalParamExtractor and make_functional is tdnn.make_functional

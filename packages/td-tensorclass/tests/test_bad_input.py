@@ -34,6 +34,10 @@ def test_unknown_keyword(cls):
 def test_leading_dims_break_batch_size():
     with pytest.raises(RuntimeError, match=r"Pair.label: .*batch_size=\(3,\), got shape \(4,\)"):
         Pair(image=torch.zeros(3), label=torch.zeros(4), batch_size=[3])
+    with pytest.raises(RuntimeError, match=r"Pair.image: .*got shape \(\)"):
+        Pair(image=torch.zeros(()), label=torch.zeros(3), batch_size=[3])
+    with pytest.raises(RuntimeError, match=r"Pair.label: .*batch_size=\(3, 2\), got shape \(3, 3\)"):
+        Pair(image=torch.zeros(3, 2), label=torch.zeros(3, 3), batch_size=[3, 2])
     p = Pair(image=torch.zeros(3), label=torch.zeros(3), batch_size=[3])
     with pytest.raises(RuntimeError, match=r"Pair.image: .*got shape \(2, 5\)"):
         p.image = torch.zeros(2, 5)

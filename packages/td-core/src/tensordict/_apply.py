@@ -323,14 +323,26 @@ def _apply_others(
 ) -> Any:
     """``apply(fn, *others)`` without keywords: several TensorDicts walked together."""
     tdb = _TDB or _bind()
-    bs = td.batch_size
+    if td.__class__ is _TD:
+        bs = td._batch_size
+        items = td._tensordict.items()
+    else:
+        bs = td.batch_size
+        items = td._items_raw()
     n = len(bs)
     b0 = bs[0] if n else 0
     gets = [o._tensordict.get if o.__class__ is _TD else o._get_raw for o in others]
     single = gets[0] if len(gets) == 1 else None
+    store = others[0]._tensordict if single is not None and others[0].__class__ is _TD else None
     source = {}
-    for key, value in td._items_raw():
-        if single is not None:
+    for key, value in items:
+        if store is not None:
+            try:
+                other = store[key]
+            except KeyError:
+                raise _missing_in_other(prefix + (key,) if prefix else key, 1) from None
+            vals = None
+        elif single is not None:
             other = single(key, _MISSING)
             if other is _MISSING:
                 raise _missing_in_other(prefix + (key,) if prefix else key, 1)

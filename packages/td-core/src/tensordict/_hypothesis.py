@@ -272,6 +272,9 @@ def index_expressions(draw: Any, batch_size: Sequence[int], *, advanced: bool = 
             used_advanced = True
         if dim >= len(shape) and used_ellipsis and draw(st.booleans()):
             break
+    if used_ellipsis:
+        # what follows an Ellipsis is right-aligned: cover every dim it left to us
+        parts.extend([slice(None)] * (len(shape) - dim))
     # a list alone is not the same as a tuple (torch reads [1, 2] as one advanced index)
     if len(parts) == 1 and not isinstance(parts[0], list) and draw(st.booleans()):
         return parts[0]

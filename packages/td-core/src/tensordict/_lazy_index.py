@@ -141,7 +141,7 @@ class LazyIndexMixin:
         if self.stack_dim == 0:
             if cls is int:
                 return tds[self._check_int(index)]
-            if cls is slice:
+            if cls is slice and (tds[index] or not tds):
                 sel = tds[index]
                 return self._new_lazy(sel, 0, self._resized(len(sel)))
             if cls is _Tensor and index.dtype is _LONG and index.ndim == 1:
@@ -164,6 +164,11 @@ class LazyIndexMixin:
             sel = [td._index(plan.rest) for td in sel]
         if sel:
             return self._new_lazy(sel, plan.new_sd)
+        if tds:  # nothing picked: a dense empty result keeps the keys (a stack of none has none)
+            try:
+                return self.contiguous()._index(idx)
+            except RuntimeError:  # heterogeneous shapes: no dense form
+                pass
         probe = torch.zeros((), dtype=torch.uint8).expand(self._batch_size)[idx]
         from tensordict._lazy import LazyStackedTensorDict
 

@@ -40,16 +40,17 @@ from tensordict.distributed._wire import (
     FLAG_VALUES,
     HEADER_SIZE,
     Outgoing,
-    Specs,
     Template,
-    build_from_stream,
-    byte_view,
+    WireError,
+    build_from_payload,
+    copy_bytes,
     describe_differences,
     parse_header,
     parse_meta,
+    read_counts,
     set_values,
-    storage_layout,
-    structure_of_template,
+    stream_length,
+    structure_of,
     tensor_bytes,
 )
 
@@ -58,12 +59,12 @@ __all__ = ["broadcast", "all_reduce", "reduce", "all_gather", "gather_and_stack"
 _WHO = "the process group"
 
 
-def _blocking(op: str, group: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _blocking(opname: str, group: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
     started = time.monotonic()
     try:
         return fn(*args, group=group, **kwargs)
     except RuntimeError as err:
-        raise comm_error(op, err, _WHO, group, started) from err
+        raise comm_error(opname, err, _WHO, group, started) from err
 
 
 def _member(op: str, group: Any) -> tuple[int, int]:
@@ -77,20 +78,13 @@ def _member(op: str, group: Any) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------- decoding helpers
 def _decode(stream: torch.Tensor, who: str) -> Any:
-    """A TensorDict from a self-contained stream (every leaf in its region), zero-copy."""
+    """A TensorDict from a self-contained (inline) stream; its leaves are views into it."""
+    flags, _, meta_len, total, n_seg = read_counts(tensor_bytes(stream[:HEADER_SIZE].cpu()), who)
+    if stream_length(flags, meta_len, total, n_seg) > stream.numel() or n_seg:
+        raise WireError(f"{who} sent a truncated buffer, or one whose payload is not inline.")
     header = parse_header(tensor_bytes(stream[:HEADER_SIZE].cpu()), who)
-    if header.n_big:
-        msg = f"{who} sent big-leaf messages where one buffer was expected."
-        raise ValueError(msg)
-    if header.stream_len > stream.numel():
-        msg = f"{who} announced {header.stream_len} bytes but sent {stream.numel()}."
-        raise ValueError(msg)
     meta = parse_meta(stream, header, who)
-    specs = Specs(meta, header, who)
-    _, offsets = storage_layout(specs, header)
-    off = header.region_offset
-    storage = stream[off : off + header.region_len]
-    return build_from_stream(meta, specs, storage, offsets, who)
+    return build_from_payload(meta, stream[header.prefix_len : header.prefix_len + header.total], who)
 
 
 def _lengths(op: str, n: int, group: Any, device: torch.device, size: int) -> list[int]:
@@ -104,7 +98,7 @@ def _padded(stream: torch.Tensor, n: int) -> torch.Tensor:
     if stream.numel() == n:
         return stream
     buf = torch.zeros(n, dtype=torch.uint8, device=stream.device)
-    buf[: stream.numel()].copy_(stream)
+    copy_bytes(buf[: stream.numel()], stream)
     return buf
 
 
@@ -128,7 +122,7 @@ def _check_same_structure(op: str, template: Template, group: Any, device: torch
     if hi == d and -neg_lo == d:
         return
     # someone differs: every rank sees it; exchange structures to say what differs
-    mine = structure_of_template(template)
+    mine = structure_of(template.td)
     payload = json.dumps([[list(k), v] for k, v in mine.items()]).encode("utf-8")
     everyone = _all_gather_bytes(op, payload, group, device, size)
     me = group_rank(group)
@@ -191,43 +185,39 @@ def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None) -> An
         _blocking(op, group, dist.broadcast, out.stream[:HEADER_SIZE], gsrc)
         if out.stream.numel() > HEADER_SIZE:
             _blocking(op, group, dist.broadcast, out.stream[HEADER_SIZE:], gsrc)
-        for b in out.bigs:
-            _blocking(op, group, dist.broadcast, b, gsrc)
+        for seg in out.segments:
+            _blocking(op, group, dist.broadcast, seg, gsrc)
         return td
     who = f"group rank {src}"
     head = torch.empty(HEADER_SIZE, dtype=torch.uint8, device=dev)
     _blocking(op, group, dist.broadcast, head, gsrc)
-    header = parse_header(tensor_bytes(head.cpu()), who)
-    stream = torch.empty(header.stream_len, dtype=torch.uint8, device=dev)
-    stream[:HEADER_SIZE].copy_(head)
-    if header.stream_len > HEADER_SIZE:
+    flags, _, meta_len, total, n_seg = read_counts(tensor_bytes(head.cpu()), who)
+    n = stream_length(flags, meta_len, total, n_seg)
+    stream = torch.empty(n, dtype=torch.uint8, device=dev)
+    copy_bytes(stream[:HEADER_SIZE], head)
+    if n > HEADER_SIZE:
         _blocking(op, group, dist.broadcast, stream[HEADER_SIZE:], gsrc)
+    header = parse_header(tensor_bytes(stream[: HEADER_SIZE + 8 * n_seg].cpu()), who)
+    payload = stream[header.prefix_len : header.prefix_len + header.total]
     template = Template(td)
-    off = header.region_offset
-    if template.digest == header.digest and template.plain and len(template.big) == header.n_big:
-        for i in template.big:
-            leaf = template.leaves[i]
-            view = byte_view(leaf) if leaf.device == dev else None
-            if view is None:
-                view = torch.empty(leaf.numel() * leaf.element_size(), dtype=torch.uint8, device=dev)
-                _blocking(op, group, dist.broadcast, view, gsrc)
-                with torch.no_grad():
-                    leaf.copy_(view.view(leaf.dtype).view(leaf.shape))
-            else:
-                _blocking(op, group, dist.broadcast, view, gsrc)
-        template.unpack_region(stream[off : off + header.region_len])
+    if template.digest == header.digest and template.plain:
+        if header.inline:
+            template.fill_inline(payload)
+        else:
+            for buf in template.segment_buffers(header.segments, dev):
+                _blocking(op, group, dist.broadcast, buf, gsrc)
+            template.finish_segments()
         if header.flags & FLAG_VALUES:
             set_values(td, parse_meta(stream, header, who), who)
         return td
     meta = parse_meta(stream, header, who)
-    specs = Specs(meta, header, who)
-    total, offsets = storage_layout(specs, header)
-    storage = torch.empty(total, dtype=torch.uint8, device=dev)
-    storage[: header.region_len].copy_(stream[off : off + header.region_len])
-    for pos in specs.big_order:
-        start = offsets[pos]
-        _blocking(op, group, dist.broadcast, storage[start : start + specs.items[pos][2]], gsrc)
-    result = build_from_stream(meta, specs, storage, offsets, who)
+    if not header.inline:
+        payload = torch.empty(header.total, dtype=torch.uint8, device=dev)
+        start = 0
+        for size in header.segments:
+            _blocking(op, group, dist.broadcast, payload[start : start + size], gsrc)
+            start += size
+    result = build_from_payload(meta, payload, who)
     return result.to(device) if device is not None else result
 
 
@@ -246,26 +236,24 @@ class _Buffers:
 
     def __init__(self, td: Any, device: torch.device) -> None:
         self.td = td
-        self.items: list = []  # (flat tensor sent to the backend, dtype, leaves or None, staged storage slice or None)
+        self.items: list = []  # (flat tensor given to the backend, dtype, leaves or None, staged slice or None)
         self.writeback = None
         template = Template(td)
+        if not template.plain:  # a lazy stack: reduce a dense copy, then write it back
+            dense = td.to_tensordict()
+            self.writeback = dense
+            template = Template(dense)
         self.template = template
-        state = getattr(td, "_consolidated", None)
-        if template.plain and state is not None and td.is_consolidated():
-            for dtype, start, nbytes, _ in state.runs:
-                if nbytes == 0:
+        if template.storage is not None:  # consolidated: reduce its storage in place, per dtype run
+            for dtype, start, nbytes, _ in template.plan.runs:
+                if not nbytes:
                     continue
-                slab = state.storage[start : start + nbytes]
+                slab = template.storage[start : start + nbytes]
                 if slab.device != device:
                     self.items.append((slab.to(device).view(dtype), dtype, None, slab))
                 else:
                     self.items.append((slab.view(dtype), dtype, None, None))
             return
-        if not template.plain:
-            dense = td.to_tensordict() if hasattr(td, "to_tensordict") else td.clone()
-            self.writeback = dense
-            template = Template(dense)
-            self.template = template
         groups: dict = {}
         for leaf in template.leaves:
             groups.setdefault(leaf.dtype, []).append(leaf)
@@ -282,7 +270,7 @@ class _Buffers:
 
     def finish_one(self, index: int, divide_by: int | None) -> None:
         flat, dtype, leaves, staged = self.items[index]
-        if divide_by is not None:
+        if divide_by is not None and dtype is not torch.bool:
             if flat.is_floating_point() or flat.is_complex():
                 flat.div_(divide_by)
             else:
@@ -447,7 +435,7 @@ def all_gather(td: Any, *, group: Any = None) -> list:
     op = "all_gather"
     _, size = _member(op, group)
     dev, _ = comm_mode(group)
-    out = Outgoing(td, pack_all=True, device=dev)
+    out = Outgoing(td, inline=True, device=dev)
     lens = _lengths(op, out.stream.numel(), group, dev, size)
     n = max(lens)
     bufs = [torch.empty(n, dtype=torch.uint8, device=dev) for _ in range(size)]
@@ -487,7 +475,7 @@ def gather_and_stack(td: Any, dst: int, group: Any = None) -> Any:
     me, size = _member(op, group)
     gdst = global_rank(group, dst, op, "dst")
     dev, _ = comm_mode(group)
-    out = Outgoing(td, pack_all=True, device=dev)
+    out = Outgoing(td, inline=True, device=dev)
     lens = _lengths(op, out.stream.numel(), group, dev, size)
     n = max(lens)
     mine = _padded(out.stream, n)
@@ -558,7 +546,7 @@ def scatter(td: Any, src: int, tensordicts: list | None = None, *, group: Any = 
         if len(pieces) != size:
             msg = f"{op}: expected one TensorDict per rank ({size}), got {len(pieces)}."
             raise ValueError(msg)
-        outs = [Outgoing(p, pack_all=True, device=dev) for p in pieces]
+        outs = [Outgoing(p, inline=True, device=dev) for p in pieces]
         n = max(o.stream.numel() for o in outs)
         length = torch.tensor([n], dtype=torch.int64, device=dev)
         _blocking(op, group, dist.broadcast, length, gsrc)
@@ -571,8 +559,7 @@ def scatter(td: Any, src: int, tensordicts: list | None = None, *, group: Any = 
         _blocking(op, group, dist.scatter, recv_buf, None, src=gsrc)
     piece = _decode(recv_buf, f"group rank {src}")
     if me != src and not td.is_empty():
-        template = Template(td)
-        if structure_of_template(template) == structure_of_template(Template(piece)):
+        if structure_of(td) == structure_of(piece):
             with torch.no_grad():
                 td.update_(piece)
             return td

@@ -44,17 +44,16 @@ from tensordict.distributed._wire import (
     FLAG_VALUES,
     HEADER_SIZE,
     Outgoing,
-    Specs,
     Template,
-    build_from_stream,
-    byte_view,
+    build_from_payload,
+    copy_bytes,
     describe_differences,
     parse_header,
     parse_meta,
+    read_counts,
     set_values,
-    storage_layout,
-    structure_of_meta,
-    structure_of_template,
+    stream_length,
+    structure_of,
     tensor_bytes,
 )
 
@@ -74,7 +73,7 @@ def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_r
     msgs = [(stream[:first_len], 0)]
     if stream.numel() > first_len:
         msgs.append((stream[first_len:], 1))
-    msgs.extend((b, 2 + j) for j, b in enumerate(out.bigs))
+    msgs.extend((seg, 2 + j) for j, seg in enumerate(out.segments))
     started = time.monotonic()
     works = []
     try:
@@ -82,7 +81,7 @@ def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_r
             works.append(dist.isend(t, gdst, group=group, tag=tag(slot)))
     except RuntimeError as err:
         raise comm_error(op, err, f"rank {gdst}", group, started) from err
-    return works, init_tag + 2 + len(out.bigs), started
+    return works, init_tag + 2 + len(out.segments), started
 
 
 def _check_not_self(op: str, peer: int, name: str) -> None:
@@ -214,25 +213,32 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
 
 # ---------------------------------------------------------------------- receiving
 class _Incoming:
-    """The first part of a transfer, received: header and (part of) the stream."""
+    """A transfer being received: the stream (prefix, maybe the payload) is in after construction."""
 
     def __init__(self, op: str, gsrc: int, group: Any, tag: Any) -> None:
         self.op, self.gsrc, self.group, self.tag = op, gsrc, group, tag
         self.who = f"rank {gsrc}"
-        self.device, exact = comm_mode(group)
+        self.device, self.exact = comm_mode(group)
         self.started = time.monotonic()
-        cap = HEADER_SIZE if exact else FIRST_CAP
-        first = torch.empty(cap, dtype=torch.uint8, device=self.device)
-        self._wait([self._irecv(first, 0)])
-        self.header = parse_header(tensor_bytes(first[:HEADER_SIZE].cpu()), self.who)
-        n = self.header.stream_len
+        # post the first receive at once: the caller prepares its template while it arrives
+        self.cap = HEADER_SIZE if self.exact else FIRST_CAP
+        self.first = torch.empty(self.cap, dtype=torch.uint8, device=self.device)
+        self.first_work = self._irecv(self.first, 0)
+
+    def read_prefix(self) -> None:
+        """Waits for the first message; receives the rest of the prefix if needed."""
+        first, cap = self.first, self.cap
+        self._wait([self.first_work])
+        flags, _, meta_len, total, n_seg = read_counts(tensor_bytes(first[:HEADER_SIZE].cpu()), self.who)
+        n = stream_length(flags, meta_len, total, n_seg)
+        self.scratch = n <= cap and not self.exact
         if n <= cap:
             self.stream = first[:n]
-            self.rest = None
         else:
             self.stream = torch.empty(n, dtype=torch.uint8, device=self.device)
-            self.stream[:cap].copy_(first)
-            self.rest = self.stream[cap:]
+            copy_bytes(self.stream[:cap], first)
+            self._wait([self._irecv(self.stream[cap:], 1)])
+        self.header = parse_header(tensor_bytes(self.stream[: HEADER_SIZE + 8 * n_seg].cpu()), self.who)
 
     def _irecv(self, buf: torch.Tensor, slot: int) -> Any:
         try:
@@ -244,49 +250,43 @@ class _Incoming:
         wait_all(works, self.op, self.who, self.group, self.started)
 
     @property
-    def next_tag_slot(self) -> int:
-        return 2 + self.header.n_big
+    def slots_used(self) -> int:
+        return 2 + len(self.header.segments)
+
+    def _payload(self) -> torch.Tensor:
+        h = self.header
+        return self.stream[h.prefix_len : h.prefix_len + h.total]
 
     def into_template(self, template: Template) -> None:
-        """Receives the rest straight into the template's leaves (digests already match)."""
-        works = []
-        if self.rest is not None:
-            works.append(self._irecv(self.rest, 1))
-        staged = []
-        for j, i in enumerate(template.big):
-            leaf = template.leaves[i]
-            view = byte_view(leaf) if leaf.device == self.device else None
-            if view is None:
-                view = torch.empty(leaf.numel() * leaf.element_size(), dtype=torch.uint8, device=self.device)
-                staged.append((leaf, view))
-            works.append(self._irecv(view, 2 + j))
-        self._wait(works)
+        """Receives the payload straight into the template (the digests match)."""
         header = self.header
-        off = header.region_offset
-        template.unpack_region(self.stream[off : off + header.region_len])
-        with torch.no_grad():
-            for leaf, buf in staged:
-                leaf.copy_(buf.view(leaf.dtype).view(leaf.shape))
+        if header.inline:
+            template.fill_inline(self._payload())
+        else:
+            bufs = template.segment_buffers(header.segments, self.device)
+            self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])
+            template.finish_segments()
         if header.flags & FLAG_VALUES:
             set_values(template.td, parse_meta(self.stream, header, self.who), self.who)
 
-    def into_new(self) -> tuple[Any, dict, Specs]:
-        """Receives the rest into a new consolidated TensorDict (one storage)."""
-        if self.rest is not None:
-            self._wait([self._irecv(self.rest, 1)])
+    def into_new(self) -> Any:
+        """Receives the payload into a new consolidated TensorDict (one storage)."""
         header = self.header
         meta = parse_meta(self.stream, header, self.who)
-        specs = Specs(meta, header, self.who)
-        total, offsets = storage_layout(specs, header)
-        storage = torch.empty(total, dtype=torch.uint8, device=self.device)
-        off = header.region_offset
-        storage[: header.region_len].copy_(self.stream[off : off + header.region_len])
-        works = []
-        for j, pos in enumerate(specs.big_order):
-            start = offsets[pos]
-            works.append(self._irecv(storage[start : start + specs.items[pos][2]], 2 + j))
-        self._wait(works)
-        return build_from_stream(meta, specs, storage, offsets, self.who), meta, specs
+        if header.inline:
+            storage = self._payload()
+            if self.scratch:  # do not keep the whole receive buffer alive
+                copy = torch.empty_like(storage)
+                copy_bytes(copy, storage)
+                storage = copy
+        else:
+            storage = torch.empty(header.total, dtype=torch.uint8, device=self.device)
+            works, start = [], 0
+            for j, size in enumerate(header.segments):
+                works.append(self._irecv(storage[start : start + size], 2 + j))
+                start += size
+            self._wait(works)
+        return build_from_payload(meta, storage, self.who)
 
 
 def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, init_tag: int,
@@ -294,20 +294,20 @@ def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, 
     check_initialized(op)
     gsrc, _ = resolve_peer(op, src, group, group_src, "src")
     _check_not_self(op, gsrc, "src")
-    template = Template(td)
     tag = tag_sequence(init_tag, pseudo_rand)
     incoming = _Incoming(op, gsrc, group, tag)
-    header = incoming.header
-    if header.digest == template.digest and header.n_big == len(template.big) and template.plain:
+    template = Template(td)
+    incoming.read_prefix()
+    if incoming.header.digest == template.digest and template.plain:
         incoming.into_template(template)
-        return init_tag + incoming.next_tag_slot
-    received, meta, specs = incoming.into_new()
-    mine = structure_of_template(template)
-    theirs = structure_of_meta(meta, specs)
-    if mine == theirs:  # same keys, dtypes and shapes (maybe in another order, or a lazy stack)
+        return init_tag + incoming.slots_used
+    received = incoming.into_new()
+    mine = structure_of(td)
+    theirs = structure_of(received)
+    if mine == theirs:  # same keys, dtypes and shapes (in another order, or into a lazy stack)
         with torch.no_grad():
             td.update_(received)
-        return init_tag + incoming.next_tag_slot
+        return init_tag + incoming.slots_used
     diff = describe_differences(mine, theirs, "the receiver", f"the sender ({incoming.who})")
     msg = (
         f"{op}: the TensorDict sent by {incoming.who} does not match the structure of the receiving "
@@ -439,7 +439,8 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
     _check_not_self("from_remote_init", gsrc, "src")
     tag = tag_sequence(init_tag, pseudo_rand)
     incoming = _Incoming("from_remote_init", gsrc, group, tag)
-    td, _, _ = incoming.into_new()
+    incoming.read_prefix()
+    td = incoming.into_new()
     if device is not None:
         td = td.to(device)
     return td

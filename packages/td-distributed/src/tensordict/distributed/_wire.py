@@ -1,45 +1,50 @@
 """The wire format: how a TensorDict is laid out to travel between ranks.
 
-A transfer is one *stream* (a ``uint8`` buffer) followed by zero or more *big*
-messages. Both are computed from the structure alone (keys, nesting, dtypes and
-shapes), so a receiver holding a template of the same structure knows the layout
-without being told.
+A transfer is a *prefix* (header, segment table, JSON metadata) and a *payload*:
+every tensor leaf in one contiguous byte range, laid out exactly as td-core's
+:meth:`~tensordict.TensorDictBase.consolidate` lays out its storage (grouped by
+dtype, largest item size first, leaf order within a dtype; so every leaf is
+aligned and a consolidated TensorDict *is* its payload).
 
-Stream (all integers little-endian):
+Prefix (all integers little-endian):
 
 ====================  ==========================================================
 bytes ``0:64``        header: magic ``b"TDWIRE01"``, ``uint32`` version (``1``),
                       ``uint32`` flags, ``uint64`` structure digest, ``uint64``
-                      metadata length ``M``, ``uint64`` region length ``L``,
-                      ``uint64`` number of big leaves, ``uint64`` their total
-                      bytes, 8 reserved bytes
-bytes ``64:64+M``     UTF-8 JSON metadata (below)
-zero padding          up to ``R = ceil((64 + M) / 64) * 64``
-bytes ``R:R+L``       the *region*: every leaf smaller than :data:`BIG_LEAF` bytes,
-                      packed with td-core's consolidation layout (grouped by dtype,
-                      largest item size first, so every leaf is aligned)
+                      metadata length ``M``, ``uint64`` payload length ``N``,
+                      ``uint64`` number of segments ``S``, 8 reserved bytes
+``S`` x ``uint64``    segment sizes (they tile the payload, in order)
+``M`` bytes           UTF-8 JSON metadata (below)
+zero padding          up to a multiple of 64 bytes: the prefix length ``P``
 ====================  ==========================================================
 
-Each leaf of at least :data:`BIG_LEAF` bytes then travels as its own message of
-raw contiguous bytes, in leaf order, straight from the sender's tensor into the
-receiver's: no packing copy for large data, and the number of messages does not
-grow with the number of small leaves.
+With the ``INLINE`` flag (small payloads, and the one-buffer collectives) the
+payload follows the prefix in the same buffer, the *stream*, and ``S`` is 0.
+Otherwise the payload travels as ``S`` further messages, one per segment: a
+consolidated sender sends its storage as one segment; any other sender sends each
+large leaf (``BIG_LEAF`` bytes or more) as its own segment straight from the
+tensor, and packs the runs of small leaves between them. The receiver receives
+each segment into the matching byte range of its destination: the storage of a
+consolidated template, the leaf itself, or a new storage. Large data is never
+copied for packing, and the number of messages does not grow with the number of
+small leaves.
 
-The metadata is ``{"root": node, "leaves": [spec, ...]}``. ``node`` is the tree
+The metadata is ``{"root": node, "leaves": [spec, ...]}``: ``node`` is the tree
 format of td-core's consolidated files (``tensordict._consolidate``):
 ``{"batch_size", "device", "names", "entries": [[key, kind, payload], ...]}`` with
 kind ``"tensor"`` (payload: leaf index), ``"td"`` (a node), ``"data"`` (the JSON
 value of a ``NonTensorData``) or ``"stack"`` (``{"shape", "items"}`` of a
-``NonTensorStack``). A spec is ``{"dtype", "shape", "offset"}`` for a region leaf
-and ``{"dtype", "shape", "big": j}`` for the ``j``-th big leaf.
+``NonTensorStack``); a spec is ``{"dtype", "shape", "offset"}`` (offset in the payload).
 
 The *digest* is a 63-bit BLAKE2b hash of the structure: keys and nesting, which
 entries are tensors, nested TensorDicts or non-tensor data, and the dtype and shape
-of every tensor, in order. It leaves out the values of non-tensor data, batch
-sizes, devices and names. Equal digests mean the same wire layout.
+of every tensor, in order. It leaves out non-tensor values, batch sizes, devices
+and names. Equal digests mean the same payload layout, so a receiver with a
+template checks the digest and needs no parsing.
 
-Nothing received is trusted: metadata is parsed as JSON (never unpickled), every
-field is type- and range-checked, and sizes are checked against the header.
+Nothing received is trusted: the metadata is JSON (never unpickled), every field
+is type- and range-checked, sizes are checked against the header, and a receiver
+never posts a buffer smaller than what the header announces.
 """
 
 from __future__ import annotations
@@ -53,16 +58,15 @@ import torch
 
 from tensordict._consolidate import (
     _DTYPES,
+    _OTHER,
     _TD,
     _TENSOR,
-    _OTHER,
-    _BadLeaf,
     _bad_leaf_error,
     _base,
     _build,
-    _copy,
     _layout,
     _leaf_specs,
+    _matches,
     _runs_from_specs,
     _State,
     _td_cls,
@@ -71,13 +75,13 @@ from tensordict._consolidate import (
 
 __all__ = [
     "BIG_LEAF",
-    "HEADER",
+    "HEADER_SIZE",
+    "INLINE_MAX",
     "Header",
     "Outgoing",
     "Template",
     "WireError",
-    "align",
-    "build_from_stream",
+    "build_from_payload",
     "describe_differences",
     "parse_header",
     "parse_meta",
@@ -85,16 +89,21 @@ __all__ = [
 
 MAGIC = b"TDWIRE01"
 VERSION = 1
-HEADER = struct.Struct("<8sIIQQQQQ8x")
+HEADER = struct.Struct("<8sIIQQQQ8x")
 HEADER_SIZE = HEADER.size  # 64
 ALIGN = 64
-#: leaves of at least this many bytes travel as their own message (no packing copy)
+#: leaves of at least this many bytes travel as their own segment (no packing copy)
 BIG_LEAF = 1 << 20
+#: payloads up to this size travel inside the stream (one message with gloo)
+INLINE_MAX = 512 << 10
+#: largest size a header may announce (guards allocations against garbage)
+MAX_BYTES = 1 << 42
 #: flag: the metadata holds non-tensor values the receiver must set
 FLAG_VALUES = 1
+#: flag: the payload follows the prefix in the stream
+FLAG_INLINE = 2
 
 _NAMES = {dt: name for name, dt in _DTYPES.items()}
-
 _MAX_DEPTH = 1000
 
 
@@ -112,8 +121,8 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
     """The skeleton ``(batch_size, device, names, entries)`` of ``td``; tensor leaves go to ``leaves``.
 
     Entries are ``(key, kind, payload)`` as in td-core's consolidation (``_TENSOR``:
-    index into ``leaves``; ``_TD``: a sub-skeleton; otherwise the non-tensor object),
-    the format ``tensordict._consolidate._build`` turns back into a TensorDict.
+    index into ``leaves``; ``_TD``: a sub-skeleton; ``_OTHER``: the non-tensor
+    object), the format ``tensordict._consolidate._build`` turns into a TensorDict.
     """
     entries = []
     append = entries.append
@@ -145,47 +154,41 @@ def _dtype_name(t: torch.Tensor, path: tuple) -> str:
     return name
 
 
-def _walk(node: tuple, leaves: list, path: tuple, struct_out: list, with_meta: bool, state: list) -> dict | None:
-    """One pass over a ``_collect`` skeleton: the structure tokens and (optionally) the JSON node."""
+def _walk(node: tuple, leaves: list, path: tuple, tokens: list, with_meta: bool) -> dict | None:
+    """One pass over a skeleton: the structure tokens (digest) and, optionally, the JSON node."""
     from tensordict._nontensor import NonTensorData, NonTensorStack
 
     bs, dev, names, entries = node
     out_entries: list | None = [] if with_meta else None
-    append = struct_out.append
+    append = tokens.append
     for key, kind, payload in entries:
+        append(key)
         if kind == _TENSOR:
             t = leaves[payload]
-            append(key)
             append(_dtype_name(t, (*path, key)))
             append(list(t.shape))
             if out_entries is not None:
                 out_entries.append([key, "tensor", payload])
         elif kind == _TD:
-            append(key)
             append("{")
-            sub = _walk(payload, leaves, (*path, key), struct_out, with_meta, state)
+            sub = _walk(payload, leaves, (*path, key), tokens, with_meta)
             append("}")
             if out_entries is not None:
                 out_entries.append([key, "td", sub])
         else:
-            append(key)
             append("~")
             if out_entries is None:
                 continue
             if isinstance(payload, NonTensorStack):
-                value: Any = {"shape": list(payload.batch_size), "items": list(payload._items)}
-                kind_name = "stack"
+                out_entries.append([key, "stack", {"shape": list(payload.batch_size), "items": list(payload._items)}])
             elif isinstance(payload, NonTensorData):
-                value = payload.data
-                kind_name = "data"
+                out_entries.append([key, "data", payload.data])
             else:
                 msg = (
                     f"the entry {'.'.join((*path, key))!r} holds a {type(payload).__name__}, which cannot be "
                     "sent: only tensors, nested TensorDicts and non-tensor data with JSON values travel."
                 )
                 raise TypeError(msg)
-            state[0] = True
-            out_entries.append([key, kind_name, value])
     if out_entries is None:
         return None
     return {
@@ -196,170 +199,345 @@ def _walk(node: tuple, leaves: list, path: tuple, struct_out: list, with_meta: b
     }
 
 
-def _digest(struct_tokens: list) -> int:
-    raw = json.dumps(struct_tokens, separators=(",", ":")).encode("utf-8")
+def _digest(tokens: list) -> int:
+    raw = json.dumps(tokens, separators=(",", ":")).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") & ((1 << 63) - 1)
 
 
-def _split(leaves: list) -> tuple[list, list]:
-    small, big = [], []
-    for i, t in enumerate(leaves):
-        (big if t.numel() * t.element_size() >= BIG_LEAF else small).append(i)
-    return small, big
+_OPEN, _CLOSE, _NONTENSOR = "{", "}", "~"
 
 
-def _check_dense(td: Any, leaves: list) -> None:
-    for t in leaves:
-        if t.layout is not torch.strided or t.is_nested:
-            raise _bad_leaf_error(td, t)
+def _scan(td: Any, leaves: list, sig: list, td_cls: Any, base: Any) -> tuple[bool, bool]:
+    """Collects the tensor leaves and a hashable signature of the structure.
 
-
-class Template:
-    """A TensorDict seen as a receive target: its leaves, digest and wire plan.
-
-    Args:
-        td (TensorDictBase): the tensordict to fill.
+    The signature holds, per level, ``(batch_size, device, names)`` and, per entry,
+    the key and the ``dtype`` and ``shape`` of a tensor, a nested level, or a
+    non-tensor marker: everything the payload layout and the value-free metadata
+    depend on. Returns ``(has non-tensor values, every level is a plain TensorDict)``.
     """
-
-    __slots__ = ("td", "skeleton", "leaves", "digest", "small", "big", "runs", "region_len", "plain")
-
-    def __init__(self, td: Any) -> None:
-        base, td_cls = _base(), _td_cls()
-        self.td = td
-        self.leaves: list = []
-        self.skeleton = _collect(td, self.leaves, base, td_cls)
-        _check_dense(td, self.leaves)
-        tokens: list = []
-        _walk(self.skeleton, self.leaves, (), tokens, False, [False])
-        self.digest = _digest(tokens)
-        self.small, self.big = _split(self.leaves)
-        self.runs, self.region_len = _layout([self.leaves[i] for i in self.small])
-        self.plain = _is_plain(td, td_cls)
-
-    def unpack_region(self, region: torch.Tensor) -> None:
-        """Copies the packed small leaves out of ``region`` into the template's leaves."""
-        if not self.small:
-            return
-        dst = [self.leaves[i] for i in self.small]
-        views = _views(region, self.runs, dst)
-        with torch.no_grad():
-            _copy(dst, views, 0, False)
-
-
-def _is_plain(td: Any, td_cls: Any) -> bool:
-    """``True`` if every level is a plain ``TensorDict`` (its leaves are the stored tensors)."""
-    if td.__class__ is not td_cls:
-        return False
-    base = _base()
-    for value in td._tensordict.values():
-        if isinstance(value, base) and not _is_plain(value, td_cls):
-            return False
-    return True
-
-
-class Outgoing:
-    """A TensorDict prepared for sending: the stream buffer and the big leaves.
-
-    Args:
-        td (TensorDictBase): the tensordict to send.
-        pack_all (bool): put every leaf in the region (one buffer, no big messages),
-            as the collectives that need equal-size buffers do.
-        device (torch.device): where to build the stream.
-    """
-
-    __slots__ = ("stream", "bigs", "digest", "header")
-
-    def __init__(self, td: Any, *, pack_all: bool = False, device: Any = None) -> None:
-        base, td_cls = _base(), _td_cls()
-        leaves: list = []
-        skeleton = _collect(td, leaves, base, td_cls)
-        _check_dense(td, leaves)
-        tokens: list = []
-        has_values = [False]
-        root = _walk(skeleton, leaves, (), tokens, True, has_values)
-        self.digest = _digest(tokens)
-        if pack_all:
-            small, big = list(range(len(leaves))), []
+    append = sig.append
+    if td.__class__ is td_cls:
+        items = td._tensordict.items()
+        names = td._names
+        append((td._batch_size, td._device, None if names is None else tuple(names)))
+        plain = True
+    else:
+        items = td._items_raw()
+        append((td.batch_size, td.device, tuple(td.names) if td._has_names() else None))
+        plain = False
+    values = False
+    tensor = torch.Tensor
+    strided = torch.strided
+    for key, value in items:
+        cls = value.__class__
+        append(key)
+        if cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
+            if value.layout is not strided or value.is_nested:
+                raise _bad_leaf_error(td, value)
+            leaves.append(value)
+            append(value.dtype)
+            append(value.shape)
+        elif cls is td_cls or isinstance(value, base):
+            append(_OPEN)
+            sub_values, sub_plain = _scan(value, leaves, sig, td_cls, base)
+            values = values or sub_values
+            plain = plain and sub_plain
+            append(_CLOSE)
         else:
-            small, big = _split(leaves)
-        small_leaves = [leaves[i] for i in small]
-        try:
-            runs, region_len = _layout(small_leaves)
-        except _BadLeaf as bad:  # pragma: no cover - _check_dense ran first
-            raise _bad_leaf_error(td, small_leaves[bad.args[0]]) from None
-        specs: list = [None] * len(leaves)
-        for i, spec in zip(small, _leaf_specs(runs, small_leaves)):
-            specs[i] = spec
-        big_total = 0
-        for j, i in enumerate(big):
-            t = leaves[i]
-            specs[i] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape), "big": j}
-            big_total += t.numel() * t.element_size()
-        try:
-            meta = json.dumps({"root": root, "leaves": specs}, separators=(",", ":")).encode("utf-8")
-        except (TypeError, ValueError) as err:
-            msg = (
-                f"the non-tensor data of this TensorDict is not JSON-serializable ({err}); only JSON values "
-                "(str, numbers, bool, None, lists, dicts with str keys) travel between ranks. Convert the "
-                "value, or exclude its key before sending."
-            )
-            raise TypeError(msg) from None
-        flags = FLAG_VALUES if has_values[0] else 0
-        region_off = align(HEADER_SIZE + len(meta))
-        storage_device = torch.device(device) if device is not None else torch.device("cpu")
-        stream = torch.empty(region_off + region_len, dtype=torch.uint8, device=storage_device)
-        head = HEADER.pack(MAGIC, VERSION, flags, self.digest, len(meta), region_len, len(big), big_total)
-        self.header = Header(*HEADER.unpack(head))
-        prefix = bytearray(head) + meta + bytes(region_off - HEADER_SIZE - len(meta))
-        stream[:region_off].copy_(torch.frombuffer(prefix, dtype=torch.uint8))
-        if small_leaves:
-            views = _views(stream[region_off:], runs, small_leaves)
-            with torch.no_grad():
-                _copy(views, [t.detach() for t in small_leaves], 0, False)
-        self.stream = stream
-        self.bigs = [_as_bytes(leaves[i].detach(), storage_device) for i in big]
+            append(_NONTENSOR)
+            values = True
+    return values, plain
 
 
-def _as_bytes(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A flat ``uint8`` view (or contiguous copy) of ``t`` on ``device``."""
-    if t.device != device:
-        t = t.to(device)
-    return t.contiguous().reshape(-1).view(torch.uint8)
+# ---------------------------------------------------------------------- plans
+class Plan:
+    """What a structure implies, whatever the values: digest, payload layout, segments.
+
+    Plans are cached by structure signature, so a loop that sends or receives
+    TensorDicts of one structure computes them once.
+
+    Attributes:
+        digest (int): the structure digest.
+        runs (list): the payload layout, ``(dtype, byte start, nbytes, leaf indices)``
+            per dtype (td-core's consolidation layout).
+        total (int): payload length in bytes.
+        offsets, sizes (list[int]): byte offset and length of each leaf.
+        segments (list): how a non-consolidated sender cuts the payload:
+            ``(start, stop, leaf index)`` for a big leaf, ``(start, stop, None)`` for
+            a packed stretch of small leaves.
+        meta (bytes | None): the metadata, when it holds no non-tensor value.
+    """
+
+    __slots__ = (
+        "digest", "runs", "total", "offsets", "sizes", "segments", "specs", "meta", "leaf_at", "same_shape",
+        "_prefixes",
+    )
+
+    def __init__(self, td: Any, leaves: list, has_values: bool) -> None:
+        skeleton = _collect(td, [], _base(), _td_cls())
+        tokens: list = []
+        root = _walk(skeleton, leaves, (), tokens, not has_values)
+        self.digest = _digest(tokens)
+        self.runs, self.total = _layout(leaves)
+        self.same_shape = [all(leaves[i].shape == leaves[idxs[0]].shape for i in idxs) for _, _, _, idxs in self.runs]
+        n = len(leaves)
+        self.offsets = [0] * n
+        self.sizes = [0] * n
+        order = []
+        for dtype, start, _, idxs in self.runs:
+            off = start
+            for i in idxs:
+                size = leaves[i].numel() * dtype.itemsize
+                self.offsets[i], self.sizes[i] = off, size
+                off += size
+                order.append(i)
+        segments: list = []
+        pack_start = None
+        for i in order:  # payload order
+            if self.sizes[i] >= BIG_LEAF:
+                if pack_start is not None:
+                    segments.append((pack_start, self.offsets[i], None))
+                    pack_start = None
+                segments.append((self.offsets[i], self.offsets[i] + self.sizes[i], i))
+            elif pack_start is None and self.sizes[i]:
+                pack_start = self.offsets[i]
+        if pack_start is not None:
+            segments.append((pack_start, self.total, None))
+        self.segments = segments
+        self.leaf_at = {(self.offsets[i], self.offsets[i] + self.sizes[i]): i for i in range(n) if self.sizes[i]}
+        self.specs = _leaf_specs(self.runs, leaves)
+        self.meta = None if has_values else _encode_meta(root, self.specs)
+        self._prefixes: dict = {}
+
+    def prefix(self, flags: int, seg_sizes: tuple, meta: bytes | None = None) -> torch.Tensor:
+        """Header + segment table + metadata + padding, as a ``uint8`` tensor (cached without values)."""
+        if meta is None:
+            key = (flags, seg_sizes)
+            out = self._prefixes.get(key)
+            if out is None:
+                out = self._prefixes[key] = _prefix(flags, self.digest, self.total, seg_sizes, self.meta or b"")
+            return out
+        return _prefix(flags, self.digest, self.total, seg_sizes, meta)
 
 
-def byte_view(t: torch.Tensor) -> torch.Tensor | None:
+def _encode_meta(root: dict | None, specs: list) -> bytes:
+    try:
+        return json.dumps({"root": root, "leaves": specs}, separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError) as err:
+        msg = (
+            f"the non-tensor data of this TensorDict is not JSON-serializable ({err}); only JSON values "
+            "(str, numbers, bool, None, lists, dicts with str keys) travel between ranks. Convert the "
+            "value, or exclude its key before sending."
+        )
+        raise TypeError(msg) from None
+
+
+def _prefix(flags: int, digest: int, total: int, seg_sizes: tuple, meta: bytes) -> torch.Tensor:
+    head = HEADER.pack(MAGIC, VERSION, flags, digest, len(meta), total, len(seg_sizes))
+    table = struct.pack(f"<{len(seg_sizes)}Q", *seg_sizes)
+    used = HEADER_SIZE + len(table) + len(meta)
+    raw = bytearray(head) + table + meta + bytes(align(used) - used)
+    return torch.frombuffer(raw, dtype=torch.uint8)
+
+
+_PLANS: dict = {}
+_MAX_PLANS = 256
+
+
+def _plan(td: Any, leaves: list, sig: list, has_values: bool) -> Plan:
+    key = tuple(sig)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = Plan(td, leaves, has_values)
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+_CACHE_ATTR = "_td_wire_cache"
+
+
+def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
+    """``(leaves, plan, has_values, plain, consolidated storage or None)`` of a TensorDict.
+
+    A consolidated TensorDict whose storage has the payload layout remembers the
+    result (checked against its storage on each use), so re-sending or re-filling
+    it skips the walk.
+    """
+    base, td_cls = _base(), _td_cls()
+    state = getattr(td, "_consolidated", None)
+    d = getattr(td, "__dict__", None)
+    if state is not None and d is not None:
+        cached = d.get(_CACHE_ATTR)
+        if cached is not None and cached[0] is state and _matches(td, state.skeleton, state.leaves, base):
+            return cached[1]
+    leaves: list = []
+    sig: list = []
+    has_values, plain = _scan(td, leaves, sig, td_cls, base)
+    plan = _plan(td, leaves, sig, has_values)
+    storage = None
+    if (
+        plain
+        and state is not None
+        and state.storage.numel() == plan.total
+        and len(state.leaves) == len(leaves)
+        and all(a is b for a, b in zip(state.leaves, leaves))
+        and [r[:3] for r in state.runs] == [r[:3] for r in plan.runs]
+        and [list(r[3]) for r in state.runs] == [list(r[3]) for r in plan.runs]
+    ):
+        storage = state.storage
+    result = (leaves, plan, has_values, plain, storage)
+    if storage is not None and d is not None:
+        d[_CACHE_ATTR] = (state, result)
+    return result
+
+
+# ---------------------------------------------------------------------- packing
+def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """``dst.copy_(src)`` for ``uint8`` ranges, moved as 8-byte words when aligned.
+
+    A word copy has 8x fewer elements, which keeps copies up to ~2 MB below
+    torch's parallelization grain: no thread-pool wake-up for a small buffer (which
+    costs far more than the copy on a busy machine).
+    """
+    n = dst.numel()
+    if (
+        n % 8 == 0
+        and dst.device == src.device
+        and dst.data_ptr() % 8 == 0
+        and src.data_ptr() % 8 == 0
+    ):
+        dst.view(torch.int64).copy_(src.view(torch.int64))
+    else:
+        dst.copy_(src)
+
+
+def _byte_range(t: torch.Tensor) -> torch.Tensor | None:
     """A flat ``uint8`` view of a contiguous ``t`` (``None`` if it is not contiguous)."""
     if not t.is_contiguous():
         return None
     return t.reshape(-1).view(torch.uint8)
 
 
+def _pack_run(dst: torch.Tensor, dtype: torch.dtype, leaves: list, same_shape: bool) -> None:
+    """Copies ``leaves`` (one dtype) one after the other into the ``uint8`` range ``dst``."""
+    slab = dst.view(dtype)
+    try:
+        if same_shape:
+            torch.stack(leaves, out=slab.view(len(leaves), *leaves[0].shape))
+        else:
+            torch.cat([t.reshape(-1) for t in leaves], out=slab)
+    except RuntimeError:
+        if all(t.device == dst.device for t in leaves):
+            raise
+        _pack_run(dst, dtype, [t.to(dst.device) for t in leaves], same_shape)
+
+
+def _pack(dst: torch.Tensor, base: int, start: int, stop: int, plan: Plan, leaves: list) -> None:
+    """Fills ``dst`` (payload bytes ``base + [0, len)``) with the leaves inside ``[start, stop)``."""
+    offsets, sizes = plan.offsets, plan.sizes
+    with torch.no_grad():
+        for (dtype, run_start, nbytes, idxs), same_shape in zip(plan.runs, plan.same_shape):
+            run_stop = run_start + nbytes
+            if run_start >= start and run_stop <= stop:
+                sel = idxs
+            else:
+                lo, hi = max(start, run_start), min(stop, run_stop)
+                if lo >= hi:
+                    continue
+                sel = [i for i in idxs if offsets[i] >= lo and offsets[i] + sizes[i] <= hi and sizes[i]]
+            if not sel:
+                continue
+            first = offsets[sel[0]] - base
+            last = offsets[sel[-1]] + sizes[sel[-1]] - base
+            _pack_run(dst[first:last], dtype, [leaves[i] for i in sel], same_shape)
+
+
+class Outgoing:
+    """A TensorDict prepared for sending: the stream and the payload segments.
+
+    Args:
+        td (TensorDictBase): the tensordict to send.
+        inline (bool): put the whole payload in the stream (one buffer), as the
+            collectives that exchange equal-size buffers need. Defaults to
+            ``False``: inline only up to :data:`INLINE_MAX` bytes.
+        device (torch.device): where the buffers live (the backend's device).
+    """
+
+    __slots__ = ("stream", "segments", "digest")
+
+    def __init__(self, td: Any, *, inline: bool = False, device: Any = None) -> None:
+        leaves, plan, has_values, _, storage = _analyse(td)
+        device = torch.device(device) if device is not None else torch.device("cpu")
+        self.digest = plan.digest
+        meta = None
+        if has_values:
+            skeleton = _collect(td, [], _base(), _td_cls())
+            meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs)
+        flags = FLAG_VALUES if has_values else 0
+        if storage is not None and storage.device != device:
+            storage = None
+        if inline or plan.total <= INLINE_MAX:
+            prefix = plan.prefix(flags | FLAG_INLINE, (), meta)
+            p = prefix.numel()
+            stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
+            copy_bytes(stream[:p], prefix)
+            if storage is not None:
+                copy_bytes(stream[p:], storage)
+            elif plan.total:
+                _pack(stream[p:], 0, 0, plan.total, plan, leaves)
+            self.stream, self.segments = stream, []
+            return
+        if storage is not None:  # consolidated: the storage is the payload, one segment, no copy
+            segments = [storage]
+        else:
+            segments = []
+            for start, stop, leaf in plan.segments:
+                if leaf is not None:
+                    t = leaves[leaf].detach()
+                    if t.device != device:
+                        t = t.to(device)
+                    segments.append(t.contiguous().reshape(-1).view(torch.uint8))
+                else:
+                    buf = torch.empty(stop - start, dtype=torch.uint8, device=device)
+                    _pack(buf, start, start, stop, plan, leaves)
+                    segments.append(buf)
+        prefix = plan.prefix(flags, tuple(s.numel() for s in segments), meta)
+        self.stream = prefix.to(device) if prefix.device != device else prefix
+        self.segments = segments
+
+
 # ---------------------------------------------------------------------- reading
 class Header:
-    """The parsed fixed-size header of a stream."""
+    """The parsed prefix of a stream: flags, digest, sizes and the segment table."""
 
-    __slots__ = ("flags", "digest", "meta_len", "region_len", "n_big", "big_total")
+    __slots__ = ("flags", "digest", "meta_len", "total", "segments", "prefix_len")
 
-    def __init__(self, magic: bytes, version: int, flags: int, digest: int, meta_len: int,
-                 region_len: int, n_big: int, big_total: int) -> None:
+    def __init__(self, flags: int, digest: int, meta_len: int, total: int, segments: list) -> None:
         self.flags = flags
         self.digest = digest
         self.meta_len = meta_len
-        self.region_len = region_len
-        self.n_big = n_big
-        self.big_total = big_total
+        self.total = total
+        self.segments = segments
+        self.prefix_len = align(HEADER_SIZE + 8 * len(segments) + meta_len)
 
     @property
-    def region_offset(self) -> int:
-        return align(HEADER_SIZE + self.meta_len)
+    def inline(self) -> bool:
+        return bool(self.flags & FLAG_INLINE)
 
     @property
     def stream_len(self) -> int:
-        return self.region_offset + self.region_len
+        """Bytes of the stream: the prefix, plus the payload when inline."""
+        return self.prefix_len + (self.total if self.inline else 0)
+
+    @property
+    def meta_offset(self) -> int:
+        return HEADER_SIZE + 8 * len(self.segments)
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
-    """The bytes of a small ``uint8`` tensor (no numpy needed)."""
+    """The bytes of a small ``uint8`` CPU tensor (no numpy needed)."""
     n = t.numel()
     if n == 0:
         return b""
@@ -368,32 +546,48 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
     return bytes(buf)
 
 
-#: largest metadata/region a header may announce (guards allocations against garbage)
-MAX_STREAM = 1 << 40
-
-
-def parse_header(raw: bytes, who: str) -> Header:
-    """Parses and checks the 64-byte header; ``who`` names the sender in errors."""
+def read_counts(raw: bytes, who: str) -> tuple[int, int, int, int, int]:
+    """``(flags, digest, meta_len, total, n_segments)`` from the 64 header bytes, checked."""
     if len(raw) < HEADER_SIZE:
         raise WireError(f"{who} sent {len(raw)} bytes, fewer than the {HEADER_SIZE}-byte header.")
-    magic, version, flags, digest, meta_len, region_len, n_big, big_total = HEADER.unpack_from(raw)
+    magic, version, flags, digest, meta_len, total, n_seg = HEADER.unpack_from(raw)
     if magic != MAGIC:
         msg = (
             f"{who} sent a message that is not a TensorDict transfer (magic {magic!r}, expected {MAGIC!r}). "
-            "Both sides must use the same tensordict calls (send/recv, isend/irecv, init_remote/"
+            "Both sides must make matching tensordict calls (send/recv, isend/irecv, init_remote/"
             "from_remote_init) with the same tags."
         )
         raise WireError(msg)
     if version != VERSION:
         raise WireError(f"{who} uses wire format version {version}; this process reads version {VERSION}.")
-    if meta_len > MAX_STREAM or region_len > MAX_STREAM or big_total > MAX_STREAM or n_big > MAX_STREAM:
-        raise WireError(f"{who} sent a header with impossible sizes (metadata {meta_len}, region {region_len}).")
-    return Header(magic, version, flags, digest, meta_len, region_len, n_big, big_total)
+    if meta_len > MAX_BYTES or total > MAX_BYTES or n_seg > MAX_BYTES // 8:
+        raise WireError(f"{who} sent a header with impossible sizes (metadata {meta_len}, payload {total}).")
+    if flags & FLAG_INLINE and n_seg:
+        raise WireError(f"{who} sent an inline payload with a segment table.")
+    return flags, digest, meta_len, total, n_seg
+
+
+def stream_length(flags: int, meta_len: int, total: int, n_seg: int) -> int:
+    """Bytes of a stream with these header counts."""
+    return align(HEADER_SIZE + 8 * n_seg + meta_len) + (total if flags & FLAG_INLINE else 0)
+
+
+def parse_header(stream_start: bytes, who: str) -> Header:
+    """Parses the header and the segment table (``stream_start`` holds at least both)."""
+    flags, digest, meta_len, total, n_seg = read_counts(stream_start, who)
+    need = HEADER_SIZE + 8 * n_seg
+    if len(stream_start) < need:
+        raise WireError(f"{who} sent a truncated segment table.")
+    segments = list(struct.unpack_from(f"<{n_seg}Q", stream_start, HEADER_SIZE)) if n_seg else []
+    if not flags & FLAG_INLINE and (sum(segments) != total or any(s == 0 for s in segments)):
+        raise WireError(f"{who} sent segments {segments[:8]}... that do not tile its {total}-byte payload.")
+    return Header(flags, digest, meta_len, total, segments)
 
 
 def parse_meta(stream: torch.Tensor, header: Header, who: str) -> dict:
     """Decodes and checks the JSON metadata of a stream."""
-    raw = tensor_bytes(stream[HEADER_SIZE : HEADER_SIZE + header.meta_len].cpu())
+    start = header.meta_offset
+    raw = tensor_bytes(stream[start : start + header.meta_len].cpu())
     try:
         meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
@@ -409,43 +603,28 @@ def _ints(value: Any, who: str, what: str) -> list:
     return value
 
 
-class Specs:
-    """The validated leaf specs of a metadata: ``(dtype, shape, nbytes, offset | None, big | None)``."""
-
-    __slots__ = ("items", "big_order")
-
-    def __init__(self, meta: dict, header: Header, who: str) -> None:
-        items = []
-        big_order: list = []
-        for spec in meta["leaves"]:
-            if not isinstance(spec, dict):
-                raise WireError(f"{who} sent an invalid leaf description {spec!r}.")
-            name = spec.get("dtype")
-            dtype = _DTYPES.get(name) if isinstance(name, str) else None
-            if dtype is None:
-                raise WireError(f"{who} sent an unsupported dtype {name!r}.")
-            shape = torch.Size(_ints(spec.get("shape"), who, "leaf shape"))
-            nbytes = shape.numel() * dtype.itemsize
-            if "big" in spec:
-                j = spec["big"]
-                if type(j) is not int or j != len(big_order):
-                    raise WireError(f"{who} sent big leaves out of order ({j!r}).")
-                big_order.append(len(items))
-                items.append((dtype, shape, nbytes, None, j))
-            else:
-                off = spec.get("offset")
-                if type(off) is not int or off < 0 or off % dtype.itemsize or off + nbytes > header.region_len:
-                    raise WireError(f"{who} sent a leaf at offset {off!r} outside its {header.region_len}-byte region.")
-                items.append((dtype, shape, nbytes, off, None))
-        if len(big_order) != header.n_big or sum(items[i][2] for i in big_order) != header.big_total:
-            raise WireError(f"the big leaves described by {who} do not match its header.")
-        self.items = items
-        self.big_order = big_order
+def leaf_specs(meta: dict, total: int, who: str) -> list:
+    """The validated ``(dtype, shape, offset, nbytes)`` of every leaf."""
+    specs = []
+    for spec in meta["leaves"]:
+        if not isinstance(spec, dict):
+            raise WireError(f"{who} sent an invalid leaf description {spec!r}.")
+        name = spec.get("dtype")
+        dtype = _DTYPES.get(name) if isinstance(name, str) else None
+        if dtype is None:
+            raise WireError(f"{who} sent an unsupported dtype {name!r}.")
+        shape = torch.Size(_ints(spec.get("shape"), who, "leaf shape"))
+        nbytes = shape.numel() * dtype.itemsize
+        off = spec.get("offset")
+        if type(off) is not int or off < 0 or off % dtype.itemsize or off + nbytes > total:
+            raise WireError(f"{who} sent a leaf at offset {off!r} outside its {total}-byte payload.")
+        specs.append((dtype, shape, off, nbytes))
+    return specs
 
 
 def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list, depth: int,
                  device: Any, views: list) -> tuple:
-    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict._nontensor import NonTensorData
 
     if depth > _MAX_DEPTH:
         raise WireError(f"the tree sent by {who} is nested too deeply.")
@@ -480,60 +659,51 @@ def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list,
                 raise WireError(f"{who} sent an invalid leaf index {payload!r} for key {key!r}.")
             used.add(payload)
             if list(views[payload].shape[: len(bs)]) != bs:
-                msg = f"{who} sent the leaf {key!r} of shape {list(views[payload].shape)}, which does not start with batch_size {bs}."
+                msg = (
+                    f"{who} sent the leaf {key!r} of shape {list(views[payload].shape)}, which does not start "
+                    f"with batch_size {bs}."
+                )
                 raise WireError(msg)
             entries.append((key, _TENSOR, payload))
         elif kind == "td":
             entries.append((key, _TD, _decode_node(payload, who, n_leaves, used, bs, depth + 1, device, views)))
         elif kind == "data":
-            entries.append((key, 2, NonTensorData(payload, batch_size, None)))
+            entries.append((key, _OTHER, NonTensorData(payload, batch_size, None)))
         elif kind == "stack":
-            if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
-                raise WireError(f"{who} sent an invalid non-tensor stack under {key!r}.")
-            shape = torch.Size(_ints(payload.get("shape"), who, "stack shape"))
-            if shape.numel() != len(payload["items"]) or list(shape[: len(bs)]) != bs:
-                raise WireError(f"{who} sent a non-tensor stack {key!r} that does not match its shape {list(shape)}.")
-            entries.append((key, 2, NonTensorStack._from_flat(payload["items"], shape, None)))
+            entries.append((key, _OTHER, _stack_value(payload, key, bs, who)))
         else:
             raise WireError(f"{who} sent an unknown entry kind {kind!r} for key {key!r}.")
     # the result lives where its storage is; a level without a device stays without one
-    out_dev = None if dev is None else device
-    return (batch_size, out_dev, names, entries)
+    return (batch_size, None if dev is None else device, names, entries)
 
 
-def storage_layout(specs: Specs, header: Header) -> tuple[int, list]:
-    """Offsets of every leaf in a consolidated storage: the region, then the big leaves."""
-    offsets = []
-    big_start = align(header.region_len)
-    big_off = big_start
-    big_offsets = {}
-    for pos in specs.big_order:
-        big_offsets[pos] = big_off
-        big_off = align(big_off + specs.items[pos][2])
-    for pos, (_, _, _, off, _) in enumerate(specs.items):
-        offsets.append(off if off is not None else big_offsets[pos])
-    return (big_off if specs.big_order else header.region_len), offsets
+def _stack_value(payload: Any, key: str, bs: list | None, who: str) -> Any:
+    from tensordict._nontensor import NonTensorStack
+
+    if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
+        raise WireError(f"{who} sent an invalid non-tensor stack under {key!r}.")
+    shape = torch.Size(_ints(payload.get("shape"), who, "stack shape"))
+    if shape.numel() != len(payload["items"]) or (bs is not None and list(shape[: len(bs)]) != bs):
+        raise WireError(f"{who} sent a non-tensor stack {key!r} that does not match its shape {list(shape)}.")
+    return NonTensorStack._from_flat(payload["items"], shape, None)
 
 
-def build_from_stream(meta: dict, specs: Specs, storage: torch.Tensor, offsets: list, who: str) -> Any:
-    """A consolidated TensorDict over ``storage`` described by ``meta`` (leaves at ``offsets``)."""
-    views = []
-    spec_tuples = []
-    for (dtype, shape, nbytes, _, _), off in zip(specs.items, offsets):
-        views.append(storage[off : off + nbytes].view(dtype).view(shape))
-        spec_tuples.append((dtype, shape, off, nbytes))
+def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
+    """A consolidated TensorDict whose leaves are views into ``storage`` (the payload)."""
+    specs = leaf_specs(meta, storage.numel(), who)
+    views = [storage[off : off + nbytes].view(dtype).view(shape) for dtype, shape, off, nbytes in specs]
     used: set = set()
     skeleton = _decode_node(meta["root"], who, len(views), used, [], 0, storage.device, views)
     if len(used) != len(views):
         raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
     td, skeleton = _build(skeleton, views, None, _td_cls(), False, False)
-    td._consolidated = _State(storage, skeleton, _runs_from_specs(spec_tuples), views, None)
+    td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
     return td
 
 
 def set_values(td: Any, meta: dict, who: str) -> None:
     """Writes the non-tensor values of ``meta`` into the matching entries of ``td``."""
-    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict._nontensor import NonTensorData
 
     def visit(target: Any, node: Any, depth: int) -> None:
         if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
@@ -549,18 +719,90 @@ def set_values(td: Any, meta: dict, who: str) -> None:
                 bs = getattr(old, "batch_size", target.batch_size)
                 target._set_raw(key, NonTensorData(payload, bs, getattr(old, "device", None)))
             elif kind == "stack":
-                if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
-                    raise WireError(f"{who} sent an invalid non-tensor stack under {key!r}.")
-                shape = torch.Size(_ints(payload.get("shape"), who, "stack shape"))
-                if shape.numel() != len(payload["items"]):
-                    raise WireError(f"{who} sent a non-tensor stack {key!r} that does not match its shape.")
-                target._set_raw(key, NonTensorStack._from_flat(payload["items"], shape, None))
+                target._set_raw(key, _stack_value(payload, key, None, who))
 
     visit(td, meta["root"], 0)
 
 
+# ---------------------------------------------------------------------- receiving into a template
+class Template:
+    """A TensorDict seen as a receive target: its leaves, plan and payload destinations.
+
+    Args:
+        td (TensorDictBase): the tensordict to fill.
+    """
+
+    __slots__ = ("td", "leaves", "plan", "plain", "storage", "_staged", "_direct")
+
+    def __init__(self, td: Any) -> None:
+        self.td = td
+        self.leaves, self.plan, _, self.plain, self.storage = _analyse(td)
+        self._staged: torch.Tensor | None = None
+        self._direct: set = set()
+
+    @property
+    def digest(self) -> int:
+        return self.plan.digest
+
+    def fill_inline(self, payload: torch.Tensor) -> None:
+        """Copies a received payload into the leaves (one copy into a consolidated storage)."""
+        with torch.no_grad():
+            if self.storage is not None and self.storage.device == payload.device:
+                copy_bytes(self.storage, payload)
+            else:
+                self._unpack(payload, None)
+
+    def segment_buffers(self, sizes: list, device: torch.device) -> list:
+        """Where to receive each segment: a byte range of the destination, or of a staging buffer."""
+        plan = self.plan
+        bufs = []
+        start = 0
+        direct = set()
+        for size in sizes:
+            stop = start + size
+            dest = None
+            if self.storage is not None and self.storage.device == device:
+                dest = self.storage[start:stop]
+            else:
+                leaf = plan.leaf_at.get((start, stop))
+                if leaf is not None and self.leaves[leaf].device == device:
+                    dest = _byte_range(self.leaves[leaf])
+                    if dest is not None:
+                        direct.add(leaf)
+            if dest is None:
+                if self._staged is None:
+                    self._staged = torch.empty(plan.total, dtype=torch.uint8, device=device)
+                dest = self._staged[start:stop]
+            bufs.append(dest)
+            start = stop
+        self._direct = direct
+        return bufs
+
+    def finish_segments(self) -> None:
+        """Copies whatever was staged into the leaves."""
+        if self._staged is not None:
+            with torch.no_grad():
+                self._unpack(self._staged, self._direct)
+
+    def _unpack(self, payload: torch.Tensor, skip: set | None) -> None:
+        plan = self.plan
+        leaves = self.leaves
+        if skip:
+            keep = [i for i in range(len(leaves)) if i not in skip]
+            if not keep:
+                return
+            dst = [leaves[i] for i in keep]
+            views = [payload[plan.offsets[i] : plan.offsets[i] + plan.sizes[i]].view(leaves[i].dtype).view(leaves[i].shape)
+                     for i in keep]
+        else:
+            dst = leaves
+            views = _views(payload, plan.runs, leaves)
+        if dst:
+            torch._foreach_copy_(dst, views)
+
+
 # ---------------------------------------------------------------------- explaining mismatches
-def _flatten_meta(node: Any, specs: Specs | None, prefix: tuple, out: dict, depth: int = 0) -> None:
+def _flatten_meta(node: Any, specs: list | None, prefix: tuple, out: dict, depth: int = 0) -> None:
     if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
         return
     for entry in node["entries"]:
@@ -568,8 +810,8 @@ def _flatten_meta(node: Any, specs: Specs | None, prefix: tuple, out: dict, dept
             continue
         key, kind, payload = entry
         path = (*prefix, str(key))
-        if kind == "tensor" and specs is not None and type(payload) is int and 0 <= payload < len(specs.items):
-            dtype, shape, *_ = specs.items[payload]
+        if kind == "tensor" and specs is not None and type(payload) is int and 0 <= payload < len(specs):
+            dtype, shape, *_ = specs[payload]
             out[path] = f"{_NAMES[dtype]}{list(shape)}"
         elif kind == "td":
             out[path] = "TensorDict"
@@ -578,7 +820,7 @@ def _flatten_meta(node: Any, specs: Specs | None, prefix: tuple, out: dict, dept
             out[path] = "non-tensor"
 
 
-def _flatten_template(node: tuple, leaves: list, prefix: tuple, out: dict) -> None:
+def _flatten_skeleton(node: tuple, leaves: list, prefix: tuple, out: dict) -> None:
     for key, kind, payload in node[3]:
         path = (*prefix, key)
         if kind == _TENSOR:
@@ -586,22 +828,24 @@ def _flatten_template(node: tuple, leaves: list, prefix: tuple, out: dict) -> No
             out[path] = f"{_NAMES.get(t.dtype, str(t.dtype))}{list(t.shape)}"
         elif kind == _TD:
             out[path] = "TensorDict"
-            _flatten_template(payload, leaves, path, out)
+            _flatten_skeleton(payload, leaves, path, out)
         else:
             out[path] = "non-tensor"
 
 
-def structure_of_template(template: Template) -> dict:
-    """``{key path: "dtype[shape]" | "TensorDict" | "non-tensor"}`` of a template."""
+def structure_of(td: Any) -> dict:
+    """``{key path: "dtype[shape]" | "TensorDict" | "non-tensor"}`` of a TensorDict."""
+    leaves: list = []
+    skeleton = _collect(td, leaves, _base(), _td_cls())
     out: dict = {}
-    _flatten_template(template.skeleton, template.leaves, (), out)
+    _flatten_skeleton(skeleton, leaves, (), out)
     return out
 
 
-def structure_of_meta(meta: dict, specs: Specs | None) -> dict:
+def structure_of_meta(meta: dict, total: int, who: str) -> dict:
     """``{key path: description}`` of received metadata."""
     out: dict = {}
-    _flatten_meta(meta.get("root"), specs, (), out)
+    _flatten_meta(meta.get("root"), leaf_specs(meta, total, who), (), out)
     return out
 
 

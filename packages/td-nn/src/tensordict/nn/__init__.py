@@ -24,7 +24,12 @@ from tensordict.nn._distributions import (
     set_composite_lp_aggregate,
 )
 from tensordict.nn._ensemble import EnsembleModule
-from tensordict.nn._functional import get_functional, is_functional, make_functional, repopulate_module
+from tensordict.nn._functional import (
+    get_functional,
+    is_functional,
+    make_functional,
+    repopulate_module,
+)
 from tensordict.nn._mappings import (
     AddStateIndependentNormalScale,
     NormalParamExtractor,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -447,19 +448,14 @@ def _wrap_forward(fwd: Callable) -> Callable:
 
 # ---------------------------------------------------------------------------- base class
 
-_torch_module = nn.modules.module
+def _global_hooks_check() -> bool:
+    return bool(_global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks)  # noqa: F821
 
 
-def _any_global_hooks() -> bool:
-    """``True`` when a global ``nn.Module`` hook is registered."""
-    m = _torch_module
-    return bool(
-        m._global_forward_hooks
-        or m._global_forward_pre_hooks
-        or m._global_backward_hooks
-        or m._global_backward_pre_hooks
-    )
-
+#: ``True`` when a global ``nn.Module`` hook is registered. The function runs with
+#: ``torch.nn.modules.module``'s globals, so that under ``torch.compile`` it reads the hook
+#: dicts through the same source as ``nn.Module.__call__`` (no extra aliasing guards).
+_any_global_hooks = types.FunctionType(_global_hooks_check.__code__, nn.modules.module.__dict__, "_any_global_hooks")
 
 
 class TensorDictModuleBase(nn.Module):

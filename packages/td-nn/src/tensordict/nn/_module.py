@@ -19,8 +19,6 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict.nn._common import (
     _NOTSET,
-    _SKIP_EXISTING,
-    _ReadableKeyError,
     TensorDictModuleBase,
     _all_present,
     _handles_kwargs,
@@ -28,6 +26,8 @@ from tensordict.nn._common import (
     _missing_in_key_error,
     _module_label,
     _normalize_keys,
+    _ReadableKeyError,
+    skip_existing,
 )
 
 __all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule"]
@@ -370,7 +370,7 @@ class TensorDictModule(TensorDictModuleBase):
             and tensordict_out is None
             and not args
             and not kwargs
-            and not _SKIP_EXISTING[0]
+            and not skip_existing()
         ):
             # Hot path (one str key in, one str key out, plain TensorDict): reads and
             # writes the TensorDict's storage dict directly, with the same checks as
@@ -393,7 +393,7 @@ class TensorDictModule(TensorDictModuleBase):
             td = self._td_from_call(tensordict, args, kwargs)
             out = self.forward(td, tensordict_out=tensordict_out)
             return _infer_batch_size_(out)
-        if _SKIP_EXISTING[0] and self._written and _all_present(tensordict, self._written):
+        if skip_existing() and self._written and _all_present(tensordict, self._written):
             return tensordict
         fn = self._fn
         if self.method is not None:

@@ -9,11 +9,10 @@ from typing import Any
 
 from torch import nn
 
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict.nn._common import (
     _NOTSET,
-    _SKIP_EXISTING,
     TensorDictModuleBase,
     _all_present,
     _any_global_hooks,
@@ -21,6 +20,7 @@ from tensordict.nn._common import (
     _infer_batch_size_,
     _missing_in_key_error,
     _normalize_keys,
+    skip_existing,
 )
 from tensordict.nn._module import TensorDictModule, WrapModule
 
@@ -358,12 +358,16 @@ class TensorDictSequential(TensorDictModule):
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
             return _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
-        if _SKIP_EXISTING[0] and self._written and _all_present(tensordict, self._written):
+        if skip_existing() and self._written and _all_present(tensordict, self._written):
             return tensordict
         pre = self._precheck
         if pre is not None:
+            plain = tensordict.__class__ is TensorDict
             for key in pre:
-                if tensordict.get(key, _NOTSET) is _NOTSET:
+                if plain and key.__class__ is str:
+                    if key not in tensordict._tensordict:
+                        raise self._missing(key, tensordict)
+                elif tensordict.get(key, _NOTSET) is _NOTSET:
                     raise self._missing(key, tensordict)
         unselected = self._unselected
         present = [k for k in unselected if k in tensordict.keys(True)] if unselected else None

@@ -251,7 +251,12 @@ class _TensorClassCore(_Slots):
         if kind is str or (kind is tuple and index and all(i.__class__ in (str, tuple) for i in index)):
             return self.get(index)
         td = self._tensordict
-        out = td._index(index) if td.__class__ is TensorDict else td[index]
+        if td.__class__ is TensorDict:
+            out = _index_tensors(td, index, kind)
+            if out is None:
+                out = td._index(index)
+        else:
+            out = td[index]
         return _new(type(self), out, self._non_tensordict)
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -576,6 +581,31 @@ class _TensorClassCore(_Slots):
         return dispatch(func, types, args, kwargs or {})
 
 
+def _index_tensors(td: TensorDict, index: Any, kind: type) -> TensorDict | None:
+    """``td[index]`` for the common case, a slice, an int or a 1-d tensor along the first
+    batch dim of a TensorDict of plain tensors: every leaf indexed once, nothing else
+    checked that torch does not check. ``None`` when the case does not apply."""
+    bs = td._batch_size
+    if not bs:
+        return None
+    if kind is _Tensor:
+        if index.ndim != 1 or (index.dtype is torch.bool and len(bs) < 1):
+            return None
+    elif kind is not slice and kind is not int:
+        return None
+    source = {}
+    leaf = None
+    for key, value in td._tensordict.items():
+        if value.__class__ is not _Tensor:
+            return None
+        source[key] = leaf = value[index]
+    if leaf is None:
+        return None
+    nd = len(bs)
+    new_bs = leaf.shape[: leaf.ndim - (value.ndim - nd)]
+    return _new_td(source, new_bs, td._device)
+
+
 def _convert_nested(cls: type, td: TensorDict) -> None:
     """Nested TensorDicts of ``td`` under fields annotated with a tensorclass become
     instances of it (in place)."""
@@ -606,32 +636,42 @@ def _init_instance(
         bs = _to_size(batch_size)
     dev = _to_device(device) if device is not None else None
     n = len(bs)
+    b0 = bs[0] if n == 1 else -1
     store: dict = {}
     nt: dict = {}
-    attrs: dict = {}
     td = _new_td(store, bs, dev)
     fast = not cls._tc_autocast
     for name, value in zip(cls._tc_fields, values):
         if value.__class__ is _Tensor and fast:
-            if n and value.shape[:n] != bs:
-                raise _batch_error(cls, name, value.shape, bs)
+            if n:
+                if b0 >= 0:  # one batch dim: compare one int rather than a slice of the shape
+                    try:
+                        bad = value.shape[0] != b0
+                    except IndexError:
+                        bad = True
+                else:
+                    bad = value.shape[:n] != bs
+                if bad:
+                    raise _batch_error(cls, name, value.shape, bs)
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
-            store[name] = attrs[name] = value
+            store[name] = value
+            _obj_setattr(self, name, value)
         elif value is None:
-            nt[name] = attrs[name] = None
+            nt[name] = None
+            _obj_setattr(self, name, None)
         else:
             in_td, value = _convert_field(cls, name, value, td, non_blocking)
             if in_td:
                 store[name] = value
-                attrs[name] = _read(value)
+                _obj_setattr(self, name, _read(value))
             else:
-                nt[name] = attrs[name] = value
+                nt[name] = value
+                _obj_setattr(self, name, value)
     if names is not None:
         td.names = names
     _SET_TD(self, td)
     _SET_NT(self, nt)
-    _obj_setattr(self, "__dict__", attrs)
     post_init = cls.__post_init__
     if post_init is not None:
         post_init(self)

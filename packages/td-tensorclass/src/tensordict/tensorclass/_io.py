@@ -44,6 +44,26 @@ def _deep_full(obj: Any) -> TensorDict:
     return TensorDict._new_unsafe(source, bs, device, td.names if td._has_names() else None)
 
 
+def _call_full(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Runs ``TensorDict.<name>`` on the whole field tree (``_deep_full``): the method sees
+    nested instances and non-tensor fields; what it rebinds in the tree is written back;
+    a TensorDict result with this class's fields comes back as an instance."""
+    deep = _deep_full(obj)
+    try:
+        fn = getattr(deep, name)
+    except AttributeError:
+        msg = f"{type(obj).__name__}.{name}() runs TensorDict.{name}(), which the installed td-core does not provide."
+        raise AttributeError(msg) from None
+    out = fn(*args, **kwargs)
+    _assign_from(obj, deep)
+    if out is deep:
+        return obj
+    cls = type(obj)
+    if isinstance(out, TensorDictBase) and cls._tc_field_set.issuperset(out._keys_raw()):
+        return cls.from_tensordict(out)
+    return out
+
+
 def _assign_from(obj: Any, tree: Any) -> None:
     """Writes the entries of ``tree`` (as built by ``_deep_full``) back into ``obj``."""
     td = obj._tensordict
@@ -140,11 +160,6 @@ class _IOMixin:
     def fromkeys(cls, keys: Sequence[Any], value: Any = 0) -> Self:
         """An instance with every field in ``keys`` set to ``value`` (batch_size ``[]``)."""
         return cls._from_result(_td_classmethod("fromkeys")(keys, value))
-
-    @classmethod
-    def from_remote_init(cls, *args: Any, **kwargs: Any) -> Self:
-        """Receives an instance sent with ``init_remote`` (td-distributed)."""
-        return cls._from_result(_td_classmethod("from_remote_init")(*args, **kwargs))
 
     # ------------------------------------------------------------------ stacking
     @classmethod
@@ -308,6 +323,34 @@ class _IOMixin:
     def load(cls, prefix: Any, *args: Any, **kwargs: Any) -> Self:
         """Loads an instance saved with :meth:`save`: a proxy of :meth:`load_memmap`."""
         return cls.load_memmap(prefix, *args, **kwargs)
+
+    # ------------------------------------------------------------------ distributed
+    # td-distributed's point-to-point and collective methods see every field (nested
+    # instances and non-tensor fields included); received values are written back.
+    def init_remote(self, *args: Any, **kwargs: Any) -> None:
+        """Sends the instance to a rank that calls :meth:`from_remote_init` (td-distributed)."""
+        return _call_full(self, "init_remote", *args, **kwargs)
+
+    def send(self, *args: Any, **kwargs: Any) -> Any:
+        """Sends the fields to a rank that calls :meth:`recv` (td-distributed)."""
+        return _call_full(self, "send", *args, **kwargs)
+
+    def isend(self, *args: Any, **kwargs: Any) -> Any:
+        """Non-blocking :meth:`send` (td-distributed)."""
+        return _call_full(self, "isend", *args, **kwargs)
+
+    def recv(self, *args: Any, **kwargs: Any) -> Any:
+        """Receives into this instance what another rank :meth:`send` s (td-distributed)."""
+        return _call_full(self, "recv", *args, **kwargs)
+
+    def irecv(self, *args: Any, **kwargs: Any) -> Any:
+        """Non-blocking :meth:`recv` into this instance's tensors (td-distributed)."""
+        return _call_full(self, "irecv", *args, **kwargs)
+
+    @classmethod
+    def from_remote_init(cls, *args: Any, **kwargs: Any) -> Self:
+        """Receives an instance sent with :meth:`init_remote` (td-distributed)."""
+        return cls._from_result(_td_classmethod("from_remote_init")(*args, **kwargs))
 
     # ------------------------------------------------------------------ state dict
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False, flatten: bool = False) -> dict:

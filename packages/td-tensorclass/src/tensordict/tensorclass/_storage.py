@@ -44,6 +44,8 @@ __all__: list[str] = []
 _Tensor = torch.Tensor
 _Size = torch.Size
 _EMPTY_SIZE = torch.Size(())
+#: marks a missing entry (``None`` is a valid field value)
+_ABSENT: Any = object()
 
 
 class _Slots:
@@ -171,6 +173,25 @@ def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
 def _new(cls: type, td: TensorDictBase, nt: dict | None) -> Any:
     """A new ``cls`` instance over ``td``; ``nt`` is copied (it is per instance)."""
     obj = _obj_new(cls)
+    if td.__class__ is TensorDict and not nt:
+        # the hot path (indexing, shape ops): tensors only, nothing to move around
+        store = td._tensordict
+        for value in store.values():
+            kind = value.__class__
+            if kind is NonTensorData or kind is NonTensorStack:
+                break
+        else:
+            # attribute by attribute (not a new __dict__): the instance keeps CPython's
+            # compact attribute storage, the fastest to read
+            for key, value in store.items():
+                _obj_setattr(obj, key, value)
+            if len(store) < len(cls._tc_fields):
+                for name in cls._tc_fields:
+                    if name not in store:
+                        _obj_setattr(obj, name, None)
+            _SET_TD(obj, td)
+            _SET_NT(obj, {})
+            return obj
     _bind(obj, td, dict(nt) if nt else {})
     return obj
 
@@ -409,6 +430,3 @@ def _store_field(obj: Any, name: str, value: Any, non_blocking: bool = False) ->
             td._del_raw(name)
         nt[name] = value
         obj.__dict__[name] = value
-
-
-_ABSENT: Any = object()

@@ -1,0 +1,98 @@
+"""Step 8 of the demo: the printed report and the PNG (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+__all__ = ["du", "print_report", "save_figure"]
+
+
+def du(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (or of the file itself); 0 if absent."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def print_report(summary: dict, out: Path) -> None:
+    """Prints accuracies, sizes on disk, time per stage and the checks."""
+    line = "-" * 64
+    print(f"\n{line}\nTensorDict demo report: {summary['source']}, {summary['samples']} samples "
+          f"({summary['train']} train / {summary['test']} test), {summary['epochs']} epochs\n{line}")
+    print(f"{'single model (TensorDictSequential)':44s} {summary['accuracy']:.4f}")
+    for i, acc in enumerate(summary["member_accuracy"]):
+        print(f"{f'  ensemble member {i}':44s} {acc:.4f}")
+    print(f"{'ensemble (mean of softmax, vmap)':44s} {summary['ensemble_accuracy']:.4f}")
+    reload = summary["reload"]
+    print(f"{'fresh model -> after load_memmap + to_module':44s} {reload['fresh']:.4f} -> {reload['reloaded']:.4f}")
+    print(line)
+    for name, size in summary["sizes"].items():
+        print(f"{'on disk: ' + name:44s} {_size(size):>10s}")
+    print(line)
+    for name, seconds in summary["seconds"].items():
+        print(f"{name:54s} {seconds:7.2f} s")
+    print(f"{'total':54s} {summary['total_seconds']:7.2f} s")
+    print(line)
+    for check in summary["checks"]:
+        print(f"[{'PASS' if check['ok'] else 'FAIL'}] {check['name']}" + ("" if check["ok"] else f": {check['detail']}"))
+    print(line)
+    print(f"figure: {summary['figure']}\nreport: {out / 'report.json'}")
+    print(f"inspect a store without loading it:  tensordict inspect {out / 'checkpoint'}")
+    print("ALL CHECKS PASSED" if summary["ok"] else "SOME CHECKS FAILED")
+
+
+def save_figure(path: Path, curves: dict, ens_curves: dict, wrong_images: torch.Tensor,
+                wrong_labels: torch.Tensor, wrong_preds: torch.Tensor, max_digits: int = 24) -> None:
+    """Training curves (loss, test accuracy) and a grid of misclassified test digits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(12, 8), constrained_layout=True)
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
+    epochs = range(1, len(curves["loss"]) + 1)
+
+    ax = fig.add_subplot(grid[0, 0])
+    ax.plot(epochs, curves["loss"], marker="o", label="single model")
+    ax.plot(epochs, ens_curves["loss"], marker="s", label="ensemble (mean over members)")
+    ax.set(title="training loss", xlabel="epoch", ylabel="cross-entropy")
+    ax.legend()
+
+    ax = fig.add_subplot(grid[0, 1])
+    ax.plot(epochs, curves["test_acc"], marker="o", label="single model")
+    member = torch.tensor(ens_curves["member_acc"])  # [epochs, members]
+    for i in range(member.shape[1]):
+        ax.plot(epochs, member[:, i], color="gray", alpha=0.4, lw=1, label="members" if i == 0 else None)
+    ax.plot(epochs, ens_curves["test_acc"], marker="s", label="ensemble")
+    ax.set(title="test accuracy", xlabel="epoch", ylabel="accuracy")
+    ax.legend()
+
+    shown = min(len(wrong_labels), max_digits)
+    sub = grid[1, :].subgridspec(3, 8)
+    title_ax = fig.add_subplot(grid[1, :], frameon=False)
+    title_ax.set(xticks=[], yticks=[])
+    title_ax.set_title(f"misclassified test digits ({len(wrong_labels)} in all; true -> predicted)")
+    for i in range(shown):
+        ax = fig.add_subplot(sub[i // 8, i % 8])
+        ax.imshow(wrong_images[i].numpy(), cmap="gray_r")
+        ax.set_title(f"{int(wrong_labels[i])} -> {int(wrong_preds[i])}", fontsize=9, color="crimson")
+        ax.set(xticks=[], yticks=[])
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
