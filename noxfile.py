@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 import zipfile
 from pathlib import Path
 
 import nox
+import tomllib
 
 ROOT = Path(__file__).parent
 CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))  # torch==2.13.0: the local CPU wheel

@@ -65,34 +65,33 @@ def save_figure(path: Path, curves: dict, ens_curves: dict, wrong_images: torch.
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(12, 8), constrained_layout=True)
-    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.1])
+    shown = min(len(wrong_labels), max_digits)
+    rows = max(1, -(-shown // 8))
+    fig = plt.figure(figsize=(12, 4.2 + 1.5 * rows), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[4.2, 1.5 * rows])
     epochs = range(1, len(curves["loss"]) + 1)
 
-    ax = fig.add_subplot(grid[0, 0])
-    ax.plot(epochs, curves["loss"], marker="o", label="single model")
-    ax.plot(epochs, ens_curves["loss"], marker="s", label="ensemble (mean over members)")
-    ax.set(title="training loss", xlabel="epoch", ylabel="cross-entropy")
-    ax.legend()
+    ax_loss, ax_acc = top.subplots(1, 2)
+    ax_loss.plot(epochs, curves["loss"], marker="o", label="single model")
+    ax_loss.plot(epochs, ens_curves["loss"], marker="s", label="ensemble (mean over members)")
+    ax_loss.set(title="training loss", xlabel="epoch", ylabel="cross-entropy", yscale="log")
+    ax_loss.legend()
 
-    ax = fig.add_subplot(grid[0, 1])
-    ax.plot(epochs, curves["test_acc"], marker="o", label="single model")
+    ax_acc.plot(epochs, curves["test_acc"], marker="o", label="single model")
     member = torch.tensor(ens_curves["member_acc"])  # [epochs, members]
     for i in range(member.shape[1]):
-        ax.plot(epochs, member[:, i], color="gray", alpha=0.4, lw=1, label="members" if i == 0 else None)
-    ax.plot(epochs, ens_curves["test_acc"], marker="s", label="ensemble")
-    ax.set(title="test accuracy", xlabel="epoch", ylabel="accuracy")
-    ax.legend()
+        ax_acc.plot(epochs, member[:, i], color="gray", alpha=0.4, lw=1, label="ensemble members" if i == 0 else None)
+    ax_acc.plot(epochs, ens_curves["test_acc"], marker="s", label="ensemble")
+    ax_acc.set(title="test accuracy", xlabel="epoch", ylabel="accuracy")
+    ax_acc.legend()
 
-    shown = min(len(wrong_labels), max_digits)
-    sub = grid[1, :].subgridspec(3, 8)
-    title_ax = fig.add_subplot(grid[1, :], frameon=False)
-    title_ax.set(xticks=[], yticks=[])
-    title_ax.set_title(f"misclassified test digits ({len(wrong_labels)} in all; true -> predicted)")
-    for i in range(shown):
-        ax = fig.add_subplot(sub[i // 8, i % 8])
-        ax.imshow(wrong_images[i].numpy(), cmap="gray_r")
-        ax.set_title(f"{int(wrong_labels[i])} -> {int(wrong_preds[i])}", fontsize=9, color="crimson")
-        ax.set(xticks=[], yticks=[])
+    bottom.suptitle(f"misclassified test digits: {len(wrong_labels)} (true -> predicted)"
+                    + (f", first {shown} shown" if shown < len(wrong_labels) else ""))
+    axes = bottom.subplots(rows, 8, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        ax.set_axis_off()
+        if i < shown:
+            ax.imshow(wrong_images[i].numpy(), cmap="gray_r")
+            ax.set_title(f"{int(wrong_labels[i])} -> {int(wrong_preds[i])}", fontsize=9, color="crimson")
     fig.savefig(path, dpi=90)
     plt.close(fig)

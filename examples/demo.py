@@ -137,6 +137,8 @@ def step_preprocess(store: Digit, train_idx: torch.Tensor, out: Path, checks: Ch
 def train_single(model: nn.Module, store: Digit, train_idx, test: TensorDict, args) -> dict:
     loss_module = TensorDictModule(nn.CrossEntropyLoss(reduction="none"), in_keys=["logits", "label"], out_keys=["loss"])
     optim = torch.optim.Adam(model.parameters(), lr=args.lr)
+    steps_total = args.epochs * -(-len(train_idx) // args.batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optim, steps_total, eta_min=args.lr / 20)
     generator = torch.Generator().manual_seed(args.seed)
     curves: dict = {"loss": [], "test_acc": []}
     for epoch in range(args.epochs):
@@ -150,6 +152,7 @@ def train_single(model: nn.Module, store: Digit, train_idx, test: TensorDict, ar
             optim.zero_grad()
             loss.backward()
             optim.step()
+            schedule.step()
             total, steps = total + loss.item(), steps + 1
         acc, _ = accuracy(model, test)
         curves["loss"].append(total / steps)
@@ -169,6 +172,8 @@ def train_ensemble(members: list, store: Digit, train_idx, test: TensorDict, arg
     ensemble = torch.vmap(logits_of, (0, None))
     leaves = list(params.values(include_nested=True, leaves_only=True))
     optim = torch.optim.Adam(leaves, lr=args.lr)
+    steps_total = args.epochs * -(-len(train_idx) // args.batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optim, steps_total, eta_min=args.lr / 20)
     generator = torch.Generator().manual_seed(args.seed + 1)
     curves: dict = {"loss": [], "test_acc": [], "member_acc": []}
     for epoch in range(args.epochs):
@@ -184,6 +189,7 @@ def train_ensemble(members: list, store: Digit, train_idx, test: TensorDict, arg
             optim.zero_grad()
             loss.backward()
             optim.step()
+            schedule.step()
             total, steps = total + loss.item() / logits.shape[0], steps + 1
         member_acc, ens_acc, _ = evaluate_ensemble(ensemble, params, test)
         curves["loss"].append(total / steps)

@@ -17,13 +17,11 @@ from typing import Any
 import torch
 
 from tensordict._apply import ApplyMixin
-from tensordict._consolidate import ConsolidateMixin
 from tensordict._compare import CompareMixin
+from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
-from tensordict._lazy_funcs import LazyStackMethodsMixin
-from tensordict._module_params import ModuleParamsMixin
 from tensordict._keys import (
     _MISSING,
     NO_DEFAULT,
@@ -34,6 +32,8 @@ from tensordict._keys import (
     _ValuesView,
     unravel_key,
 )
+from tensordict._lazy_funcs import LazyStackMethodsMixin
+from tensordict._module_params import ModuleParamsMixin
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._ops import MathMixin
 from tensordict._seams import SiblingMixin
@@ -574,7 +574,7 @@ class TensorDictBase(
             self._write_at(index, value)
             return
         if isinstance(value, (torch.Tensor, numbers.Number)):
-            for key, dest in list(self._items_raw()):
+            for _key, dest in list(self._items_raw()):
                 if isinstance(dest, torch.Tensor):
                     dest[index] = value
                 elif isinstance(dest, TensorDictBase) or getattr(dest, "_is_tensorclass", False):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-
 import torch
 
 from tensordict._keys import _MISSING

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
-
 NestedKey = Union[str, tuple["NestedKey", ...]]
 
 #: set by tensordict._base once TensorDictBase exists (avoids import cycles and

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
-from tensordict._errors import locked_error, missing_key_error
 import torch
 
+from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
 
 #: set by tensordict._base once TensorDictBase exists (avoids import cycles and

@@ -702,8 +702,12 @@ def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
 
 
 def set_values(td: Any, meta: dict, who: str) -> None:
-    """Writes the non-tensor values of ``meta`` into the matching entries of ``td``."""
-    from tensordict._nontensor import NonTensorData
+    """Writes the non-tensor values of ``meta`` into the matching entries of ``td``, in place.
+
+    An existing ``NonTensorData``/``NonTensorStack`` of the same shape is updated in
+    place (as tensor leaves are), so a consolidated template stays consolidated.
+    """
+    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     def visit(target: Any, node: Any, depth: int) -> None:
         if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
@@ -716,10 +720,17 @@ def set_values(td: Any, meta: dict, who: str) -> None:
                 visit(target._get_raw(key, None), payload, depth + 1)
             elif kind == "data":
                 old = target._get_raw(key, None)
-                bs = getattr(old, "batch_size", target.batch_size)
-                target._set_raw(key, NonTensorData(payload, bs, getattr(old, "device", None)))
+                if isinstance(old, NonTensorData):
+                    old.data = payload
+                else:
+                    target._set_raw(key, NonTensorData(payload, target.batch_size, None))
             elif kind == "stack":
-                target._set_raw(key, _stack_value(payload, key, None, who))
+                new = _stack_value(payload, key, None, who)
+                old = target._get_raw(key, None)
+                if isinstance(old, NonTensorStack) and old.batch_size == new.batch_size:
+                    old._items = new._items
+                else:
+                    target._set_raw(key, new)
 
     visit(td, meta["root"], 0)
 

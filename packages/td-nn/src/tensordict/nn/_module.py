@@ -27,7 +27,6 @@ from tensordict.nn._common import (
     _module_label,
     _normalize_keys,
     _ReadableKeyError,
-    skip_existing,
 )
 
 __all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule"]
@@ -277,6 +276,10 @@ class TensorDictModule(TensorDictModuleBase):
         )
         return ValueError(msg)
 
+    def _skips(self, tensordict: TensorDictBase) -> bool:
+        """``True`` when skip-existing is on and every written key is already present."""
+        return bool(_SKIP[0] and self._written and _all_present(tensordict, self._written))
+
     def _read(self, tensordict: TensorDictBase, key: NestedKey) -> Any:
         value = tensordict.get(key, _NOTSET)
         if value is _NOTSET:
@@ -364,28 +367,21 @@ class TensorDictModule(TensorDictModuleBase):
             RuntimeError: an output's leading dims do not match the batch size.
         """
         fast = self._fast
-        if (
-            fast is not None
-            and tensordict.__class__ is TensorDict
-            and tensordict_out is None
-            and not args
-            and not kwargs
-            and not skip_existing()
-        ):
+        if fast is not None and tensordict.__class__ is TensorDict and not (args or kwargs or _SKIP[0]) and tensordict_out is None:
             # Hot path (one str key in, one str key out, plain TensorDict): reads and
             # writes the TensorDict's storage dict directly, with the same checks as
             # ``TensorDict.get`` / ``TensorDict.set``; anything unusual (missing or
             # non-tensor input, locked, batch or device mismatch) takes the general path.
             fn, in_key, out_key = fast
-            value = tensordict._tensordict.get(in_key)
+            store = tensordict._tensordict
+            value = store.get(in_key)
             if value.__class__ is not _Tensor:
                 value = self._read(tensordict, in_key)
             out = fn(value)
-            if out.__class__ is _Tensor and not tensordict._is_locked:
+            if out.__class__ is _Tensor and tensordict._device is None and not tensordict._is_locked:
                 bs = tensordict._batch_size
-                dev = tensordict._device
-                if (not bs or out.shape[: len(bs)] == bs) and (dev is None or out.device == dev):
-                    tensordict._tensordict[out_key] = out
+                if out.shape[: len(bs)] == bs:
+                    store[out_key] = out
                     return tensordict
             self._write(tensordict, out)
             return tensordict
@@ -393,7 +389,7 @@ class TensorDictModule(TensorDictModuleBase):
             td = self._td_from_call(tensordict, args, kwargs)
             out = self.forward(td, tensordict_out=tensordict_out)
             return _infer_batch_size_(out)
-        if skip_existing() and self._written and _all_present(tensordict, self._written):
+        if self._skips(tensordict):
             return tensordict
         fn = self._fn
         if self.method is not None:

@@ -20,7 +20,6 @@ from tensordict.nn._common import (
     _infer_batch_size_,
     _missing_in_key_error,
     _normalize_keys,
-    skip_existing,
 )
 from tensordict.nn._module import TensorDictModule, WrapModule
 
@@ -358,7 +357,7 @@ class TensorDictSequential(TensorDictModule):
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
             return _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
-        if skip_existing() and self._written and _all_present(tensordict, self._written):
+        if self._skips(tensordict):
             return tensordict
         pre = self._precheck
         if pre is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-import torch
 from torch import fx, nn
 
 from tensordict import TensorDictBase
