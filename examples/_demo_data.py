@@ -46,14 +46,14 @@ def load_data(args: argparse.Namespace) -> tuple[torch.Tensor, torch.Tensor, str
         with PersistentTensorDict.from_h5(args.data, mode="r") as h5:
             missing = [k for k in ("images", "labels") if k not in h5.keys()]
             if missing:
-                raise SystemExit(f"error: {args.data} lacks the dataset(s) {missing}; it needs 'images' and 'labels'.")
+                raise ValueError(f"{args.data} lacks the dataset(s) {missing}; it needs 'images' and 'labels'.")
             images = h5.get("images").to(torch.float32)
             labels = h5.get("labels").to(torch.int64)
         if images.ndim == 2:
             side = int(round(images.shape[1] ** 0.5))
             images = images.reshape(len(images), side, -1) if side * side == images.shape[1] else images[:, None]
         if images.ndim != 3 or labels.shape != images.shape[:1] or labels.min() < 0:
-            raise SystemExit(f"error: {args.data}: expected images [N, H, W] and labels [N] >= 0, "
+            raise ValueError(f"{args.data}: expected images [N, H, W] and labels [N] >= 0, "
                              f"got {list(images.shape)} and {list(labels.shape)}.")
         source = f"{args.data}"
     generator = torch.Generator().manual_seed(args.seed)

@@ -307,7 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
 
     with stage("1. dataset -> memory-mapped store"):
-        images, labels, source = load_data(args)
+        try:
+            images, labels, source = load_data(args)
+        except (ValueError, OSError) as err:  # FileNotFoundError included
+            print(f"demo: error: {err}", file=sys.stderr)
+            return 2
         args.num_classes = int(labels.max()) + 1
         n = len(labels)
         n_test = max(n // 5, 1)

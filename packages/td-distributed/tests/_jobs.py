@@ -195,7 +195,7 @@ def p2p_job(rank: int, world: int) -> dict:
         stacked = TensorDict(v=torch.ones(3), batch_size=[3])
         stacked["names"] = NonTensorStack("x", "y", "z")
         stacked.recv(0, init_tag=1800)
-        assert stacked["names"].tolist() == ["a", "b", "c"] and stacked["v"].tolist() == [0.0, 0.0, 0.0]
+        assert list(stacked["names"]) == ["a", "b", "c"] and stacked["v"].tolist() == [0.0, 0.0, 0.0]
         empty = TensorDict.from_remote_init(0, init_tag=1900)
         assert empty.batch_size == torch.Size([2]) and empty.is_empty()
     # group-relative peers on a sub-group (the default group's ranks are the group's ranks here)

@@ -29,7 +29,10 @@ class CompareMixin:
                 if o is _MISSING:
                     msg = f"key {key!r} is missing from the other TensorDict in a comparison."
                     raise KeyError(msg)
-                source[key] = _compare_leaf(value, o, op, self.batch_size)
+                if value.__class__ is torch.Tensor and o.__class__ is torch.Tensor:
+                    source[key] = op(value, o)
+                else:
+                    source[key] = _compare_leaf(value, o, op, self.batch_size)
             return self._new_like(source, device=self.device)
         source = {k: _compare_leaf(v, other, op, self.batch_size) for k, v in self._items_raw()}
         return self._new_like(source)
@@ -101,7 +104,7 @@ class CompareMixin:
 
 
 def _is_td(value: Any) -> bool:
-    from tensordict._base import TensorDictBase
+    return isinstance(value, TensorDictBase)
 
     return isinstance(value, TensorDictBase)
 

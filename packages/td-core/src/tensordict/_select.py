@@ -270,6 +270,6 @@ class SelectMixin:
 
 
 def _is_td(value: Any) -> bool:
-    from tensordict._base import TensorDictBase
+    return isinstance(value, TensorDictBase)
 
     return isinstance(value, TensorDictBase)

@@ -55,7 +55,8 @@ def _infer_shape(shape: Sequence[int], numel: int, batch_size: torch.Size, op: s
 
 def _to_index_part(idx: Any) -> Any:
     if isinstance(idx, (list, range)):
-        return torch.as_tensor(list(idx))
+        idx = list(idx)  # an empty list indexes nothing, as in torch (not a float tensor)
+        return torch.as_tensor(idx) if idx else torch.empty(0, dtype=torch.long)
     mod = type(idx).__module__
     if mod == "numpy" or mod.startswith("numpy."):
         if hasattr(idx, "shape") and idx.shape == ():

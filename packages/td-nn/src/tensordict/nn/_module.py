@@ -28,6 +28,7 @@ from tensordict.nn._common import (
     _normalize_keys,
     _ReadableKeyError,
 )
+from tensordict.nn._common import _SKIP_EXISTING as _SKIP
 
 __all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule"]
 
