@@ -75,10 +75,13 @@ def _size(text: str) -> list[int]:
     if not text:
         return []
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        size = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
+        size = [-1]
+    if any(v < 0 for v in size):
         msg = f"parse_tensor_dict_string: invalid size [{text}]."
-        raise ValueError(msg) from None
+        raise ValueError(msg)
+    return size
 
 
 def _device(text: str) -> torch.device | None:
@@ -129,7 +132,11 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
             device = _device(mt["device"]) or torch.device("cpu")
             if device.type == "cuda" and not torch.cuda.is_available():
                 device = torch.device("cpu")
-            fields[key] = torch.zeros(_size(mt["shape"]), dtype=dtype, device=device)
+            try:
+                fields[key] = torch.zeros(_size(mt["shape"]), dtype=dtype, device=device)
+            except (RuntimeError, TypeError) as err:  # too large to allocate / to unpack
+                msg = f"parse_tensor_dict_string: cannot build the tensor of key {key!r}: {err}"
+                raise ValueError(msg) from None
             pos += mt.end()
         elif mn is not None:
             from tensordict._nontensor import NonTensorData
@@ -154,7 +161,11 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
         device = None
     td = TensorDict._new_unsafe({}, torch.Size(bs), device)
     for key, value in fields.items():
-        td.set(key, value)
+        try:
+            td.set(key, value)
+        except (RuntimeError, ValueError) as err:  # e.g. a shape that does not fit batch_size
+            msg = f"parse_tensor_dict_string: inconsistent entry {key!r}: {err}"
+            raise ValueError(msg) from None
     return td, mt.end()
 
 
@@ -177,7 +188,11 @@ def parse_tensor_dict_string(string: str) -> Any:
     if not isinstance(string, str):
         msg = f"parse_tensor_dict_string expects a str, got {type(string).__name__}."
         raise TypeError(msg)
-    td, pos = _parse_td(string, 0)
+    try:
+        td, pos = _parse_td(string, 0)
+    except RecursionError:
+        msg = "parse_tensor_dict_string: the string is nested too deeply."
+        raise ValueError(msg) from None
     if string[pos:].strip():
         msg = f"parse_tensor_dict_string: unexpected trailing text at position {pos}."
         raise ValueError(msg)

@@ -277,6 +277,10 @@ class TensorDictModule(TensorDictModuleBase):
         )
         return ValueError(msg)
 
+    @staticmethod
+    def _skip_mode() -> bool:
+        return _SKIP[0]
+
     def _skips(self, tensordict: TensorDictBase) -> bool:
         """``True`` when skip-existing is on and every written key is already present."""
         return bool(_SKIP[0] and self._written and _all_present(tensordict, self._written))

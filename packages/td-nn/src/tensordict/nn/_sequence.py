@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
@@ -24,6 +25,8 @@ from tensordict.nn._common import (
 from tensordict.nn._module import TensorDictModule, WrapModule
 
 __all__ = ["TensorDictSequential"]
+
+_Tensor = torch.Tensor
 
 
 def _as_module(obj: Any, owner: str) -> nn.Module:
@@ -377,19 +380,7 @@ class TensorDictSequential(TensorDictModule):
             for m in self._fn._modules.values():
                 td = m(td, **kwargs)
         else:
-            # Calls each step's forward directly unless the step has hooks (or is
-            # compiled): the same dispatch as nn.Module.__call__, one frame less per step.
-            for m in self._fn._modules.values():
-                if (
-                    m._forward_hooks
-                    or m._forward_pre_hooks
-                    or m._backward_hooks
-                    or m._backward_pre_hooks
-                    or m.__dict__.get("_compiled_call_impl") is not None
-                ):
-                    td = m(td)
-                else:
-                    td = m.forward(td)
+            td = self._run_steps(td)
         if unselected:
             drop = [k for k in unselected if k not in present]
             if drop:
@@ -398,6 +389,49 @@ class TensorDictSequential(TensorDictModule):
             tensordict_out.update(td.select(*self.out_keys, strict=False))
             return tensordict_out
         return td
+
+    def _run_steps(self, td: TensorDictBase) -> TensorDictBase:
+        """Runs the steps with the dispatch of ``nn.Module.__call__``, minus its frames.
+
+        A step with hooks (or compiled) is called normally. A plain TensorDictModule
+        step with one str key in and one out (``step._fast``) on a plain TensorDict is
+        run inline, with the checks of its own hot path; any other step runs its
+        ``forward``.
+        """
+        plain = td.__class__ is TensorDict and not self._skip_mode()
+        for m in self._fn._modules.values():
+            if (
+                m._forward_hooks
+                or m._forward_pre_hooks
+                or m._backward_hooks
+                or m._backward_pre_hooks
+                or m.__dict__.get("_compiled_call_impl") is not None
+            ):
+                td = m(td)
+                plain = plain and td.__class__ is TensorDict
+                continue
+            fast = m.__dict__.get("_fast") if plain else None
+            if fast is None:
+                td = m.forward(td)
+                plain = plain and td.__class__ is TensorDict
+                continue
+            fn, in_key, out_key = fast
+            store = td._tensordict
+            value = store.get(in_key)
+            if value.__class__ is not _Tensor:
+                td = m.forward(td)  # missing or non-tensor input: the step's own path
+                continue
+            out = fn(value)
+            if out.__class__ is _Tensor and td._device is None and not td._is_locked:
+                bs = td._batch_size
+                if out.shape[: len(bs)] == bs:
+                    store[out_key] = out
+                    continue
+            m._write(td, out)
+        return td
+
+    def _build_plan(self) -> None:
+        self.__dict__["_fast"] = None  # a sequence has no single-call hot path
 
     def _missing(self, key: NestedKey, tensordict: TensorDictBase) -> KeyError:
         reader = next((m for m in self._modules_list() if key in _keys_of(m, "in_keys")), None)

@@ -78,29 +78,9 @@ def _locked_error(cls: type, name: str) -> RuntimeError:
     return RuntimeError(msg)
 
 
-def _to_size(batch_size: Any) -> torch.Size:
-    if batch_size is None:
-        return _EMPTY_SIZE
-    if batch_size.__class__ is _Size:
-        return batch_size
-    if isinstance(batch_size, int):
-        return _Size((batch_size,))
-    try:
-        return _Size(batch_size)
-    except TypeError:
-        msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
-        raise TypeError(msg) from None
-
-
-def _to_device(device: Any) -> torch.device | None:
-    if device is None:
-        return None
-    if isinstance(device, int) and not isinstance(device, bool):
-        return torch.device("cuda", device)
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
-        device = torch.device("cuda", torch.cuda.current_device())
-    return device
+# batch-size and device normalisation are td-core's own (one definition)
+from tensordict._td import _to_device as _to_device  # noqa: E402
+from tensordict._td import _to_size as _to_size  # noqa: E402
 
 
 # ---------------------------------------------------------------------- binding
