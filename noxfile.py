@@ -6,7 +6,8 @@
 - ``tests_all(<device>)``: every suite with every distribution installed editable.
 - ``wheels``: builds every wheel and fails if two ship the same file.
 - ``lint`` (ruff), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
-  ``demo`` (the end-to-end example), ``fuzz`` (long property-test profile).
+  ``bench_chart`` (the docs' chart from the benchmark JSON), ``demo`` (the end-to-end
+  example), ``fuzz`` (long property-test profile).
 
 ``nox -t tests`` runs the whole test matrix (the README's test command).
 """
@@ -154,6 +155,27 @@ def bench(session: nox.Session) -> None:
         f"--benchmark-json={out / 'latest.json'}", *session.posargs,
     )
     session.run("python", str(ROOT / "benchmarks" / "report.py"), str(out / "latest.json"))
+    session.notify("bench_chart")
+
+
+@nox.session
+def bench_chart(session: nox.Session) -> None:
+    """The docs' benchmark chart and table from a pytest-benchmark JSON.
+
+    Reads ``.benchmarks/latest.json`` (written by ``nox -s bench``; another JSON can be
+    given as the argument) and writes ``docs/_static/benchmarks.png`` (TensorDict/dict
+    ratios, one bar per case) and ``docs/_static/benchmarks.txt`` (the same as a table).
+    """
+    session.install(*CONSTRAINTS, "matplotlib")
+    src = Path(session.posargs[0]) if session.posargs else ROOT / ".benchmarks" / "latest.json"
+    if not src.is_file():
+        session.error(f"{src} does not exist: run `nox -s bench` first")
+    static = ROOT / "docs" / "_static"
+    static.mkdir(exist_ok=True)
+    report = str(ROOT / "benchmarks" / "report.py")
+    table = session.run("python", report, str(src), "--png", str(static / "benchmarks.png"), silent=True)
+    (static / "benchmarks.txt").write_text(str(table).lstrip("\n"))
+    session.log(f"wrote {static / 'benchmarks.png'} and {static / 'benchmarks.txt'}")
 
 
 @nox.session

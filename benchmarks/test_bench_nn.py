@@ -4,7 +4,13 @@ plain dict of tensors (eager) or a compiled ``nn.Sequential`` (compiled).
 Each case has a ``_td`` and a ``_dict`` function in the same benchmark group;
 ``benchmarks/report.py`` turns the JSON into ratios. Goals: eager within 1.3x of the
 dict code, compiled within 1.1x of the compiled ``nn.Sequential``.
+
+The cases run on one intra-op thread and are timed with ``time.thread_time`` (CPU
+time of the benchmark thread), so that other processes sharing the machine do not
+enter the figures.
 """
+
+import time
 
 import pytest
 import torch
@@ -17,7 +23,15 @@ B, F = 64, 32
 
 
 def bench(group):
-    return pytest.mark.benchmark(group=group)
+    return pytest.mark.benchmark(group=group, timer=time.thread_time)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _linears(n):

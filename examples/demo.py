@@ -84,7 +84,7 @@ def stage(name: str):
         TIMES[name] = time.perf_counter() - start
 
 
-# ----------------------------------------------------------------------------- data
+# ----------------------------------------------------------------------------- model
 def make_model(in_features: int, num_classes: int, hidden: int, seed: int) -> TensorDictSequential:
     """An MLP as two TensorDictModules: ``pixels -> hidden -> logits``."""
     torch.manual_seed(seed)

@@ -251,6 +251,9 @@ def test_hdf5_written_by_plain_h5py(tmp_path):
     entries = _by_key(report)
     assert report.root.batch_size == [10] and "inferred" in report.root.note
     assert entries[("images",)].dtype == "uint8" and "gzip" in entries[("images",)].note
+    # on disk: the compressed size; the total of tensor data: shape x item size
+    assert entries[("images",)].nbytes < 640
+    assert report.tensor_bytes == 640 + 80 + 160
     assert entries[("alias",)].kind == "link" and "not followed" in entries[("alias",)].note
     assert entries[("source",)].value == "'scanner 7'"
     assert entries[("group",)].batch_size == [10, 2]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import _jobs
+import pytest
 from _dist_harness import run_ranks
 
 

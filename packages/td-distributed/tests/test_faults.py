@@ -12,9 +12,8 @@ import os
 import signal
 import time
 
-import pytest
-
 import _jobs
+import pytest
 from _dist_harness import run_ranks, start_ranks
 
 PG_TIMEOUT = 10.0

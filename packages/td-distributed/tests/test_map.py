@@ -5,10 +5,10 @@ from __future__ import annotations
 import multiprocessing
 import traceback
 
+import _jobs
 import pytest
 import torch
 
-import _jobs
 from tensordict import TensorDict, lazy_stack
 
 try:

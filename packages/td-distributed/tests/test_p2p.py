@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import _jobs
 import pytest
 import torch
-
-import _jobs
 from _dist_harness import run_ranks
+
 from tensordict import TensorDict
 
 

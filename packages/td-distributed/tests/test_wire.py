@@ -10,8 +10,8 @@ import sys
 
 import pytest
 import torch
-
 from _jobs import assert_td_equal, big_td, rich_td
+
 from tensordict import TensorDict
 from tensordict.distributed import _wire
 from tensordict.distributed._wire import (

@@ -16,7 +16,8 @@ from tensordict.nn.fx import TDGraphModule, symbolic_trace
 
 def _seq():
     return TensorDictSequential(
-        TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=[("h", "a")]),
+        TensorDictModule(nn.Linear(3, 3), in_keys=["x"], out_keys=["x2"]),
+        TensorDictModule(nn.Linear(3, 4), in_keys=["x2"], out_keys=[("h", "a")]),
         TensorDictModule(lambda h, x: (h.relu(), h.sum(-1, keepdim=True) + x), in_keys=[("h", "a"), "x"], out_keys=["y", "z"]),
     )
 
@@ -36,7 +37,7 @@ class TestCompile:
         td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
         total, out = compiled(td)
         assert out is td
-        assert set(td.keys(True, True)) == {"x", ("h", "a"), "y", "z", "w"}
+        assert set(td.keys(True, True)) == {"x", "x2", ("h", "a"), "y", "z", "w"}
         ref = step(TensorDict(x=td["x"], batch_size=[5]))[1]
         torch.testing.assert_close(td["w"], ref["w"])
         torch.testing.assert_close(total, ref["z"].sum())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 __all__ = ["main"]
@@ -41,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _can_encode(text: str) -> bool:
     try:
-        text.encode(sys.stdout.encoding or "ascii")
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
     except (UnicodeEncodeError, LookupError):
         return False
     return True
@@ -69,9 +70,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tensordict inspect: error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        text = json.dumps(report.to_dict(), indent=2)
     else:
-        print(render(report, max_depth=args.depth, ascii_only=args.ascii or not _can_encode("├│└")))
+        text = render(report, max_depth=args.depth, ascii_only=args.ascii or not _can_encode("├│└"))
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `tensordict inspect PATH | head`: the reader left, not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0 if report.complete else 1
 
 

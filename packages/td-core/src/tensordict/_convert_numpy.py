@@ -41,7 +41,8 @@ def _share(name: str, array: np.ndarray) -> torch.Tensor:
     except (TypeError, ValueError, RuntimeError) as err:
         reason = str(err)
     try:
-        native = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("="), copy=False)
+        # a fresh array: ascontiguousarray keeps odd strides on size-1 dims, which torch refuses
+        native = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
         tensor = torch.from_numpy(native)
     except (TypeError, ValueError, RuntimeError):
         msg = f"field {name!r} has dtype {array.dtype}, which torch does not support ({reason})."

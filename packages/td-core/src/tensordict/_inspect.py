@@ -134,8 +134,13 @@ class StoreReport:
 
     @property
     def tensor_bytes(self) -> int:
-        """Bytes of tensor data the metadata describes."""
-        return sum(e.nbytes or 0 for e in self.root.walk() if e.kind == "Tensor")
+        """Bytes of tensor data the metadata describes (uncompressed: shape x item size)."""
+        total = 0
+        for e in self.root.walk():
+            if e.kind == "Tensor":
+                size = _itemsize(e.dtype)
+                total += math.prod(e.shape) * size if size is not None and e.shape is not None else e.nbytes or 0
+        return total
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (what ``tensordict inspect --json`` prints)."""
@@ -649,7 +654,7 @@ def render(report: StoreReport, max_depth: int | None = None, ascii_only: bool =
     disk = f"{human_bytes(report.bytes_on_disk)} on disk in {report.files} file(s)"
     if report.allocated is not None and report.allocated < report.bytes_on_disk:
         disk += f" ({human_bytes(report.allocated)} allocated: sparse files)"
-    lines = [f"{report.path}: {report.format} store, {disk}, {human_bytes(report.tensor_bytes)} of tensors"]
+    lines = [f"{report.path}: {report.format} store, {disk}, {human_bytes(report.tensor_bytes)} of tensor data"]
     lines.append(_line(report.root))
 
     def visit(entry: Entry, indent: str, depth: int) -> None:

@@ -171,10 +171,16 @@ def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None) -> An
         TypeError: a leaf cannot be sent (sparse/nested, non-JSON non-tensor value).
 
     Examples:
-        >>> # every rank: td = td.broadcast(0)
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().broadcast)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> td = TensorDict(x=torch.arange(3.0), tag="cfg", batch_size=[3])
+        >>> out = TensorDict().broadcast(0) if dist.get_rank() else td.broadcast(0)
+        >>> out["x"].tolist(), out["tag"]
+        ([0.0, 1.0, 2.0], 'cfg')
+        >>> dist.destroy_process_group()
     """
     me, _ = _member("broadcast", group)
     gsrc = global_rank(group, src, "broadcast", "src")
@@ -363,10 +369,16 @@ def all_reduce(td: Any, op: Any = None, *, group: Any = None, async_op: bool = F
             dtypes and shapes); a rank died or the process group timed out.
 
     Examples:
-        >>> # every rank: grads.all_reduce(); grads.apply_(lambda g: g.div_(world_size))
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().all_reduce)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> grads = TensorDict(w=torch.ones(2, 2), b=torch.ones(2), batch_size=[])
+        >>> grads.all_reduce(dist.ReduceOp.AVG)
+        >>> grads["w"].tolist()
+        [[1.0, 1.0], [1.0, 1.0]]
+        >>> dist.destroy_process_group()
     """
     return _reduce_impl("all_reduce", td, op, group, None, async_op)
 
@@ -394,9 +406,16 @@ def reduce(td: Any, dst: int, op: Any = None, async_op: bool = False, return_pre
         ValueError: ``dst`` is not a rank of the group.
 
     Examples:
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().reduce)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> td = TensorDict(x=torch.full((2,), 3.0), batch_size=[2])
+        >>> td.reduce(0, dist.ReduceOp.MAX)
+        >>> td["x"].tolist()
+        [3.0, 3.0]
+        >>> dist.destroy_process_group()
     """
     futures = _reduce_impl("reduce", td, op, group, dst, async_op)
     if async_op and not return_premature:
@@ -427,10 +446,15 @@ def all_gather(td: Any, *, group: Any = None) -> list:
         TypeError: a leaf cannot be sent.
 
     Examples:
-        >>> # every rank: tds = td.all_gather(); len(tds) == world_size
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().all_gather)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> tds = TensorDict(x=torch.zeros(2), batch_size=[2]).all_gather()
+        >>> len(tds), tds[0]["x"].tolist()
+        (1, [0.0, 0.0])
+        >>> dist.destroy_process_group()
     """
     op = "all_gather"
     _, size = _member(op, group)
@@ -467,9 +491,15 @@ def gather_and_stack(td: Any, dst: int, group: Any = None) -> Any:
         ValueError: ``dst`` is not a rank of the group.
 
     Examples:
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().gather_and_stack)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> stacked = TensorDict(x=torch.ones(3), batch_size=[3]).gather_and_stack(0)
+        >>> stacked.batch_size  # [world_size, 3] on rank 0
+        torch.Size([1, 3])
+        >>> dist.destroy_process_group()
     """
     op = "gather_and_stack"
     me, size = _member(op, group)
@@ -525,9 +555,15 @@ def scatter(td: Any, src: int, tensordicts: list | None = None, *, group: Any = 
         RuntimeError: a rank died or the process group timed out.
 
     Examples:
+        >>> import torch
+        >>> import torch.distributed as dist
         >>> from tensordict import TensorDict
-        >>> callable(TensorDict().scatter)
-        True
+        >>> from tensordict.testing import free_port
+        >>> dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        >>> batch = TensorDict(x=torch.arange(4.0).view(1, 4), batch_size=[1, 4])  # one row per rank
+        >>> batch.scatter(0)["x"].tolist()
+        [0.0, 1.0, 2.0, 3.0]
+        >>> dist.destroy_process_group()
     """
     op = "scatter"
     me, size = _member(op, group)

@@ -1,26 +1,26 @@
 """Point-to-point transfers: ``send``/``recv``, ``isend``/``irecv``, ``init_remote``/``from_remote_init``.
 
-One transfer (see :mod:`tensordict.distributed._wire`) is:
+A transfer (format in :mod:`tensordict.distributed._wire`) is a *stream* (header,
+segment table, JSON metadata and, for payloads up to ``INLINE_MAX``, the payload
+itself) followed by the payload *segments* of a larger TensorDict. Messages:
 
-1. the *stream*: a 64-byte header (magic, structure digest, sizes), the JSON
-   metadata and the packed small leaves. With gloo the first message carries up to
-   :data:`FIRST_CAP` bytes of it, so a TensorDict of many small leaves is **one
-   message**: the receiver posts a receive of ``FIRST_CAP`` bytes (gloo accepts a
-   message smaller than the buffer, never a larger one). With nccl (exact sizes)
-   the first message is the header alone.
-2. the rest of the stream, if it did not fit;
-3. one message per big leaf (at least ``BIG_LEAF`` bytes), straight from the
-   sender's tensor into the receiver's.
+- slot 0: the start of the stream. With gloo it carries up to :data:`FIRST_CAP`
+  bytes, so a TensorDict of many small leaves is **one message**: the receiver
+  posts a receive of ``FIRST_CAP`` bytes (gloo accepts a message smaller than the
+  buffer, never a larger one, and the sender never sends more). With nccl and the
+  other backends, which need exact sizes, slot 0 is the 64-byte header alone;
+- slot 1: the rest of the stream, if any;
+- slot ``2 + j``: payload segment ``j``.
 
-The sender posts every message at once. The receiver reads the header, compares
-the digest with its template's and only then posts the other receives: sizes are
-never guessed, so a mismatch cannot overflow a buffer. On a mismatch it still
-takes in the whole transfer (the sender finishes cleanly), then raises an error
-listing the keys, dtypes and shapes that differ; the template is left untouched.
+The sender posts every message at once. The receiver posts slot 0 first, inspects
+its template while the data arrives, reads the header and compares the structure
+digest with its template's; only then does it post the other receives, sized from
+the header: a mismatch can never overflow a buffer. On a mismatch it still takes in
+the whole transfer (the sender finishes cleanly), then raises an error listing the
+keys, dtypes and shapes that differ, and leaves the template untouched.
 
-Tags: message ``i`` of a transfer uses ``tag(i)`` (``init_tag + i``, or the
-``pseudo_rand`` sequence), slot 0 the first message, slot 1 the rest of the
-stream, slot ``2 + j`` the ``j``-th big leaf.
+``dst``/``src`` are global ranks, as in ``torch.distributed.send``/``recv``;
+``group_dst``/``group_src`` take a rank in ``group``'s own numbering.
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ FIRST_CAP = 1 << 20
 
 
 # ---------------------------------------------------------------------- sending
-def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool) -> tuple[list, int, float]:
+def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool,
+                reuse: bool = False) -> tuple[list, int, float]:
     device, exact = comm_mode(group)
-    out = Outgoing(td, device=device)
+    out = Outgoing(td, device=device, reuse=reuse)
     tag = tag_sequence(init_tag, pseudo_rand)
     stream = out.stream
     first_len = HEADER_SIZE if exact else min(stream.numel(), FIRST_CAP)
@@ -121,18 +122,26 @@ def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int |
         TypeError: a leaf is sparse/nested, or a non-tensor value is not JSON-serializable.
 
     Examples:
-        >>> # rank 0                                  # rank 1
-        >>> # td.send(1)                              # template.recv(0)
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict(obs=torch.zeros(4, 3), batch_size=[4])
-        >>> callable(td.send)
-        True
+        Two processes of one job (``torchrun --nproc_per_node=2 script.py``)::
+
+            import torch
+            import torch.distributed as dist
+            from tensordict import TensorDict
+
+            dist.init_process_group("gloo")
+            td = TensorDict(obs=torch.zeros(4, 3), info="", batch_size=[4])
+            if dist.get_rank() == 0:
+                td["obs"] += 1
+                td["info"] = "step 1"
+                td.send(1)
+            else:
+                td.recv(0)  # td["obs"] is all ones, td["info"] == "step 1"
     """
     check_initialized("send")
     gdst, _ = resolve_peer("send", dst, group, group_dst, "dst")
     _check_not_self("send", gdst, "dst")
-    works, _, started = _post_sends("send", td, gdst, group, init_tag, pseudo_rand)
+    # the call waits for its messages: a consolidated TensorDict may reuse its send buffer
+    works, _, started = _post_sends("send", td, gdst, group, init_tag, pseudo_rand, reuse=True)
     wait_all(works, "send", f"rank {gdst}", group, started)
 
 
@@ -159,11 +168,18 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
         RuntimeError, ValueError, TypeError: as in :meth:`send`.
 
     Examples:
-        >>> # rank 0: works = td.isend(1, return_early=True); [w.wait() for w in works]
-        >>> # rank 1: futures = template.irecv(0, return_premature=True); [f.wait() for f in futures]
-        >>> from tensordict import TensorDict
-        >>> callable(TensorDict().isend)
-        True
+        Two processes of one job::
+
+            if dist.get_rank() == 0:
+                works = td.isend(1, return_early=True)
+                ...                              # overlap other work, but leave td alone
+                for w in works:
+                    w.wait()
+            else:
+                futures = td.irecv(0, return_premature=True)
+                ...                              # do not read td yet
+                for f in futures:
+                    f.wait()
     """
     check_initialized("isend")
     gdst, _ = resolve_peer("isend", dst, group, group_dst, "dst")
@@ -199,10 +215,18 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
         RuntimeError, ValueError, TypeError: as in :meth:`send`.
 
     Examples:
-        >>> # rank 0: td.init_remote(1)        rank 1: td = TensorDict.from_remote_init(0)
-        >>> from tensordict import TensorDict
-        >>> callable(TensorDict.from_remote_init)
-        True
+        Two processes of one job; rank 1 knows nothing of the structure::
+
+            if dist.get_rank() == 0:
+                batch = TensorDict(obs=torch.randn(32, 8), step=3, batch_size=[32])
+                batch.init_remote(1)
+                for _ in range(10):
+                    batch["obs"].normal_()
+                    batch.send(1)
+            else:
+                batch = TensorDict.from_remote_init(0)   # consolidated, batch_size [32]
+                for _ in range(10):
+                    batch.recv(0)                        # straight into its one storage
     """
     check_initialized("init_remote")
     gdst, _ = resolve_peer("init_remote", dst, group, group_dst, "dst")
@@ -212,8 +236,21 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
 
 
 # ---------------------------------------------------------------------- receiving
+_LOCAL = threading.local()
+
+
+def _scratch(cap: int) -> tuple[bytearray, torch.Tensor]:
+    """This thread's reusable first-message buffer (CPU), readable as bytes without torch ops."""
+    cached = getattr(_LOCAL, "scratch", None)
+    if cached is None or len(cached[0]) != cap:
+        raw = bytearray(cap)
+        cached = (raw, torch.frombuffer(raw, dtype=torch.uint8))
+        _LOCAL.scratch = cached
+    return cached
+
+
 class _Incoming:
-    """A transfer being received: the stream (prefix, maybe the payload) is in after construction."""
+    """A transfer being received: the first receive is posted on construction."""
 
     def __init__(self, op: str, gsrc: int, group: Any, tag: Any) -> None:
         self.op, self.gsrc, self.group, self.tag = op, gsrc, group, tag
@@ -222,23 +259,34 @@ class _Incoming:
         self.started = time.monotonic()
         # post the first receive at once: the caller prepares its template while it arrives
         self.cap = HEADER_SIZE if self.exact else FIRST_CAP
-        self.first = torch.empty(self.cap, dtype=torch.uint8, device=self.device)
+        if self.device.type == "cpu" and not self.exact:
+            self.raw, self.first = _scratch(self.cap)
+        else:
+            self.raw, self.first = None, torch.empty(self.cap, dtype=torch.uint8, device=self.device)
         self.first_work = self._irecv(self.first, 0)
 
     def read_prefix(self) -> None:
         """Waits for the first message; receives the rest of the prefix if needed."""
-        first, cap = self.first, self.cap
+        first, cap, raw = self.first, self.cap, self.raw
         self._wait([self.first_work])
-        flags, _, meta_len, total, n_seg = read_counts(tensor_bytes(first[:HEADER_SIZE].cpu()), self.who)
+        head = raw if raw is not None else tensor_bytes(first[:HEADER_SIZE].cpu())
+        flags, _, meta_len, total, n_seg = read_counts(head, self.who)
         n = stream_length(flags, meta_len, total, n_seg)
-        self.scratch = n <= cap and not self.exact
+        self.scratch = raw is not None and n <= cap
         if n <= cap:
             self.stream = first[:n]
         else:
+            self.raw = raw = None
             self.stream = torch.empty(n, dtype=torch.uint8, device=self.device)
             copy_bytes(self.stream[:cap], first)
             self._wait([self._irecv(self.stream[cap:], 1)])
-        self.header = parse_header(tensor_bytes(self.stream[: HEADER_SIZE + 8 * n_seg].cpu()), self.who)
+        table_end = HEADER_SIZE + 8 * n_seg
+        self.header = parse_header(
+            raw[:table_end] if raw is not None else tensor_bytes(self.stream[:table_end].cpu()), self.who
+        )
+
+    def meta(self) -> dict:
+        return parse_meta(self.stream, self.header, self.who, self.raw)
 
     def _irecv(self, buf: torch.Tensor, slot: int) -> Any:
         try:
@@ -247,7 +295,11 @@ class _Incoming:
             raise comm_error(self.op, err, self.who, self.group, self.started) from err
 
     def _wait(self, works: list) -> None:
-        wait_all(works, self.op, self.who, self.group, self.started)
+        try:
+            wait_all(works, self.op, self.who, self.group, self.started)
+        except BaseException:
+            _LOCAL.scratch = None  # the backend may still hold the buffer: never reuse it
+            raise
 
     @property
     def slots_used(self) -> int:
@@ -267,12 +319,12 @@ class _Incoming:
             self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])
             template.finish_segments()
         if header.flags & FLAG_VALUES:
-            set_values(template.td, parse_meta(self.stream, header, self.who), self.who)
+            set_values(template.td, self.meta(), self.who)
 
     def into_new(self) -> Any:
         """Receives the payload into a new consolidated TensorDict (one storage)."""
         header = self.header
-        meta = parse_meta(self.stream, header, self.who)
+        meta = self.meta()
         if header.inline:
             storage = self._payload()
             if self.scratch:  # do not keep the whole receive buffer alive
@@ -347,10 +399,20 @@ def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int |
         ValueError: ``src`` is not a valid rank, or the message is malformed.
 
     Examples:
-        >>> # rank 1: template = TensorDict(obs=torch.zeros(4, 3), batch_size=[4]); template.recv(0)
-        >>> from tensordict import TensorDict
-        >>> callable(TensorDict().recv)
-        True
+        Two processes of one job (``torchrun --nproc_per_node=2 script.py``)::
+
+            import torch
+            import torch.distributed as dist
+            from tensordict import TensorDict
+
+            dist.init_process_group("gloo")
+            td = TensorDict(obs=torch.zeros(4, 3), info="", batch_size=[4])
+            if dist.get_rank() == 0:
+                td["obs"] += 1
+                td["info"] = "step 1"
+                td.send(1)
+            else:
+                td.recv(0)  # td["obs"] is all ones, td["info"] == "step 1"
     """
     return _recv("recv", td, src, group, group_src, init_tag, pseudo_rand)
 
@@ -380,9 +442,18 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
             ``return_premature=True``).
 
     Examples:
-        >>> from tensordict import TensorDict
-        >>> callable(TensorDict().irecv)
-        True
+        Two processes of one job::
+
+            if dist.get_rank() == 0:
+                works = td.isend(1, return_early=True)
+                ...                              # overlap other work, but leave td alone
+                for w in works:
+                    w.wait()
+            else:
+                futures = td.irecv(0, return_premature=True)
+                ...                              # do not read td yet
+                for f in futures:
+                    f.wait()
     """
     check_initialized("irecv")
     resolve_peer("irecv", src, group, group_src, "src")  # argument errors surface here, not in the thread
@@ -429,10 +500,18 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
         ValueError: ``src`` is invalid, or the message is malformed.
 
     Examples:
-        >>> # rank 1: td = TensorDict.from_remote_init(0)
-        >>> from tensordict import TensorDict
-        >>> callable(TensorDict.from_remote_init)
-        True
+        Two processes of one job; rank 1 knows nothing of the structure::
+
+            if dist.get_rank() == 0:
+                batch = TensorDict(obs=torch.randn(32, 8), step=3, batch_size=[32])
+                batch.init_remote(1)
+                for _ in range(10):
+                    batch["obs"].normal_()
+                    batch.send(1)
+            else:
+                batch = TensorDict.from_remote_init(0)   # consolidated, batch_size [32]
+                for _ in range(10):
+                    batch.recv(0)                        # straight into its one storage
     """
     check_initialized("from_remote_init")
     gsrc, _ = resolve_peer("from_remote_init", src, group, group_src, "src")

@@ -356,6 +356,7 @@ def _plan(td: Any, leaves: list, sig: list, has_values: bool) -> Plan:
 
 
 _CACHE_ATTR = "_td_wire_cache"
+_SEND_ATTR = "_td_wire_send"
 
 
 def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
@@ -467,7 +468,7 @@ class Outgoing:
 
     __slots__ = ("stream", "segments", "digest")
 
-    def __init__(self, td: Any, *, inline: bool = False, device: Any = None) -> None:
+    def __init__(self, td: Any, *, inline: bool = False, device: Any = None, reuse: bool = False) -> None:
         leaves, plan, has_values, _, storage = _analyse(td)
         device = torch.device(device) if device is not None else torch.device("cpu")
         self.digest = plan.digest
@@ -481,6 +482,19 @@ class Outgoing:
         if inline or plan.total <= INLINE_MAX:
             prefix = plan.prefix(flags | FLAG_INLINE, (), meta)
             p = prefix.numel()
+            if storage is not None and meta is None and reuse:
+                # a consolidated TensorDict sent again: reuse its stream, only the payload changes
+                d = td.__dict__
+                cached = d.get(_SEND_ATTR)
+                if cached is not None and cached[0] is prefix and cached[1].device == device:
+                    stream = cached[1]
+                else:
+                    stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
+                    copy_bytes(stream[:p], prefix)
+                    d[_SEND_ATTR] = (prefix, stream)
+                copy_bytes(stream[p:], storage)
+                self.stream, self.segments = stream, []
+                return
             stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
             copy_bytes(stream[:p], prefix)
             if storage is not None:
@@ -584,10 +598,13 @@ def parse_header(stream_start: bytes, who: str) -> Header:
     return Header(flags, digest, meta_len, total, segments)
 
 
-def parse_meta(stream: torch.Tensor, header: Header, who: str) -> dict:
-    """Decodes and checks the JSON metadata of a stream."""
+def parse_meta(stream: torch.Tensor, header: Header, who: str, raw_stream: Any = None) -> dict:
+    """Decodes and checks the JSON metadata of a stream (``raw_stream``: the same bytes, if at hand)."""
     start = header.meta_offset
-    raw = tensor_bytes(stream[start : start + header.meta_len].cpu())
+    if raw_stream is not None:
+        raw = bytes(raw_stream[start : start + header.meta_len])
+    else:
+        raw = tensor_bytes(stream[start : start + header.meta_len].cpu())
     try:
         meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
