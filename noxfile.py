@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -66,6 +67,12 @@ def _extra_test_deps(dist: str) -> list[str]:
     return list(data.get("tool", {}).get("td", {}).get("test-deps", []))
 
 
+def _skip_without_gpu(session: nox.Session, device: str) -> None:
+    """Skip a cuda session before building anything when the machine has no NVIDIA driver."""
+    if device == "cuda" and shutil.which("nvidia-smi") is None:
+        session.skip("cuda: no GPU on this machine (nvidia-smi not found)")
+
+
 def _device_env(session: nox.Session, device: str) -> dict:
     if device == "cuda":
         has_gpu = session.run(
@@ -82,6 +89,7 @@ def _device_env(session: nox.Session, device: str) -> dict:
 @nox.parametrize("dist", [nox.param(d, id=d.removeprefix("td-"), tags=[d]) for d in DISTS])
 def tests(session: nox.Session, dist: str, device: str) -> None:
     """One distribution's tests against wheels of it and its declared td-* deps."""
+    _skip_without_gpu(session, device)
     session.install(*CONSTRAINTS, "torch==2.13.0")
     session.install(*CONSTRAINTS, *TEST_DEPS, *_extra_test_deps(dist))
     closure = [str(DISTS[d]) for d in _closure(dist)]
@@ -96,6 +104,7 @@ def tests(session: nox.Session, dist: str, device: str) -> None:
 @nox.parametrize("device", DEVICES, ids=DEVICES)
 def tests_all(session: nox.Session, device: str) -> None:
     """Every test suite with every distribution installed editable (includes the demo test)."""
+    _skip_without_gpu(session, device)
     session.install(*CONSTRAINTS, "torch==2.13.0")
     extras = [x for d in DISTS for x in _extra_test_deps(d)]
     session.install(*CONSTRAINTS, *TEST_DEPS, *extras, "scikit-learn", "matplotlib", "tqdm")

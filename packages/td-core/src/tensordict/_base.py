@@ -962,6 +962,16 @@ class TensorDictBase(
         """Detaches every leaf in place."""
         return self.apply_leaves_(torch.Tensor.detach_)
 
+    @property
+    def data(self) -> TensorDictBase:
+        """A TensorDict of the leaves' ``.data`` (same storage, no autograd history)."""
+        return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
+
+    @property
+    def grad(self) -> TensorDictBase:
+        """A TensorDict of the leaves' ``.grad`` (leaves without a gradient are left out)."""
+        return self.apply(lambda t: t.grad)
+
     def detach(self) -> TensorDictBase:
         """A TensorDict of detached leaves (same storage)."""
         return self._map_leaves(torch.Tensor.detach)
