@@ -137,7 +137,7 @@ def wheels(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over every package, the benchmarks and the examples."""
     session.install("ruff")
-    session.run("ruff", "check", "packages", "benchmarks", "examples", "noxfile.py")
+    session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
 
 
 @nox.session

@@ -24,6 +24,13 @@ than the caller alone. The last row therefore also runs the workers in sessions
 of their own (a ``pool=`` whose initializer calls ``os.setsid()``), which is what a
 dedicated machine gives every process anyway.
 
+Each rank runs in a session of its own (``os.setsid()``; ``--shared-session`` keeps
+them in the caller's): Linux's scheduler autogroups share the CPU between
+sessions, so on a machine shared with other sessions two ranks in one session
+compete for one share, which penalizes whichever method needs CPU time (packing,
+parsing) far more than it would on two cores of their own. All methods run in the
+same two processes, so the comparison stays fair either way.
+
 Goals (issue 8): td within 1.5x of the single buffer for both sizes; td at least
 10x faster than the per-leaf loop for 100 x 1 KB; map with 2 workers at least
 1.6x faster than one process. The figures depend on the machine's load: on a
@@ -57,7 +64,9 @@ def _make(n_leaves: int, numel: int, value: float) -> TensorDict:
     return TensorDict({f"leaf{i}": torch.full((numel,), value) for i in range(n_leaves)}, batch_size=[])
 
 
-def _rank(rank: int, port: int, rounds: int, out_path: str) -> None:
+def _rank(rank: int, port: int, rounds: int, out_path: str, own_session: bool) -> None:
+    if own_session:
+        os.setsid()  # see the module docstring: a scheduler autogroup per rank, as on separate machines
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
                             timeout=datetime.timedelta(seconds=120))
     lines = []
@@ -113,9 +122,9 @@ def _fmt(seconds: float) -> str:
     return f"{seconds * 1e6:,.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:,.1f} ms"
 
 
-def bench_send(rounds: int) -> list[str]:
+def bench_send(rounds: int, own_session: bool) -> list[str]:
     out = tempfile.mktemp(suffix=".txt")
-    mp.start_processes(_rank, args=(free_port(), rounds, out), nprocs=2, start_method="spawn")
+    mp.start_processes(_rank, args=(free_port(), rounds, out, own_session), nprocs=2, start_method="spawn")
     rows = []
     with open(out) as f:
         for line in f:
@@ -187,11 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--map-repeats", type=int, default=3)
     parser.add_argument("--skip-map", action="store_true")
     parser.add_argument("--skip-send", action="store_true")
+    parser.add_argument("--shared-session", action="store_true",
+                        help="keep the two ranks in this session (one scheduler autogroup for both)")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if not args.skip_send:
-        print("\nsend/recv over gloo, loopback (median of rounds, timed on the receiver)")
-        print("\n".join(bench_send(args.rounds)))
+        where = "both ranks in this session" if args.shared_session else "each rank in its own session"
+        print(f"\nsend/recv over gloo, loopback (median of rounds, timed on the receiver; {where})")
+        print("\n".join(bench_send(args.rounds, not args.shared_session)))
     if not args.skip_map:
         print(f"\nmap with 2 workers ({args.rows:,} rows, median of {args.map_repeats})")
         print("\n".join(bench_map(args.rows, args.map_repeats)))

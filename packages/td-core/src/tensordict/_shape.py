@@ -147,6 +147,15 @@ class ShapeMixin:
                 index = index[0]
             new_bs = None
         source = {}
+        if new_bs is not None:
+            for key, value in self._items_raw():
+                if value.__class__ is _Tensor:
+                    source[key] = value[index]
+                elif isinstance(value, TensorDictBase):
+                    source[key] = value._index(index)
+                else:
+                    source[key] = value[index]
+            return self._new_like(source, batch_size=new_bs, names=None)
         bd = len(bs)
         for key, value in self._items_raw():
             out = value[index] if not isinstance(value, TensorDictBase) else value._index(index)
