@@ -24,12 +24,12 @@ than the caller alone. The last row therefore also runs the workers in sessions
 of their own (a ``pool=`` whose initializer calls ``os.setsid()``), which is what a
 dedicated machine gives every process anyway.
 
-Each rank runs in a session of its own (``os.setsid()``; ``--shared-session`` keeps
-them in the caller's): Linux's scheduler autogroups share the CPU between
-sessions, so on a machine shared with other sessions two ranks in one session
-compete for one share, which penalizes whichever method needs CPU time (packing,
-parsing) far more than it would on two cores of their own. All methods run in the
-same two processes, so the comparison stays fair either way.
+Besides the wall time, the table gives the CPU time both ranks spend per transfer
+(``time.process_time``, backend threads included): on a busy machine the wall time
+of a sub-millisecond transfer mostly measures the scheduler, the CPU time does not.
+``--own-sessions`` runs each rank in a session of its own (``os.setsid()``): Linux's
+scheduler autogroups share the CPU between sessions, so two ranks in one session
+compete for one share of a machine shared with other sessions.
 
 Goals (issue 8): td within 1.5x of the single buffer for both sizes; td at least
 10x faster than the per-leaf loop for 100 x 1 KB; map with 2 workers at least
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import statistics
 import sys
@@ -64,56 +65,48 @@ def _make(n_leaves: int, numel: int, value: float) -> TensorDict:
     return TensorDict({f"leaf{i}": torch.full((numel,), value) for i in range(n_leaves)}, batch_size=[])
 
 
-def _rank(rank: int, port: int, rounds: int, out_path: str, own_session: bool) -> None:
+METHODS = ("td.send/recv", "consolidated", "per-leaf dist.send", "single buffer")
+
+
+def _transfer(method: str, rank: int, td: TensorDict, ctd: TensorDict, leaves: list, flat: torch.Tensor) -> None:
+    if method == "td.send/recv":
+        td.send(1) if rank == 0 else td.recv(0)
+    elif method == "consolidated":
+        ctd.send(1) if rank == 0 else ctd.recv(0)
+    elif method == "per-leaf dist.send":
+        for i, leaf in enumerate(leaves):
+            dist.send(leaf, 1, tag=i) if rank == 0 else dist.recv(leaf, 0, tag=i)
+    else:
+        dist.send(flat, 1) if rank == 0 else dist.recv(flat, 0)
+
+
+def _rank(rank: int, port: int, rounds: int, out_dir: str, own_session: bool) -> None:
     if own_session:
         os.setsid()  # see the module docstring: a scheduler autogroup per rank, as on separate machines
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
                             timeout=datetime.timedelta(seconds=120))
-    lines = []
+    result: dict = {}
     for name, (n_leaves, numel) in CASES.items():
         td = _make(n_leaves, numel, 1.0 if rank == 0 else 0.0)
         ctd = _make(n_leaves, numel, 1.0 if rank == 0 else 0.0).consolidate()
         leaves = [td[f"leaf{i}"] for i in range(n_leaves)]
         flat = torch.zeros(n_leaves * numel)
-        timings: dict = {"td.send/recv": [], "consolidated": [], "per-leaf dist.send": [], "single buffer": []}
+        wall: dict = {m: [] for m in METHODS}
+        cpu: dict = {m: [] for m in METHODS}
         r = max(3, rounds // (10 if numel > 1 << 20 else 1))
         for it in range(r + 1):  # first round: warm-up
-            for method in timings:
+            for method in METHODS:  # alternate: load changes hit every method alike
                 dist.barrier()
-                t0 = time.perf_counter()
-                if method == "td.send/recv":
-                    if rank == 0:
-                        td.send(1)
-                    else:
-                        td.recv(0)
-                elif method == "consolidated":
-                    if rank == 0:
-                        ctd.send(1)
-                    else:
-                        ctd.recv(0)
-                elif method == "per-leaf dist.send":
-                    for i, leaf in enumerate(leaves):
-                        if rank == 0:
-                            dist.send(leaf, 1, tag=i)
-                        else:
-                            dist.recv(leaf, 0, tag=i)
-                else:
-                    if rank == 0:
-                        dist.send(flat, 1)
-                    else:
-                        dist.recv(flat, 0)
-                dt = time.perf_counter() - t0
+                c0, t0 = time.process_time(), time.perf_counter()
+                _transfer(method, rank, td, ctd, leaves, flat)
                 if it:
-                    timings[method].append(dt)
+                    wall[method].append(time.perf_counter() - t0)
+                    cpu[method].append(time.process_time() - c0)
         if rank == 1:
-            assert bool((td["leaf0"] == 1).all()), "td.recv did not receive the data"
-            assert bool((ctd["leaf0"] == 1).all()), "td.recv did not receive the data"
-            med = {k: statistics.median(v) for k, v in timings.items()}
-            lines.append((name, med))
-    if rank == 1:
-        with open(out_path, "w") as f:
-            for name, med in lines:
-                f.write(f"{name}|{med['td.send/recv']}|{med['consolidated']}|{med['per-leaf dist.send']}|{med['single buffer']}\n")
+            assert bool((td["leaf0"] == 1).all()) and bool((ctd["leaf0"] == 1).all()), "recv got wrong data"
+        result[name] = {m: (statistics.median(wall[m]), statistics.mean(cpu[m])) for m in METHODS}
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
     dist.barrier()
     dist.destroy_process_group()
 
@@ -123,23 +116,28 @@ def _fmt(seconds: float) -> str:
 
 
 def bench_send(rounds: int, own_session: bool) -> list[str]:
-    out = tempfile.mktemp(suffix=".txt")
+    out = tempfile.mkdtemp()
     mp.start_processes(_rank, args=(free_port(), rounds, out, own_session), nprocs=2, start_method="spawn")
-    rows = []
-    with open(out) as f:
-        for line in f:
-            name, td_t, c_t, leaf_t, buf_t = line.strip().split("|")
-            td_t, c_t, leaf_t, buf_t = float(td_t), float(c_t), float(leaf_t), float(buf_t)
-            rows.append(
-                f"| {name:<10} | {_fmt(td_t):>10} | {_fmt(c_t):>12} | {_fmt(leaf_t):>13} | {_fmt(buf_t):>10} "
-                f"| {td_t / buf_t:>9.2f}x | {c_t / buf_t:>18.2f}x | {leaf_t / td_t:>11.1f}x |"
-            )
-    os.unlink(out)
-    head = [
-        "| case       |    td.send | consolidated | per-leaf loop | one buffer | td/buffer | consolidated/buffer | per-leaf/td |",
-        "|------------|-----------:|-------------:|--------------:|-----------:|----------:|-------------------:|------------:|",
+    ranks = []
+    for r in (0, 1):
+        with open(os.path.join(out, f"rank{r}.json")) as f:
+            ranks.append(json.load(f))
+    lines = [
+        "| case       | method             | wall (receiver) | vs one buffer | CPU, both ranks | vs one buffer |",
+        "|------------|--------------------|----------------:|--------------:|----------------:|--------------:|",
     ]
-    return head + rows
+    for name in CASES:
+        base_wall = ranks[1][name]["single buffer"][0]
+        base_cpu = ranks[0][name]["single buffer"][1] + ranks[1][name]["single buffer"][1]
+        for m in METHODS:
+            w = ranks[1][name][m][0]
+            c = ranks[0][name][m][1] + ranks[1][name][m][1]
+            lines.append(f"| {name:<10} | {m:<18} | {_fmt(w):>15} | {w / base_wall:>12.2f}x | {_fmt(c):>15} "
+                         f"| {c / base_cpu:>12.2f}x |")
+        per_leaf = ranks[1][name]["per-leaf dist.send"][0]
+        lines.append(f"| {name:<10} | per-leaf / td.send | {per_leaf / ranks[1][name]['td.send/recv'][0]:>14.1f}x | "
+                     f"{'':>13} | {'':>15} | {'':>13} |")
+    return lines
 
 
 # ---------------------------------------------------------------------- map
@@ -196,14 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--map-repeats", type=int, default=3)
     parser.add_argument("--skip-map", action="store_true")
     parser.add_argument("--skip-send", action="store_true")
-    parser.add_argument("--shared-session", action="store_true",
-                        help="keep the two ranks in this session (one scheduler autogroup for both)")
+    parser.add_argument("--own-sessions", action="store_true",
+                        help="run each rank in a session of its own (a scheduler autogroup each)")
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if not args.skip_send:
-        where = "both ranks in this session" if args.shared_session else "each rank in its own session"
-        print(f"\nsend/recv over gloo, loopback (median of rounds, timed on the receiver; {where})")
-        print("\n".join(bench_send(args.rounds, not args.shared_session)))
+        where = "each rank in its own session" if args.own_sessions else "both ranks in this session"
+        print(f"\nsend/recv over gloo, loopback: median wall time on the receiver, mean CPU time of both ranks ({where})")
+        print("\n".join(bench_send(args.rounds, args.own_sessions)))
     if not args.skip_map:
         print(f"\nmap with 2 workers ({args.rows:,} rows, median of {args.map_repeats})")
         print("\n".join(bench_map(args.rows, args.map_repeats)))

@@ -117,6 +117,7 @@ def _check_well_formed(td):
             _check_well_formed(value)
         elif isinstance(value, torch.Tensor):
             assert value.shape[: td.ndim] == td.batch_size, key
+            assert td.device is None or value.device == td.device, f"{key}: on {value.device}, td.device is {td.device}"
             value.sum() if value.dtype is not torch.bool else value.any()  # touches every byte
         else:
             assert value.batch_size[: td.ndim] == td.batch_size, key

@@ -227,13 +227,17 @@ def test_fuzz_data_files_of_the_wrong_size(data, pristine, tmp_path_factory):
 @pytest.mark.timeout(120)
 @given(data=st.data())
 def test_fuzz_symlinks_out_of_the_prefix(data, pristine, tmp_path_factory):
+    """Any member (data file, sub-folder, a ``meta.json``) turned into a link out of the store is refused.
+
+    Refused means an error that says the link leads outside, raised before the
+    target is read: an error about the target's content would mean it was read.
+    """
     store = _copy(pristine, tmp_path_factory, "link")
     outside = pristine / "outside"
-    members = [f for f in _files(store) if f != "meta.json"]
-    rel = data.draw(st.sampled_from(members))
+    rel = data.draw(st.sampled_from(_files(store)))
     target = data.draw(st.sampled_from([
         outside / "secret.memmap", outside / "other_store", outside / "other_store" / "meta.json",
-        outside / "other_store" / os.path.basename(rel), "/etc/passwd", "/dev/zero", "/proc/self/mem",
+        outside / "other_store" / rel, "/etc/passwd", "/etc",
     ]))
     path = store / rel
     if path.is_dir():
@@ -241,8 +245,50 @@ def test_fuzz_symlinks_out_of_the_prefix(data, pristine, tmp_path_factory):
     else:
         path.unlink()
     os.symlink(target, path)
-    td = _load_or_error(store)
-    assert td is None, f"{rel} -> {target}: a store with a link out of the prefix loaded"
+    before = _snapshot(pristine / "outside")
+    try:
+        td = load_memmap(store)
+    except LOAD_ERRORS as err:
+        assert "outside" in str(err), f"{rel} -> {target}: not refused as a link out of the store: {err}"
+    else:
+        _check_well_formed(td)
+        pytest.fail(f"{rel} -> {target}: a store with a link out of the prefix loaded")
+    assert _snapshot(pristine / "outside") == before
+
+
+_DEVICE_LINK = """
+import os, resource, shutil, sys, torch
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from tensordict import TensorDict
+from tensordict.memmap import load_memmap
+store, rel, target = sys.argv[1:]
+TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3)}}, [3]).memmap(store)
+os.unlink(os.path.join(store, rel))
+os.symlink(target, os.path.join(store, rel))
+try:
+    load_memmap(store)
+except (RuntimeError, FileNotFoundError) as err:
+    print("ERROR", type(err).__name__, err)
+else:
+    print("LOADED")
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("rel", ["meta.json", "n/meta.json", "a.memmap"])
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom", "/proc/self/mem"])
+def test_link_to_a_device_is_refused_without_reading_it(tmp_path, rel, target):
+    """A link to an endless device: an error at once, not a read until memory runs out (run in a child)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-c", _DEVICE_LINK, str(tmp_path / "store"), rel, target],
+        capture_output=True, text=True, timeout=100,
+    )
+    out = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    assert res.returncode == 0, f"{rel} -> {target}: the loader crashed or raised an undocumented error (exit {res.returncode}): {res.stderr[-800:]}"
+    assert out.startswith("ERROR"), f"{rel} -> {target}: {out or res.stderr[-800:]}"
 
 
 def test_store_reached_through_a_symlinked_prefix_loads(pristine, tmp_path):

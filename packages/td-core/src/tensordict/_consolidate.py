@@ -366,7 +366,8 @@ def _json_node(node: tuple, path: tuple) -> dict:
             out_entries.append([key, kind_name, value])
     return {
         "batch_size": list(bs),
-        "device": None if dev is None else str(dev),
+        # the file's storage is mapped on the CPU when read back: record that, not the source device
+        "device": None if dev is None else "cpu",
         "names": None if names is None else list(names),
         "entries": out_entries,
     }
@@ -448,8 +449,8 @@ def _read_node(node: Any, path: str, specs: list, views: list, used: set, parent
     if bs[: len(parent_bs)] != parent_bs:
         raise _bad_file(path, f"nested batch_size {bs} does not start with its parent's {parent_bs}")
     device = node.get("device")
-    if device is not None and not isinstance(device, str):
-        raise _bad_file(path, f"invalid device {device!r}")
+    if device is not None and device != "cpu":  # a file-backed storage lives on the CPU
+        raise _bad_file(path, f"invalid device {device!r} (a consolidated file holds CPU data)")
     names = node.get("names")
     if names is not None and (not isinstance(names, list) or len(names) != len(bs)):
         raise _bad_file(path, f"invalid names {names!r}")

@@ -48,6 +48,7 @@ __all__ = [
     "register_profiles",
     "shape_op_sequences",
     "tensordicts",
+    "tensors",
 ]
 
 #: examples per property test in the ``ci`` profile
@@ -115,7 +116,8 @@ def _make_tensor(shape: Sequence[int], dtype: torch.dtype, seed: int) -> torch.T
 
 
 @st.composite
-def _tensor_leaf(draw: Any, batch_size: torch.Size, dtypes: Sequence[torch.dtype], feature_dims: int) -> torch.Tensor:
+def tensors(draw: Any, batch_size: Sequence[int], dtypes: Sequence[torch.dtype] = DTYPES, feature_dims: int = 2) -> torch.Tensor:
+    """A tensor of shape ``(*batch_size, *feature)`` (0..``feature_dims`` extra dims of 1..3) and random dtype."""
     feat = draw(st.lists(st.integers(1, 3), max_size=feature_dims))
     dtype = draw(st.sampled_from(list(dtypes)))
     return _make_tensor((*batch_size, *feat), dtype, draw(st.integers(0, 2**31 - 1)))
@@ -136,8 +138,8 @@ def _td_source(
     non_tensor: st.SearchStrategy[Any] | None,
     nested_extra_dims: bool,
     min_keys: int,
-) -> tuple[dict, list]:
-    """``(source dict, nested tds to build)`` of one level."""
+) -> dict:
+    """The source dict of one level (nested levels built as TensorDicts)."""
     from tensordict._nontensor import NonTensorData
     from tensordict._td import TensorDict
 
@@ -147,16 +149,16 @@ def _td_source(
     for key in keys:
         kind = draw(st.sampled_from(kinds))
         if kind == "tensor":
-            source[key] = draw(_tensor_leaf(batch_size, dtypes, feature_dims))
+            source[key] = draw(tensors(batch_size, dtypes, feature_dims))
         elif kind == "data":
             source[key] = NonTensorData(draw(non_tensor), batch_size=batch_size)
         else:
             extra = draw(st.lists(st.integers(1, 3), max_size=1)) if nested_extra_dims else []
             sub_bs = torch.Size((*batch_size, *extra))
-            sub, _ = draw(_td_source(sub_bs, depth - 1, max_keys, dtypes, feature_dims, non_tensor,
-                                     nested_extra_dims, 1))
+            sub = draw(_td_source(sub_bs, depth - 1, max_keys, dtypes, feature_dims, non_tensor,
+                                  nested_extra_dims, 1))
             source[key] = TensorDict(sub, batch_size=sub_bs)
-    return source, []
+    return source
 
 
 @st.composite
@@ -202,8 +204,8 @@ def tensordicts(
         values = None
     else:
         values = non_tensor
-    source, _ = draw(_td_source(batch_size, max_depth, max_keys, dtypes, feature_dims, values,
-                                nested_extra_dims, min_keys))
+    source = draw(_td_source(batch_size, max_depth, max_keys, dtypes, feature_dims, values,
+                             nested_extra_dims, min_keys))
     return TensorDict(source, batch_size=batch_size)
 
 

@@ -25,13 +25,15 @@ def _to_size(batch_size: Any) -> torch.Size:
         return _Size(())
     if batch_size.__class__ is _Size:
         return batch_size
-    if isinstance(batch_size, int):
-        return _Size((batch_size,))
     try:
-        return _Size(batch_size)
+        size = _Size((batch_size,)) if isinstance(batch_size, int) else _Size(batch_size)
     except TypeError:
         msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
         raise TypeError(msg) from None
+    if size and min(size) < 0:
+        msg = f"batch_size must not have negative dims, got {tuple(size)}."
+        raise ValueError(msg)
+    return size
 
 
 def _to_device(device: Any) -> torch.device | None:

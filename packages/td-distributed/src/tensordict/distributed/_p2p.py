@@ -313,7 +313,7 @@ class _Incoming:
         """Receives the payload straight into the template (the digests match)."""
         header = self.header
         if header.inline:
-            template.fill_inline(self._payload())
+            template.fill_inline(self._payload(), (self.first, header.prefix_len) if self.scratch else None)
         else:
             bufs = template.segment_buffers(header.segments, self.device)
             self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])

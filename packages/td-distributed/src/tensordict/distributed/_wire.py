@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import struct
 from typing import Any
 
@@ -359,20 +360,64 @@ _CACHE_ATTR = "_td_wire_cache"
 _SEND_ATTR = "_td_wire_send"
 
 
+class _Snapshot:
+    """What a plain TensorDict looked like when it was analysed, checked in C-speed passes.
+
+    Per level: the TensorDict, its keys, its values (by identity), batch size,
+    device and names. If all of it is unchanged, so are the plan and the leaves
+    (a leaf resized in place with ``resize_``/``set_`` is not noticed: the next
+    transfer then fails on the size mismatch, as td-core's consolidation would).
+    """
+
+    __slots__ = ("levels", "state", "result", "views")
+
+    def __init__(self, td: Any, leaves: list, state: Any, result: tuple, td_cls: Any) -> None:
+        levels = []
+        stack = [td]
+        while stack:
+            lvl = stack.pop()
+            d = lvl._tensordict
+            levels.append((lvl, tuple(d), tuple(d.values()), lvl._batch_size, lvl._device, lvl._names))
+            stack.extend(v for v in d.values() if v.__class__ is td_cls)
+        self.levels = levels
+        self.views: tuple | None = None  # (receive buffer, payload offset, views of the leaves in it)
+        self.state = state
+        self.result = result
+
+    def valid(self, td: Any) -> bool:
+        if getattr(td, "_consolidated", None) is not self.state:
+            return False
+        for lvl, keys, values, bs, device, names in self.levels:
+            d = lvl._tensordict
+            if (
+                len(d) != len(keys)
+                or lvl._batch_size != bs
+                or lvl._device != device
+                or lvl._names != names
+                or tuple(d) != keys
+                or not all(map(_is, d.values(), values))
+            ):
+                return False
+        return True
+
+
+_is = operator.is_
+
+
 def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     """``(leaves, plan, has_values, plain, consolidated storage or None)`` of a TensorDict.
 
-    A consolidated TensorDict whose storage has the payload layout remembers the
-    result (checked against its storage on each use), so re-sending or re-filling
-    it skips the walk.
+    A plain ``TensorDict`` remembers the result (in its ``__dict__``) and checks it
+    against a :class:`_Snapshot` on each use, so a loop that sends or receives the
+    same TensorDict skips the walk.
     """
     base, td_cls = _base(), _td_cls()
-    state = getattr(td, "_consolidated", None)
-    d = getattr(td, "__dict__", None)
-    if state is not None and d is not None:
+    d = td.__dict__ if td.__class__ is td_cls else None
+    if d is not None:
         cached = d.get(_CACHE_ATTR)
-        if cached is not None and cached[0] is state and _matches(td, state.skeleton, state.leaves, base):
-            return cached[1]
+        if cached is not None and cached.valid(td):
+            return cached.result
+    state = getattr(td, "_consolidated", None)
     leaves: list = []
     sig: list = []
     has_values, plain = _scan(td, leaves, sig, td_cls, base)
@@ -383,14 +428,15 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
         and state is not None
         and state.storage.numel() == plan.total
         and len(state.leaves) == len(leaves)
-        and all(a is b for a, b in zip(state.leaves, leaves))
+        and all(map(_is, state.leaves, leaves))
         and [r[:3] for r in state.runs] == [r[:3] for r in plan.runs]
         and [list(r[3]) for r in state.runs] == [list(r[3]) for r in plan.runs]
+        and _matches(td, state.skeleton, state.leaves, base)
     ):
         storage = state.storage
     result = (leaves, plan, has_values, plain, storage)
-    if storage is not None and d is not None:
-        d[_CACHE_ATTR] = (state, result)
+    if plain and d is not None:
+        d[_CACHE_ATTR] = _Snapshot(td, leaves, state, result, td_cls)
     return result
 
 
@@ -772,13 +818,28 @@ class Template:
     def digest(self) -> int:
         return self.plan.digest
 
-    def fill_inline(self, payload: torch.Tensor) -> None:
-        """Copies a received payload into the leaves (one copy into a consolidated storage)."""
+    def fill_inline(self, payload: torch.Tensor, reusable: Any = None) -> None:
+        """Copies a received payload into the leaves (one copy into a consolidated storage).
+
+        ``reusable`` names a receive buffer that the caller reuses from call to call
+        (``(buffer, offset)``): the views of the payload inside it are then built
+        once per TensorDict and kept with its cached analysis.
+        """
         with torch.no_grad():
             if self.storage is not None and self.storage.device == payload.device:
                 copy_bytes(self.storage, payload)
-            else:
-                self._unpack(payload, None)
+                return
+            snap = None
+            if reusable is not None and self.td.__class__ is _td_cls():
+                snap = self.td.__dict__.get(_CACHE_ATTR)
+            if snap is not None and snap.result[1] is self.plan:
+                cached = snap.views
+                if cached is None or cached[0] is not reusable[0] or cached[1] != reusable[1]:
+                    cached = snap.views = (reusable[0], reusable[1], _views(payload, self.plan.runs, self.leaves))
+                if self.leaves:
+                    torch._foreach_copy_(self.leaves, cached[2])
+                return
+            self._unpack(payload, None)
 
     def segment_buffers(self, sizes: list, device: torch.device) -> list:
         """Where to receive each segment: a byte range of the destination, or of a staging buffer."""
