@@ -211,3 +211,10 @@ def test_empty_without_file_is_cheap():
         t.fill_(i)
     assert all(int(t[0, 0]) == i for i, t in enumerate(ts))
     assert len({t.data_ptr() for t in ts}) == 100
+
+
+def test_repr_and_format_of_memmap_tensors():
+    x = MemoryMappedTensor.zeros(3, dtype=torch.long)
+    assert repr(x) == "MemoryMappedTensor([0, 0, 0])"
+    assert f"{x[1]}" == "0"
+    assert "MemoryMappedTensor" in repr(MemoryMappedTensor.ones(2, 2))

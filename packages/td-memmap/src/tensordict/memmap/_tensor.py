@@ -313,6 +313,18 @@ class MemoryMappedTensor(torch.Tensor):
     # the file is again a ``MemoryMappedTensor`` (and pickles as a file reference).
     __torch_function__ = torch._C._disabled_torch_function_impl
 
+    # ------------------------------------------------------------------ printing
+    def __format__(self, format_spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        with _DisableTF():
+            plain = _Tensor._make_subclass(_Tensor, self)
+        body = repr(plain)
+        return "MemoryMappedTensor" + body[len("tensor"):] if body.startswith("tensor") else body
+
     # ------------------------------------------------------------------ info
     @property
     def filename(self) -> str | None:
