@@ -18,6 +18,7 @@ import signal
 import time
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -26,9 +27,15 @@ from tensordict.testing import free_port
 START_METHOD = os.environ.get("TD_DIST_START_METHOD", "fork")
 
 
-def _entry(rank: int, job: Any, world_size: int, port: int, pg_timeout: float, out_dir: str, args: tuple) -> None:
+def _entry(rank: int, job: Any, world_size: int, port: int, pg_timeout: float, out_dir: str, args: tuple,
+           backend: str = "gloo") -> None:
+    # a forked child must not enter an OpenMP region the parent already used (libgomp
+    # hangs); one intra-op thread keeps torch out of OpenMP altogether
+    torch.set_num_threads(1)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
     dist.init_process_group(
-        "gloo",
+        backend,
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
         world_size=world_size,
@@ -48,15 +55,19 @@ def _entry(rank: int, job: Any, world_size: int, port: int, pg_timeout: float, o
 
 
 def run_ranks(job: Any, world_size: int, *args: Any, out_dir: str, timeout: float = 60.0,
-              pg_timeout: float = 20.0) -> list:
-    """Runs ``job`` on ``world_size`` ranks; returns each rank's (JSON) result."""
+              pg_timeout: float = 20.0, backend: str = "gloo", start_method: str | None = None) -> list:
+    """Runs ``job`` on ``world_size`` ranks; returns each rank's (JSON) result.
+
+    ``backend="nccl"`` gives rank ``r`` the GPU ``r`` and uses the ``spawn`` start
+    method (a forked child cannot use CUDA).
+    """
     port = free_port()
     ctx = mp.start_processes(
         _entry,
-        args=(job, world_size, port, pg_timeout, out_dir, args),
+        args=(job, world_size, port, pg_timeout, out_dir, args, backend),
         nprocs=world_size,
         join=False,
-        start_method=START_METHOD,
+        start_method=start_method or ("spawn" if backend == "nccl" else START_METHOD),
     )
     deadline = time.monotonic() + timeout
     try:

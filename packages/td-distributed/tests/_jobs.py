@@ -428,3 +428,33 @@ def report_sharing(chunk: TensorDict) -> TensorDict:
 
 def die(chunk: TensorDict) -> None:
     os._exit(3)
+
+
+# ---------------------------------------------------------------------- devices / backends
+def device_job(rank: int, world: int, device: str) -> dict:
+    """Transfers and collectives of TensorDicts living on ``device`` (the backend stages as needed)."""
+    dev = torch.device(device)
+    td = big_td(float(rank)).to(dev)
+    small = rich_td(float(rank)).to(dev)
+    if rank == 0:
+        td.send(1)
+        small.send(1, init_tag=10)
+        small.consolidate().init_remote(1, init_tag=20)
+    else:
+        td.recv(0)
+        assert td["big"].device.type == dev.type
+        assert_td_equal(td.cpu(), big_td(0.0))
+        small.recv(0, init_tag=10)
+        assert_td_equal(small.cpu(), rich_td(0.0))
+        got = TensorDict.from_remote_init(0, init_tag=20, device=dev)
+        assert got["obs"].device.type == dev.type
+        assert_td_equal(got.cpu(), rich_td(0.0))
+    td = rich_td(float(rank)).to(dev)
+    td.all_reduce()
+    assert td["obs"].device.type == dev.type
+    assert td["obs"][0, 0].item() == float(sum(range(world)))
+    res = (rich_td(5.0).to(dev) if rank == 1 else TensorDict()).broadcast(1, device=dev)
+    assert_td_equal(res.cpu(), rich_td(5.0))
+    tds = rich_td(float(rank)).to(dev).all_gather()
+    assert [t["label"] for t in tds] == [f"batch-{float(r)}" for r in range(world)]
+    return {}

@@ -137,6 +137,18 @@ def test_map_with_spawn_and_progress_bar(capsys):
         td.map(lambda chunk: chunk, num_workers=1, mp_start_method="spawn")
 
 
+@pytest.mark.timeout(90)
+def test_map_after_the_parent_used_openmp():
+    """Forked workers must not hang in OpenMP regions the parent already used (libgomp)."""
+    big = torch.ones(4_000_000)
+    (big * 2).sum()  # the parent runs a parallel region
+    td = TensorDict(x=torch.randn(64, 100_000), batch_size=[64])
+    out = td.map(_jobs.square, num_workers=2)  # fork, one intra-op thread per worker
+    assert torch.allclose(out["y"], td["x"] ** 2)
+    out = td.map(_jobs.thread_count, num_workers=2, worker_threads=2, num_chunks=2)  # forkserver
+    assert bool((out["t"] == 2).all())
+
+
 @pytest.mark.timeout(60)
 def test_map_lambda_with_fork():
     td = _td(6)

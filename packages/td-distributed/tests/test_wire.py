@@ -14,17 +14,13 @@ from _jobs import assert_td_equal, big_td, rich_td
 
 from tensordict import TensorDict
 from tensordict.distributed import _wire
-from tensordict.distributed._wire import (
-    FLAG_INLINE,
-    HEADER_SIZE,
-    Outgoing,
-    Template,
-    WireError,
+from tensordict.distributed._decode import (
     build_from_payload,
     parse_header,
     parse_meta,
     tensor_bytes,
 )
+from tensordict.distributed._wire import FLAG_INLINE, HEADER_SIZE, Outgoing, Template, WireError
 
 
 def _roundtrip(td: TensorDict) -> TensorDict:

@@ -131,9 +131,12 @@ _CHILD = textwrap.dedent(
 class _Zygote:
     """The long-lived child: forks one writer per command."""
 
-    def __init__(self) -> None:
+    def __init__(self, log) -> None:
+        # the writers' stderr (h5py prints every failed flush) goes to a file, not the test output
+        self.log = open(log, "w")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            text=True, bufsize=1,
         )
 
     def run(self, cmd: dict, kill_after: float | None = None) -> dict:
@@ -155,11 +158,12 @@ class _Zygote:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(30)
+        self.log.close()
 
 
 @pytest.fixture(scope="module")
-def zygote():
-    z = _Zygote()
+def zygote(tmp_path_factory):
+    z = _Zygote(tmp_path_factory.mktemp("zygote") / "stderr.log")
     yield z
     z.close()
 

@@ -299,7 +299,7 @@ class TensorDict(TensorDictBase):
         return self
 
     # ------------------------------------------------------------------ hot paths
-    def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:  # noqa: D102
+    def get(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:  # noqa: D102
         if key.__class__ is str:
             try:
                 value = self._tensordict[key]
@@ -340,7 +340,7 @@ class TensorDict(TensorDictBase):
             return self._unwrap_leaf(value)
         return TensorDictBase.__getitem__(self, index)
 
-    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False, **kwargs: Any) -> TensorDict:  # noqa: D102
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False) -> TensorDict:  # noqa: D102
         if key.__class__ is str and item.__class__ is _Tensor and not inplace:
             if self._is_locked:
                 raise locked_error("set a new value", key)

@@ -12,6 +12,8 @@ first called:
 
 The engine is ``torch.distributed`` (gloo on CPU, nccl on GPU) and
 ``torch.multiprocessing``; jobs spanning machines are launched with ``torchrun``.
+A failed transfer or collective (dead peer, timeout) raises :class:`CommError`, a
+``RuntimeError``; a malformed message raises :class:`WireError`, a ``ValueError``.
 The wire format is described in ``tensordict.distributed._wire``. The functions are
 also available here, taking the TensorDict first (``send(td, dst)``).
 """
@@ -28,7 +30,9 @@ from tensordict.distributed._collectives import (
 )
 from tensordict.distributed._p2p import from_remote_init, init_remote, irecv, isend, recv, send
 from tensordict.distributed._pool import map, map_iter  # noqa: A004
+from tensordict.distributed._transport import CommError
 from tensordict.distributed._version import __version__
+from tensordict.distributed._wire import WireError
 
 __all__ = [
     "send",
@@ -45,5 +49,7 @@ __all__ = [
     "scatter",
     "map",
     "map_iter",
+    "CommError",
+    "WireError",
     "__version__",
 ]

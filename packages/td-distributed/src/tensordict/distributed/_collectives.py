@@ -27,6 +27,17 @@ from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
 from tensordict._consolidate import _copy
+from tensordict.distributed._decode import (
+    build_from_payload,
+    describe_differences,
+    parse_header,
+    parse_meta,
+    read_counts,
+    set_values,
+    stream_length,
+    structure_of,
+    tensor_bytes,
+)
 from tensordict.distributed._transport import (
     check_initialized,
     comm_error,
@@ -42,16 +53,7 @@ from tensordict.distributed._wire import (
     Outgoing,
     Template,
     WireError,
-    build_from_payload,
     copy_bytes,
-    describe_differences,
-    parse_header,
-    parse_meta,
-    read_counts,
-    set_values,
-    stream_length,
-    structure_of,
-    tensor_bytes,
 )
 
 __all__ = ["broadcast", "all_reduce", "reduce", "all_gather", "gather_and_stack", "scatter"]

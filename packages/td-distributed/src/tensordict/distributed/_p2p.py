@@ -32,6 +32,17 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from tensordict.distributed._decode import (
+    build_from_payload,
+    describe_differences,
+    parse_header,
+    parse_meta,
+    read_counts,
+    set_values,
+    stream_length,
+    structure_of,
+    tensor_bytes,
+)
 from tensordict.distributed._transport import (
     check_initialized,
     comm_error,
@@ -45,16 +56,7 @@ from tensordict.distributed._wire import (
     HEADER_SIZE,
     Outgoing,
     Template,
-    build_from_payload,
     copy_bytes,
-    describe_differences,
-    parse_header,
-    parse_meta,
-    read_counts,
-    set_values,
-    stream_length,
-    structure_of,
-    tensor_bytes,
 )
 
 __all__ = ["send", "recv", "isend", "irecv", "init_remote", "from_remote_init", "FIRST_CAP"]

@@ -257,6 +257,11 @@ class _Job:
         method = self.method
         if method is None and torch.cuda.is_available() and torch.cuda.is_initialized():
             method = "spawn"  # a forked child cannot use CUDA once the parent initialized it
+        if method is None and self.threads != 1 and mp.get_start_method(allow_none=True) in (None, "fork"):
+            # a forked child that runs several OpenMP threads after its parent used OpenMP
+            # hangs (libgomp); a fork server's children start from a clean process
+            if "forkserver" in mp.get_all_start_methods():
+                method = "forkserver"
         ctx = mp.get_context(method)
         try:
             pool = ctx.Pool(
@@ -409,12 +414,16 @@ def map(td: Any, fn: Callable, dim: int = 0, num_workers: int | None = None, *, 
             after ``torch.manual_seed(base + i)`` with ``base`` drawn from it (from
             the global generator when ``None``), so results do not depend on scheduling.
         max_tasks_per_child (int, optional): replace a worker after that many chunks.
-        worker_threads (int): ``torch.set_num_threads`` in each worker. Defaults to ``1``.
+        worker_threads (int): ``torch.set_num_threads`` in each worker (``0``: leave
+            torch's default). Defaults to ``1``.
         index_with_generator (bool): build the tasks lazily while the pool consumes
             them instead of up front. Defaults to ``False``.
         pbar (bool): show a tqdm progress bar (one tick per chunk). Defaults to ``False``.
         mp_start_method (str, optional): ``"fork"``, ``"spawn"`` or ``"forkserver"``.
-            Defaults to torch.multiprocessing's default (``spawn`` if CUDA is initialized).
+            Defaults to torch.multiprocessing's default (``fork`` on Linux), except
+            ``spawn`` once CUDA is initialized, and ``forkserver`` instead of ``fork``
+            when ``worker_threads != 1``: a forked child that runs OpenMP threads after
+            its parent used them hangs (libgomp), one thread per worker is safe.
 
     Returns:
         the joined results, or this TensorDict when ``fn`` returns ``None``.

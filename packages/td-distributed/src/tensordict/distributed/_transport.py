@@ -181,14 +181,3 @@ def wait_all(works: Sequence[Any], op: str, peer: str, group: Any, started: floa
             work.wait()
         except Exception as err:  # noqa: BLE001 - any backend failure
             raise comm_error(op, err, peer, group, started) from err
-
-
-def run_blocking(fn: Any, op: str, peer: str, group: Any) -> Any:
-    """Runs a blocking torch.distributed call, converting backend failures."""
-    started = time.monotonic()
-    try:
-        return fn()
-    except (CommError, ValueError, TypeError):
-        raise
-    except RuntimeError as err:
-        raise comm_error(op, err, peer, group, started) from err

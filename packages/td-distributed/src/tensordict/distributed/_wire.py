@@ -44,7 +44,9 @@ template checks the digest and needs no parsing.
 
 Nothing received is trusted: the metadata is JSON (never unpickled), every field
 is type- and range-checked, sizes are checked against the header, and a receiver
-never posts a buffer smaller than what the header announces.
+never posts a buffer smaller than what the header announces. Reading is in
+:mod:`tensordict.distributed._decode`; this module lays TensorDicts out (plans,
+packing, :class:`Outgoing`) and fills templates (:class:`Template`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ import hashlib
 import json
 import operator
 import struct
+import weakref
 from typing import Any
 
 import torch
@@ -64,12 +67,9 @@ from tensordict._consolidate import (
     _TENSOR,
     _bad_leaf_error,
     _base,
-    _build,
     _layout,
     _leaf_specs,
     _matches,
-    _runs_from_specs,
-    _State,
     _td_cls,
     _views,
 )
@@ -78,14 +78,10 @@ __all__ = [
     "BIG_LEAF",
     "HEADER_SIZE",
     "INLINE_MAX",
-    "Header",
     "Outgoing",
     "Template",
     "WireError",
-    "build_from_payload",
-    "describe_differences",
-    "parse_header",
-    "parse_meta",
+    "copy_bytes",
 ]
 
 MAGIC = b"TDWIRE01"
@@ -356,14 +352,35 @@ def _plan(td: Any, leaves: list, sig: list, has_values: bool) -> Plan:
     return plan
 
 
-_CACHE_ATTR = "_td_wire_cache"
-_SEND_ATTR = "_td_wire_send"
+#: id(td) -> [weakref to td, _Snapshot or None, (prefix, send stream) or None]
+#: Kept outside the TensorDict (whose ``__dict__`` is pickled and copied) and
+#: dropped when the TensorDict is collected; it never holds the TensorDict itself.
+_TD_CACHE: dict = {}
+
+
+def _cache_entry(td: Any, create: bool) -> list | None:
+    key = id(td)
+    entry = _TD_CACHE.get(key)
+    if entry is not None and entry[0]() is td:
+        return entry
+    if not create:
+        return None
+
+    def forget(ref: Any, key: int = key) -> None:
+        current = _TD_CACHE.get(key)
+        if current is not None and current[0] is ref:
+            del _TD_CACHE[key]
+
+    entry = [weakref.ref(td, forget), None, None]
+    _TD_CACHE[key] = entry
+    return entry
 
 
 class _Snapshot:
     """What a plain TensorDict looked like when it was analysed, checked in C-speed passes.
 
-    Per level: the TensorDict, its keys, its values (by identity), batch size,
+    Per level: the TensorDict (``None`` for the root, which it must not keep
+    alive), its keys, its values (by identity), batch size,
     device and names. If all of it is unchanged, so are the plan and the leaves
     (a leaf resized in place with ``resize_``/``set_`` is not noticed: the next
     transfer then fails on the size mismatch, as td-core's consolidation would).
@@ -377,7 +394,8 @@ class _Snapshot:
         while stack:
             lvl = stack.pop()
             d = lvl._tensordict
-            levels.append((lvl, tuple(d), tuple(d.values()), lvl._batch_size, lvl._device, lvl._names))
+            ref = None if lvl is td else lvl
+            levels.append((ref, tuple(d), tuple(d.values()), lvl._batch_size, lvl._device, lvl._names))
             stack.extend(v for v in d.values() if v.__class__ is td_cls)
         self.levels = levels
         self.views: tuple | None = None  # (receive buffer, payload offset, views of the leaves in it)
@@ -388,6 +406,8 @@ class _Snapshot:
         if getattr(td, "_consolidated", None) is not self.state:
             return False
         for lvl, keys, values, bs, device, names in self.levels:
+            if lvl is None:
+                lvl = td
             d = lvl._tensordict
             if (
                 len(d) != len(keys)
@@ -407,14 +427,15 @@ _is = operator.is_
 def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     """``(leaves, plan, has_values, plain, consolidated storage or None)`` of a TensorDict.
 
-    A plain ``TensorDict`` remembers the result (in its ``__dict__``) and checks it
+    A plain ``TensorDict`` remembers the result (in ``_TD_CACHE``) and checks it
     against a :class:`_Snapshot` on each use, so a loop that sends or receives the
     same TensorDict skips the walk.
     """
     base, td_cls = _base(), _td_cls()
-    d = td.__dict__ if td.__class__ is td_cls else None
-    if d is not None:
-        cached = d.get(_CACHE_ATTR)
+    plain_cls = td.__class__ is td_cls
+    entry = _cache_entry(td, False) if plain_cls else None
+    if entry is not None:
+        cached = entry[1]
         if cached is not None and cached.valid(td):
             return cached.result
     state = getattr(td, "_consolidated", None)
@@ -435,29 +456,33 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     ):
         storage = state.storage
     result = (leaves, plan, has_values, plain, storage)
-    if plain and d is not None:
-        d[_CACHE_ATTR] = _Snapshot(td, leaves, state, result, td_cls)
+    if plain and plain_cls:
+        _cache_entry(td, True)[1] = _Snapshot(td, leaves, state, result, td_cls)
     return result
 
 
 # ---------------------------------------------------------------------- packing
+_WORDS = ((8, torch.int64), (4, torch.int32), (2, torch.int16))
+
+
 def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
     """``dst.copy_(src)`` for ``uint8`` ranges, moved as 8-byte words when aligned.
 
-    A word copy has 8x fewer elements, which keeps copies up to ~2 MB below
+    A word copy has up to 8x fewer elements, which keeps copies up to ~2 MB below
     torch's parallelization grain: no thread-pool wake-up for a small buffer (which
-    costs far more than the copy on a busy machine).
+    costs far more than the copy itself on a busy machine).
     """
     n = dst.numel()
-    if (
-        n % 8 == 0
-        and dst.device == src.device
-        and dst.data_ptr() % 8 == 0
-        and src.data_ptr() % 8 == 0
-    ):
-        dst.view(torch.int64).copy_(src.view(torch.int64))
-    else:
-        dst.copy_(src)
+    if dst.device == src.device and n >= 64:
+        a, b = dst.data_ptr(), src.data_ptr()
+        for size, dtype in _WORDS:
+            if a % size == 0 and b % size == 0:
+                body = n - n % size
+                dst[:body].view(dtype).copy_(src[:body].view(dtype))
+                if body != n:
+                    dst[body:].copy_(src[body:])
+                return
+    dst.copy_(src)
 
 
 def _byte_range(t: torch.Tensor) -> torch.Tensor | None:
@@ -530,14 +555,14 @@ class Outgoing:
             p = prefix.numel()
             if storage is not None and meta is None and reuse:
                 # a consolidated TensorDict sent again: reuse its stream, only the payload changes
-                d = td.__dict__
-                cached = d.get(_SEND_ATTR)
+                entry = _cache_entry(td, True)
+                cached = entry[2]
                 if cached is not None and cached[0] is prefix and cached[1].device == device:
                     stream = cached[1]
                 else:
                     stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
                     copy_bytes(stream[:p], prefix)
-                    d[_SEND_ATTR] = (prefix, stream)
+                    entry[2] = (prefix, stream)
                 copy_bytes(stream[p:], storage)
                 self.stream, self.segments = stream, []
                 return
@@ -566,236 +591,6 @@ class Outgoing:
         prefix = plan.prefix(flags, tuple(s.numel() for s in segments), meta)
         self.stream = prefix.to(device) if prefix.device != device else prefix
         self.segments = segments
-
-
-# ---------------------------------------------------------------------- reading
-class Header:
-    """The parsed prefix of a stream: flags, digest, sizes and the segment table."""
-
-    __slots__ = ("flags", "digest", "meta_len", "total", "segments", "prefix_len")
-
-    def __init__(self, flags: int, digest: int, meta_len: int, total: int, segments: list) -> None:
-        self.flags = flags
-        self.digest = digest
-        self.meta_len = meta_len
-        self.total = total
-        self.segments = segments
-        self.prefix_len = align(HEADER_SIZE + 8 * len(segments) + meta_len)
-
-    @property
-    def inline(self) -> bool:
-        return bool(self.flags & FLAG_INLINE)
-
-    @property
-    def stream_len(self) -> int:
-        """Bytes of the stream: the prefix, plus the payload when inline."""
-        return self.prefix_len + (self.total if self.inline else 0)
-
-    @property
-    def meta_offset(self) -> int:
-        return HEADER_SIZE + 8 * len(self.segments)
-
-
-def tensor_bytes(t: torch.Tensor) -> bytes:
-    """The bytes of a small ``uint8`` CPU tensor (no numpy needed)."""
-    n = t.numel()
-    if n == 0:
-        return b""
-    buf = bytearray(n)
-    torch.frombuffer(buf, dtype=torch.uint8).copy_(t.reshape(-1))
-    return bytes(buf)
-
-
-def read_counts(raw: bytes, who: str) -> tuple[int, int, int, int, int]:
-    """``(flags, digest, meta_len, total, n_segments)`` from the 64 header bytes, checked."""
-    if len(raw) < HEADER_SIZE:
-        raise WireError(f"{who} sent {len(raw)} bytes, fewer than the {HEADER_SIZE}-byte header.")
-    magic, version, flags, digest, meta_len, total, n_seg = HEADER.unpack_from(raw)
-    if magic != MAGIC:
-        msg = (
-            f"{who} sent a message that is not a TensorDict transfer (magic {magic!r}, expected {MAGIC!r}). "
-            "Both sides must make matching tensordict calls (send/recv, isend/irecv, init_remote/"
-            "from_remote_init) with the same tags."
-        )
-        raise WireError(msg)
-    if version != VERSION:
-        raise WireError(f"{who} uses wire format version {version}; this process reads version {VERSION}.")
-    if meta_len > MAX_BYTES or total > MAX_BYTES or n_seg > MAX_BYTES // 8:
-        raise WireError(f"{who} sent a header with impossible sizes (metadata {meta_len}, payload {total}).")
-    if flags & FLAG_INLINE and n_seg:
-        raise WireError(f"{who} sent an inline payload with a segment table.")
-    return flags, digest, meta_len, total, n_seg
-
-
-def stream_length(flags: int, meta_len: int, total: int, n_seg: int) -> int:
-    """Bytes of a stream with these header counts."""
-    return align(HEADER_SIZE + 8 * n_seg + meta_len) + (total if flags & FLAG_INLINE else 0)
-
-
-def parse_header(stream_start: bytes, who: str) -> Header:
-    """Parses the header and the segment table (``stream_start`` holds at least both)."""
-    flags, digest, meta_len, total, n_seg = read_counts(stream_start, who)
-    need = HEADER_SIZE + 8 * n_seg
-    if len(stream_start) < need:
-        raise WireError(f"{who} sent a truncated segment table.")
-    segments = list(struct.unpack_from(f"<{n_seg}Q", stream_start, HEADER_SIZE)) if n_seg else []
-    if not flags & FLAG_INLINE and (sum(segments) != total or any(s == 0 for s in segments)):
-        raise WireError(f"{who} sent segments {segments[:8]}... that do not tile its {total}-byte payload.")
-    return Header(flags, digest, meta_len, total, segments)
-
-
-def parse_meta(stream: torch.Tensor, header: Header, who: str, raw_stream: Any = None) -> dict:
-    """Decodes and checks the JSON metadata of a stream (``raw_stream``: the same bytes, if at hand)."""
-    start = header.meta_offset
-    if raw_stream is not None:
-        raw = bytes(raw_stream[start : start + header.meta_len])
-    else:
-        raw = tensor_bytes(stream[start : start + header.meta_len].cpu())
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise WireError(f"the metadata sent by {who} is not valid JSON ({err}).") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("root"), dict) or not isinstance(meta.get("leaves"), list):
-        raise WireError(f"the metadata sent by {who} does not describe a TensorDict.")
-    return meta
-
-
-def _ints(value: Any, who: str, what: str) -> list:
-    if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
-        raise WireError(f"{who} sent an invalid {what}: {value!r}.")
-    return value
-
-
-def leaf_specs(meta: dict, total: int, who: str) -> list:
-    """The validated ``(dtype, shape, offset, nbytes)`` of every leaf."""
-    specs = []
-    for spec in meta["leaves"]:
-        if not isinstance(spec, dict):
-            raise WireError(f"{who} sent an invalid leaf description {spec!r}.")
-        name = spec.get("dtype")
-        dtype = _DTYPES.get(name) if isinstance(name, str) else None
-        if dtype is None:
-            raise WireError(f"{who} sent an unsupported dtype {name!r}.")
-        shape = torch.Size(_ints(spec.get("shape"), who, "leaf shape"))
-        nbytes = shape.numel() * dtype.itemsize
-        off = spec.get("offset")
-        if type(off) is not int or off < 0 or off % dtype.itemsize or off + nbytes > total:
-            raise WireError(f"{who} sent a leaf at offset {off!r} outside its {total}-byte payload.")
-        specs.append((dtype, shape, off, nbytes))
-    return specs
-
-
-def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list, depth: int,
-                 device: Any, views: list) -> tuple:
-    from tensordict._nontensor import NonTensorData
-
-    if depth > _MAX_DEPTH:
-        raise WireError(f"the tree sent by {who} is nested too deeply.")
-    if not isinstance(node, dict):
-        raise WireError(f"{who} sent a tree node that is not an object.")
-    bs = _ints(node.get("batch_size"), who, "batch_size")
-    if bs[: len(parent_bs)] != parent_bs:
-        raise WireError(f"{who} sent a nested batch_size {bs} that does not start with its parent's {parent_bs}.")
-    dev = node.get("device")
-    if dev is not None and not isinstance(dev, str):
-        raise WireError(f"{who} sent an invalid device {dev!r}.")
-    names = node.get("names")
-    if names is not None and (
-        not isinstance(names, list) or len(names) != len(bs) or not all(n is None or isinstance(n, str) for n in names)
-    ):
-        raise WireError(f"{who} sent invalid dim names {names!r}.")
-    entries_in = node.get("entries")
-    if not isinstance(entries_in, list):
-        raise WireError(f"{who} sent a tree node without entries.")
-    batch_size = torch.Size(bs)
-    entries = []
-    seen: set = set()
-    for entry in entries_in:
-        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], str):
-            raise WireError(f"{who} sent an invalid entry {entry!r}.")
-        key, kind, payload = entry
-        if key in seen:
-            raise WireError(f"{who} sent the key {key!r} twice.")
-        seen.add(key)
-        if kind == "tensor":
-            if type(payload) is not int or not 0 <= payload < n_leaves or payload in used:
-                raise WireError(f"{who} sent an invalid leaf index {payload!r} for key {key!r}.")
-            used.add(payload)
-            if list(views[payload].shape[: len(bs)]) != bs:
-                msg = (
-                    f"{who} sent the leaf {key!r} of shape {list(views[payload].shape)}, which does not start "
-                    f"with batch_size {bs}."
-                )
-                raise WireError(msg)
-            entries.append((key, _TENSOR, payload))
-        elif kind == "td":
-            entries.append((key, _TD, _decode_node(payload, who, n_leaves, used, bs, depth + 1, device, views)))
-        elif kind == "data":
-            entries.append((key, _OTHER, NonTensorData(payload, batch_size, None)))
-        elif kind == "stack":
-            entries.append((key, _OTHER, _stack_value(payload, key, bs, who)))
-        else:
-            raise WireError(f"{who} sent an unknown entry kind {kind!r} for key {key!r}.")
-    # the result lives where its storage is; a level without a device stays without one
-    return (batch_size, None if dev is None else device, names, entries)
-
-
-def _stack_value(payload: Any, key: str, bs: list | None, who: str) -> Any:
-    from tensordict._nontensor import NonTensorStack
-
-    if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
-        raise WireError(f"{who} sent an invalid non-tensor stack under {key!r}.")
-    shape = torch.Size(_ints(payload.get("shape"), who, "stack shape"))
-    if shape.numel() != len(payload["items"]) or (bs is not None and list(shape[: len(bs)]) != bs):
-        raise WireError(f"{who} sent a non-tensor stack {key!r} that does not match its shape {list(shape)}.")
-    return NonTensorStack._from_flat(payload["items"], shape, None)
-
-
-def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
-    """A consolidated TensorDict whose leaves are views into ``storage`` (the payload)."""
-    specs = leaf_specs(meta, storage.numel(), who)
-    views = [storage[off : off + nbytes].view(dtype).view(shape) for dtype, shape, off, nbytes in specs]
-    used: set = set()
-    skeleton = _decode_node(meta["root"], who, len(views), used, [], 0, storage.device, views)
-    if len(used) != len(views):
-        raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
-    td, skeleton = _build(skeleton, views, None, _td_cls(), False, False)
-    td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
-    return td
-
-
-def set_values(td: Any, meta: dict, who: str) -> None:
-    """Writes the non-tensor values of ``meta`` into the matching entries of ``td``, in place.
-
-    An existing ``NonTensorData``/``NonTensorStack`` of the same shape is updated in
-    place (as tensor leaves are), so a consolidated template stays consolidated.
-    """
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
-    def visit(target: Any, node: Any, depth: int) -> None:
-        if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
-            raise WireError(f"{who} sent a malformed tree.")
-        for entry in node["entries"]:
-            if not isinstance(entry, list) or len(entry) != 3:
-                raise WireError(f"{who} sent an invalid entry {entry!r}.")
-            key, kind, payload = entry
-            if kind == "td":
-                visit(target._get_raw(key, None), payload, depth + 1)
-            elif kind == "data":
-                old = target._get_raw(key, None)
-                if isinstance(old, NonTensorData):
-                    old.data = payload
-                else:
-                    target._set_raw(key, NonTensorData(payload, target.batch_size, None))
-            elif kind == "stack":
-                new = _stack_value(payload, key, None, who)
-                old = target._get_raw(key, None)
-                if isinstance(old, NonTensorStack) and old.batch_size == new.batch_size:
-                    old._items = new._items
-                else:
-                    target._set_raw(key, new)
-
-    visit(td, meta["root"], 0)
 
 
 # ---------------------------------------------------------------------- receiving into a template
@@ -830,8 +625,9 @@ class Template:
                 copy_bytes(self.storage, payload)
                 return
             snap = None
-            if reusable is not None and self.td.__class__ is _td_cls():
-                snap = self.td.__dict__.get(_CACHE_ATTR)
+            if reusable is not None:
+                entry = _cache_entry(self.td, False)
+                snap = entry[1] if entry is not None else None
             if snap is not None and snap.result[1] is self.plan:
                 cached = snap.views
                 if cached is None or cached[0] is not reusable[0] or cached[1] != reusable[1]:
@@ -888,71 +684,3 @@ class Template:
             views = _views(payload, plan.runs, leaves)
         if dst:
             torch._foreach_copy_(dst, views)
-
-
-# ---------------------------------------------------------------------- explaining mismatches
-def _flatten_meta(node: Any, specs: list | None, prefix: tuple, out: dict, depth: int = 0) -> None:
-    if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
-        return
-    for entry in node["entries"]:
-        if not isinstance(entry, list) or len(entry) != 3:
-            continue
-        key, kind, payload = entry
-        path = (*prefix, str(key))
-        if kind == "tensor" and specs is not None and type(payload) is int and 0 <= payload < len(specs):
-            dtype, shape, *_ = specs[payload]
-            out[path] = f"{_NAMES[dtype]}{list(shape)}"
-        elif kind == "td":
-            out[path] = "TensorDict"
-            _flatten_meta(payload, specs, path, out, depth + 1)
-        else:
-            out[path] = "non-tensor"
-
-
-def _flatten_skeleton(node: tuple, leaves: list, prefix: tuple, out: dict) -> None:
-    for key, kind, payload in node[3]:
-        path = (*prefix, key)
-        if kind == _TENSOR:
-            t = leaves[payload]
-            out[path] = f"{_NAMES.get(t.dtype, str(t.dtype))}{list(t.shape)}"
-        elif kind == _TD:
-            out[path] = "TensorDict"
-            _flatten_skeleton(payload, leaves, path, out)
-        else:
-            out[path] = "non-tensor"
-
-
-def structure_of(td: Any) -> dict:
-    """``{key path: "dtype[shape]" | "TensorDict" | "non-tensor"}`` of a TensorDict."""
-    leaves: list = []
-    skeleton = _collect(td, leaves, _base(), _td_cls())
-    out: dict = {}
-    _flatten_skeleton(skeleton, leaves, (), out)
-    return out
-
-
-def structure_of_meta(meta: dict, total: int, who: str) -> dict:
-    """``{key path: description}`` of received metadata."""
-    out: dict = {}
-    _flatten_meta(meta.get("root"), leaf_specs(meta, total, who), (), out)
-    return out
-
-
-def describe_differences(mine: dict, theirs: dict, me: str, them: str, limit: int = 20) -> str:
-    """A readable list of the keys/dtypes/shapes that differ between two structures."""
-    lines = []
-    for path in theirs:
-        if path not in mine:
-            lines.append(f"  {'.'.join(path)!r}: {them} has {theirs[path]}, {me} has no such key")
-    for path in mine:
-        if path not in theirs:
-            lines.append(f"  {'.'.join(path)!r}: {me} has {mine[path]}, {them} has no such key")
-        elif mine[path] != theirs[path]:
-            lines.append(f"  {'.'.join(path)!r}: {them} has {theirs[path]}, {me} has {mine[path]}")
-    if not lines:
-        if list(mine) != list(theirs):
-            return "  same keys, dtypes and shapes, but in a different order"
-        return "  (no difference in keys, dtypes or shapes)"
-    extra = len(lines) - limit
-    lines = lines[:limit] + ([f"  ... and {extra} more"] if extra > 0 else [])
-    return "\n".join(lines)
