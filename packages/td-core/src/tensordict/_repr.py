@@ -133,8 +133,9 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
             if device.type == "cuda" and not torch.cuda.is_available():
                 device = torch.device("cpu")
             try:
-                fields[key] = torch.zeros(_size(mt["shape"]), dtype=dtype, device=device)
-            except (RuntimeError, TypeError) as err:  # too large to allocate / to unpack
+                # an expanded 0-d zero: no memory is allocated whatever shape the text names
+                fields[key] = torch.zeros((), dtype=dtype, device=device).expand(_size(mt["shape"]))
+            except (RuntimeError, TypeError) as err:  # invalid shape
                 msg = f"parse_tensor_dict_string: cannot build the tensor of key {key!r}: {err}"
                 raise ValueError(msg) from None
             pos += mt.end()
@@ -172,8 +173,9 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
 def parse_tensor_dict_string(string: str) -> Any:
     """Rebuilds a TensorDict from its ``repr``: same keys, shapes, dtypes, batch sizes.
 
-    Tensor values are zero-filled (the repr holds no data); non-tensor values come
-    back as the strings shown.
+    Tensor values are zero-filled (the repr holds no data) as expanded views of one
+    zero, so no memory is allocated whatever the shapes (``td.clone()`` gives writable
+    leaves); non-tensor values come back as the strings shown.
 
     Raises:
         ValueError: ``string`` is not a TensorDict repr.

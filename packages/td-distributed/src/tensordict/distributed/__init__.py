@@ -49,7 +49,6 @@ __all__ = [
     "scatter",
     "map",
     "map_iter",
-    "CommError",
-    "WireError",
     "__version__",
 ]
+# also importable from here (not in __all__ until docs/api documents them): CommError, WireError

@@ -10,7 +10,9 @@ parallel. Files are mapped with ``torch.UntypedStorage.from_file(shared=True)``.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "write_tensor_jobs",
     "run_jobs",
     "check_file",
+    "open_regular",
     "tensor_on",
 ]
 
@@ -76,8 +79,6 @@ def check_file(path: str, nbytes: int, *, exact: bool = True) -> None:
     except FileNotFoundError:
         msg = f"memory-mapped data file {path!r} is missing (expected {nbytes} bytes)."
         raise FileNotFoundError(msg) from None
-    import stat
-
     if not stat.S_ISREG(st.st_mode):
         msg = f"{path!r} is not a regular file; cannot memory-map it."
         raise RuntimeError(msg)
@@ -89,6 +90,60 @@ def check_file(path: str, nbytes: int, *, exact: bool = True) -> None:
             "save it again."
         )
         raise RuntimeError(msg)
+
+
+def _with_filename(err: OSError, path: str) -> OSError:
+    """``err`` with ``path`` as its file name (``os.ftruncate``/``os.pwrite`` errors carry none)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, path)
+
+
+def open_regular(path: str, what: str) -> int:
+    """Opens ``path`` read-only, refusing anything but a regular file that is not a link.
+
+    The last path component is opened with ``O_NOFOLLOW`` and the open file is
+    checked with ``fstat``, so a symbolic link (to a device, ``/proc/self/mem``,
+    or a file outside the store) is refused before a single byte is read. Opening
+    is non-blocking, so a FIFO cannot hang the caller. The caller closes the fd.
+
+    Args:
+        path (str): the file.
+        what (str): what the file is, for error messages (e.g. ``"metadata file"``).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        RuntimeError: ``path`` is a symbolic link, not a regular file, or cannot be opened.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, "symbolic link", path)
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EMLINK):
+            msg = (
+                f"{what} {path!r} is a symbolic link; td-memmap does not follow links inside a store (they can "
+                "lead outside the store, to other files or devices), so it refuses to read it."
+            )
+        else:
+            msg = f"cannot open {what} {path!r}: {err.strerror or err}."
+        raise RuntimeError(msg) from None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        msg = f"{what} {path!r} is not a regular file (a device, FIFO, socket or folder); refusing to read it."
+        raise RuntimeError(msg)
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return fd
 
 
 def map_storage(path: str, nbytes: int) -> torch.UntypedStorage:
@@ -122,6 +177,8 @@ def allocate(path: str, nbytes: int, *, existsok: bool) -> None:
     try:
         if nbytes:
             os.ftruncate(fd, nbytes)
+    except OSError as err:
+        raise _with_filename(err, path) from err
     finally:
         os.close(fd)
 
@@ -167,8 +224,12 @@ def _write_pieces(path: str, pieces: list[tuple[torch.Tensor, int]]) -> None:
         for piece, offset in pieces:
             piece = piece.contiguous()
             view = _byte_view(piece)
-            _pwrite_all(fd, view, offset)
-            del view
+            try:
+                _pwrite_all(fd, view, offset)
+            except OSError as err:
+                raise _with_filename(err, path) from err
+            finally:
+                del view
     finally:
         os.close(fd)
 

@@ -31,6 +31,12 @@ _Tensor = torch.Tensor
 
 def _as_module(obj: Any, owner: str) -> nn.Module:
     if isinstance(obj, nn.Module):
+        if not hasattr(obj, "in_keys") or not hasattr(obj, "out_keys"):
+            msg = (
+                f"{owner}: step {type(obj).__name__} has no in_keys/out_keys; wrap a plain "
+                f"nn.Module in TensorDictModule({type(obj).__name__}(...), in_keys=[...], out_keys=[...])."
+            )
+            raise TypeError(msg)
         return obj
     if isinstance(obj, TensorDictBase) or not callable(obj):
         msg = (
