@@ -30,9 +30,9 @@ from tensordict.distributed._collectives import (
 )
 from tensordict.distributed._p2p import from_remote_init, init_remote, irecv, isend, recv, send
 from tensordict.distributed._pool import map, map_iter  # noqa: A004
-from tensordict.distributed._transport import CommError
+from tensordict.distributed._transport import CommError as CommError
 from tensordict.distributed._version import __version__
-from tensordict.distributed._wire import WireError
+from tensordict.distributed._wire import WireError as WireError
 
 __all__ = [
     "send",

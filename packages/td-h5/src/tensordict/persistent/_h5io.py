@@ -113,6 +113,11 @@ def open_h5(filename: str, mode: str, **kwargs: Any) -> h5py.File:
             )
             raise ValueError(msg) from None
         msg = f"h5py could not open {filename!r} with mode={mode!r}: {err}"
+        if os.path.isfile(filename) and "lock" not in str(err).lower():
+            msg += (
+                ". The file has an HDF5 signature but cannot be read: it is damaged or incomplete "
+                "(truncated, or its writer was interrupted). Restore it from a copy or write it again."
+            )
         raise OSError(msg) from err
 
 

@@ -19,13 +19,15 @@ What returns what:
 * Writes (``set``, ``set_``, ``update``, ``update_``, ``td[idx] = value``,
   ``del td[key]``, ``zero_``, ``fill_``, ``apply_leaves_``, and td-core's in-place math
   and ``apply_``) go to the file; see :mod:`tensordict.persistent._writes`.
+* Entries that point outside the file (external links, datasets with external
+  storage, virtual datasets of other files) are neither listed nor read: asking for
+  one raises ``KeyError``; see :mod:`tensordict.persistent._links`.
 """
 
 from __future__ import annotations
 
 import os
 import textwrap
-import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,9 +40,11 @@ from tensordict._errors import batch_mismatch_error, locked_error, missing_key_e
 from tensordict._keys import NO_DEFAULT, NestedKey, _as_tuple, unravel_key
 from tensordict._repr import fields_repr
 from tensordict.persistent import _h5io as io
+from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5KeysView
 from tensordict.persistent._lazyshape import LazyShapeMixin
+from tensordict.persistent._save import save_atomic
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback
 
@@ -200,7 +204,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def _open_group(file: h5py.File, filename: str, group: str | None, mode: str) -> h5py.Group:
         if group in (None, "", "/"):
             return file
-        obj = file.get(group)
+        obj = _links.resolve_path(file, group, filename)
         if obj is None:
             if mode in _CREATE_MODES:
                 return file.require_group(group)
@@ -316,7 +320,8 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         """Writes ``input_dict`` (a dict or TensorDict) to a new HDF5 file and opens it (``"r+"``).
 
         The file is written under a temporary name in the same folder and moved over
-        ``filename`` once complete: an error leaves an existing ``filename`` intact.
+        ``filename`` once complete: an error (or the process being killed) leaves an
+        existing ``filename`` intact, and no half-written file behind.
 
         Args:
             input_dict (dict or TensorDictBase): the data; nested dicts become groups.
@@ -333,6 +338,8 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         Raises:
             TypeError: a leaf cannot be stored in HDF5 (nothing is written).
             FileNotFoundError: the folder of ``filename`` does not exist.
+            OSError: the write failed (disk full, file-size limit, I/O error); the
+                message names ``filename``, which is left as it was.
 
         Examples:
             >>> import os, tempfile, torch
@@ -363,32 +370,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if not os.path.isdir(folder):
             msg = f"cannot write HDF5 file {filename!r}: folder {folder!r} does not exist."
             raise FileNotFoundError(msg)
-        if not os.path.exists(filename):
-            # nothing to preserve: write in place, remove the partial file on error
-            try:
-                f = h5py.File(filename, "w-")
-            except FileExistsError:
-                pass
-            else:
-                try:
-                    with f:
-                        io.write_tree(f, td, kwargs)
-                except BaseException:
-                    if os.path.exists(filename):
-                        os.unlink(filename)
-                    raise
-                return cls(filename=filename, mode="r+", device=device)
-        # an earlier file stays intact until the new one is complete (the rename over an
-        # existing file makes some filesystems flush the new data first: slower, but safe)
-        tmp = os.path.join(folder, f".{os.path.basename(filename)}.{uuid.uuid4().hex[:12]}.tmp")
-        try:
-            with h5py.File(tmp, "w-") as f:
-                io.write_tree(f, td, kwargs)
-            os.replace(tmp, filename)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        save_atomic(filename, td, kwargs)
         return cls(filename=filename, mode="r+", device=device)
 
     # ------------------------------------------------------------------ file
@@ -566,7 +548,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def _keys_raw(self) -> list:
         self._check_open()
         group = self._group
-        names = [n for n in group.keys() if not n.endswith("__td_tmp__")]
+        names = list(group.keys())
+        hidden = self._state.hidden(group, names)
+        names = [n for n in names if n not in hidden and not n.endswith("__td_tmp__")]
         attrs = group.attrs
         if len(attrs):
             members = set(names)
@@ -579,7 +563,13 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def _get_raw(self, key: str, default: Any = NO_DEFAULT) -> Any:
         self._check_open()
         group = self._group
-        obj = group.get(key) if "/" not in key else None
+        if "/" in key:
+            obj = None
+        else:
+            why = self._state.refused(group, key)
+            if why is not None:  # asking for it by name is an error, whatever the default
+                raise _links.refused_error(key, why, self._state.filename)
+            obj = group.get(key)
         if obj is None:
             attrs = group.attrs
             if key not in io.RESERVED_ATTRS and key in attrs:
@@ -632,8 +622,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         """
         self._check_open()
         group = self._group
+        refused = self._state.refused
         for name in path[:-1]:
-            sub = group.get(name) if "/" not in name else None
+            sub = group.get(name) if "/" not in name and refused(group, name) is None else None
             if sub is None:
                 return None
             if not isinstance(sub, h5py.Group):
@@ -641,7 +632,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
                 raise KeyError(msg)
             group = sub
         name = path[-1]
-        obj = group.get(name) if "/" not in name else None
+        obj = group.get(name) if "/" not in name and refused(group, name) is None else None
         if obj is None:
             if name not in io.RESERVED_ATTRS and name in group.attrs:
                 return ("attr", None, None)
@@ -677,8 +668,14 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         self._check_open()
         out = []
 
+        hidden = self._state.hidden
+
         def walk(group: h5py.Group, prefix: tuple) -> None:
-            for name in group:
+            names = list(group.keys())
+            skip = hidden(group, names)
+            for name in names:
+                if name in skip:
+                    continue
                 obj = group.get(name)
                 if isinstance(obj, h5py.Group):
                     walk(obj, prefix + (name,))
@@ -772,6 +769,10 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def del_(self, key: NestedKey) -> PersistentTensorDict:
         """Deletes the entry ``key`` from the file.
 
+        An entry that is not read because it points outside the file (an external
+        link, external storage, a virtual dataset of other files) can be deleted: only
+        the link is removed, not what it points to.
+
         Raises:
             KeyError: ``key`` is missing.
             RuntimeError: the file is read-only or the TensorDict locked.
@@ -781,7 +782,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if self.is_locked:
             raise locked_error("delete a key", unravel_key(key))
         if self._locate(path) is None:
-            raise missing_key_error(unravel_key(key), self.keys(True))
+            where = self._locate(path[:-1]) if len(path) > 1 else ("group", self._group, None)
+            if where is None or where[0] != "group" or not self._state.refused(where[1], path[-1]):
+                raise missing_key_error(unravel_key(key), self.keys(True))
         parent = self._get_any_raw(path[:-1] if len(path) > 2 else path[0]) if len(path) > 1 else self
         parent._del_raw(path[-1])
         return self

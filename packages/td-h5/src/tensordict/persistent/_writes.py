@@ -34,6 +34,7 @@ from tensordict import (
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import NestedKey, _as_tuple, unravel_key
 from tensordict.persistent import _h5io as io
+from tensordict.persistent._links import has_link, refused_error
 from tensordict.persistent._selection import write_selected
 
 __all__ = ["WriteMixin", "install_inplace_writeback"]
@@ -91,15 +92,16 @@ class WriteMixin:
     def _del_raw(self, key: str) -> None:
         self._check_writable(key)
         group = self._group
-        if key in group:
-            del group[key]
+        if has_link(group, key):
+            del group[key]  # a link that points outside the file: only the link is removed
         elif key in group.attrs and key not in io.RESERVED_ATTRS:
             del group.attrs[key]
         else:
             raise missing_key_error(key, self._keys_raw())
-        self._state.bs_cache.clear()
+        self._state.changed()
 
     def _create_nested(self, key: str) -> TensorDictBase:
+        self._check_refused(self._group, key)
         obj = self._group.get(key)
         if obj is None:
             io.check_key(key)
@@ -108,12 +110,17 @@ class WriteMixin:
                 raise locked_error("create a nested TensorDict", key)
             group = self._group.create_group(key)
             io.write_batch_meta(group, self._orig_bs, None)
-            self._state.bs_cache.clear()
+            self._state.changed()
             return self._get_raw(key)
         if not isinstance(obj, h5py.Group):
             msg = f"Cannot write a nested key under {key!r}: it holds a dataset, not a group."
             raise KeyError(msg)
         return self._get_raw(key)
+
+    def _check_refused(self, group: h5py.Group, name: str) -> None:
+        why = self._state.refused(group, name)
+        if why is not None:
+            raise refused_error(name, why, self._state.filename)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
         self.set(key, value, inplace=True)
@@ -124,7 +131,7 @@ class WriteMixin:
         io.check_key(key)
         if not validated:
             value = self._convert_value(key, value)
-        exists = key in self._group or (key in self._group.attrs and key not in io.RESERVED_ATTRS)
+        exists = has_link(self._group, key) or (key in self._group.attrs and key not in io.RESERVED_ATTRS)
         if exists and (inplace or self._sel is not None):
             self._run(self._plan_value((key,), value, self.batch_dims, require_existing=False))
             return
@@ -337,6 +344,7 @@ class WriteMixin:
     def _parent_group(self, path: tuple) -> h5py.Group:
         group = self._group
         for name in path[:-1]:
+            self._check_refused(group, name)
             sub = group.get(name)
             if sub is None:
                 sub = group.create_group(name)
@@ -356,7 +364,7 @@ class WriteMixin:
             elif kind == "attr":
                 _, path, attr = op
                 group = self._parent_group(path)
-                if path[-1] in group:
+                if has_link(group, path[-1]):
                     del group[path[-1]]
                     structural = True
                 group.attrs[path[-1]] = attr
@@ -372,6 +380,8 @@ class WriteMixin:
                 np_dtype, marker = io.numpy_dtype_for(value.dtype, path[-1])
                 if path[-1] in group.attrs:
                     del group.attrs[path[-1]]
+                if has_link(group, path[-1]):  # an entry that is not read (a link out of the file)
+                    del group[path[-1]]
                 dset = group.create_dataset(path[-1], shape=(*self._orig_bs, *feat), dtype=np_dtype)
                 if marker is not None:
                     dset.attrs[io.META_DTYPE] = marker
@@ -381,7 +391,7 @@ class WriteMixin:
                 self._write_stack(op[1], op[2])
                 structural = True
         if structural:
-            self._state.bs_cache.clear()
+            self._state.changed()
 
     def _write_dataset(self, dset: Any, value: torch.Tensor) -> None:
         sel = self._sel
@@ -397,7 +407,7 @@ class WriteMixin:
         group = self._parent_group(path)
         name = path[-1]
         full = tuple(self._orig_bs)
-        existing = group.get(name)
+        existing = group.get(name) if self._state.refused(group, name) is None else None
         if existing is not None and isinstance(existing, h5py.Dataset) and tuple(existing.shape) == full and h5py.check_string_dtype(existing.dtype):
             items = np.asarray(io.read_strings(existing), dtype=object).reshape(-1).tolist()
         else:
@@ -411,7 +421,7 @@ class WriteMixin:
                 items[p] = v
         stack = NonTensorStack._from_flat(items, torch.Size(full))
         arr = io._stack_array(name, stack._items, full)
-        if existing is not None:
+        if has_link(group, name):
             del group[name]
         if name in group.attrs:
             del group.attrs[name]
@@ -421,7 +431,7 @@ class WriteMixin:
     # ------------------------------------------------------------------ replace (unindexed)
     def _replace(self, key: str, value: Any) -> None:
         group = self._group
-        existing = group.get(key)
+        existing = group.get(key) if self._state.refused(group, key) is None else None
         if isinstance(value, torch.Tensor):
             np_dtype, marker = io.numpy_dtype_for(value.dtype, key)
             if (
@@ -434,9 +444,9 @@ class WriteMixin:
                 return
         elif isinstance(value, NonTensorData):
             attr = io.python_to_attr(key, value.data)
-            if existing is not None:
+            if has_link(group, key):
                 del group[key]
-                self._state.bs_cache.clear()
+                self._state.changed()
             group.attrs[key] = attr
             return
         elif isinstance(value, TensorDictBase):
@@ -455,12 +465,12 @@ class WriteMixin:
             if tmp in group:
                 del group[tmp]
             raise
-        if existing is not None:
+        if has_link(group, key):
             del group[key]
         if key in group.attrs:
             del group.attrs[key]
         group.move(tmp, key)
-        self._state.bs_cache.clear()
+        self._state.changed()
 
     @staticmethod
     def _write_whole(dset: Any, value: torch.Tensor) -> None:
@@ -523,7 +533,7 @@ class WriteMixin:
             del src.attrs[old_path[-1]]
         else:
             dst.move(src[old_path[-1]].name, dst.name.rstrip("/") + "/" + new_path[-1])
-        self._state.bs_cache.clear()
+        self._state.changed()
         return self
 
     def _write_back(self, dense: TensorDictBase) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import warnings
 from typing import Any
 
@@ -200,12 +201,20 @@ def _load_folder(folder: str, ctx: _Ctx) -> Any:
     return entry.load_fn(result, dict(extra) if isinstance(extra, dict) else {})
 
 
+def _is_regular(path: str) -> bool:
+    """``path`` is a regular file itself (a link to one does not count)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _locate(prefix: Any) -> str:
     path = os.path.abspath(os.fspath(prefix))
     root = os.path.realpath(path)
     if os.path.isdir(root):
-        if os.path.isfile(os.path.join(root, META)):
-            return root
+        if os.path.lexists(os.path.join(root, META)):
+            return root  # read_meta refuses it if it is a link or not a regular file
         staging, _ = find_partial(root)
         leftovers = [e for e in os.listdir(root) if e.endswith((".memmap", ".pkl"))]
         if staging or leftovers:
@@ -214,7 +223,7 @@ def _locate(prefix: Any) -> str:
         raise FileNotFoundError(msg)
     staging, old = find_partial(root)
     for candidate in old:
-        if os.path.isfile(os.path.join(candidate, META)):
+        if _is_regular(os.path.join(candidate, META)):
             warnings.warn(
                 f"{root!r} is missing because a save was interrupted while replacing it; loading the earlier "
                 f"complete save from {candidate!r}. Save again to repair the store.",

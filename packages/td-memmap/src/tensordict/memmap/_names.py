@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 
 __all__ = ["assign_names", "encode_key", "member_path"]
@@ -63,18 +64,54 @@ def assign_names(keys: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def _link_in(root: str, path: str) -> str | None:
+    """The first component of ``path`` below ``root`` that is a symbolic link, if any."""
+    rel = os.path.relpath(path, root)
+    if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return None  # not below root: the realpath check reports it
+    current = root
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return None  # missing: the caller reports it
+        except OSError as err:
+            msg = f"cannot inspect {current!r} inside the store {root!r}: {err.strerror or err}."
+            raise RuntimeError(msg) from None
+        if stat.S_ISLNK(mode):
+            return current
+    return None
+
+
 def member_path(folder: str, name: object, root: str, what: str) -> str:
     """``folder/name`` for a ``name`` read from (untrusted) metadata.
 
+    ``root`` is the store's real path. No component of the result below ``root``
+    may be a symbolic link (td-memmap never writes one; a link could lead to a
+    file outside the store or to a device), and the result must resolve inside
+    ``root``. Nothing is opened or read.
+
     Raises:
-        RuntimeError: the name is not one this library writes, or the path leaves
-            ``root`` (through a symbolic link, say).
+        RuntimeError: the name is not one this library writes, a component is a
+            symbolic link, or the path leaves ``root``.
     """
     meta = os.path.join(folder, "meta.json")
     if not isinstance(name, str) or not _VALID.match(name):
         msg = f"{meta}: invalid {what} name {name!r} in the metadata; refusing to read outside the store."
         raise RuntimeError(msg)
     path = os.path.join(folder, name)
+    link = _link_in(root, path)
+    if link is not None:
+        try:
+            target = repr(os.readlink(link))
+        except OSError:
+            target = "an unreadable target"
+        msg = (
+            f"{meta}: {what} {name!r}: {link!r} is a symbolic link (to {target}). td-memmap does not follow "
+            f"links inside a store, since they can lead outside the store {root!r}; refusing to read it."
+        )
+        raise RuntimeError(msg)
     real = os.path.realpath(path)
     if not (real == root or real.startswith(root + os.sep)):
         msg = f"{meta}: {what} {name!r} resolves to {real!r}, outside the store {root!r}; refusing to read it."

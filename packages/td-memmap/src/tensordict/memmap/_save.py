@@ -25,6 +25,7 @@ A lazy stack folder has ``"type": "LazyStackedTensorDict"``, ``"stack_dim"`` and
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -292,8 +293,43 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
 # --------------------------------------------------------------------------- entry point
 def _write_metas(metas: list[tuple[str, dict]]) -> None:
     for path, meta in metas:
-        with open(path, "w", encoding="ascii") as f:
-            json.dump(meta, f, allow_nan=True, separators=(",", ":"))
+        try:
+            with open(path, "w", encoding="ascii") as f:
+                json.dump(meta, f, allow_nan=True, separators=(",", ":"))
+        except OSError as err:
+            raise (err if err.filename is not None else OSError(err.errno, err.strerror, path)) from err
+
+
+_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_ACCESS = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def _save_error(err: OSError, final: str, staging: Staging | None, published: bool, had_store: bool) -> OSError:
+    """A copy of ``err`` (same errno, so the same ``OSError`` subclass) whose message
+    names the store and the file, says why, and what became of the earlier save."""
+    filename = err.filename
+    if isinstance(filename, bytes):
+        filename = os.fsdecode(filename)
+    if isinstance(filename, str) and staging is not None and filename.startswith(staging.path):
+        filename = final + filename[len(staging.path) :]  # the file as the published store would name it
+    what = f"writing {filename!r}" if filename else "writing its files"
+    reason = err.strerror or str(err)
+    if err.errno in _SPACE:
+        reason += " (the disk is full, or a file-size limit or quota was reached)"
+    elif err.errno in _ACCESS:
+        reason += " (no permission to write there, or a read-only file system)"
+    if published:
+        fate = (f"The save failed while publishing: {final!r} holds either "
+                f"{'the earlier complete save' if had_store else 'nothing'} or the new complete save.")
+    elif had_store:
+        fate = (f"Nothing was published: the earlier complete save at {final!r} is intact and loadable "
+                "(the partial files of this save were removed).")
+    else:
+        fate = f"Nothing was published at {final!r} (the partial files of this save were removed)."
+    msg = f"cannot save the store at {final!r}: {what} failed: {reason}. {fate}"
+    if err.errno is None:
+        return OSError(msg)
+    return OSError(err.errno, msg)
 
 
 def _lock(obj: Any) -> None:
@@ -309,15 +345,24 @@ def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: b
         folder = _plan(obj, None, None, ctx)
     else:
         final = os.path.realpath(os.path.abspath(os.fspath(prefix)))
-        staging = Staging(final, existsok)
+        had_store = os.path.lexists(os.path.join(final, META))
+        staging = None
+        published = False
         try:
+            staging = Staging(final, existsok)
             folder = _plan(obj, staging.path, final, ctx)
             run_jobs(ctx.jobs, num_threads)
             ctx.jobs.clear()
             _write_metas(ctx.metas)
+            published = True
             staging.commit()
+        except OSError as err:
+            if staging is not None:
+                staging.abort()
+            raise _save_error(err, final, staging, published, had_store) from err
         except BaseException:
-            staging.abort()
+            if staging is not None:
+                staging.abort()
             raise
     result = _build(folder, ctx, inplace)
     _lock(result)

@@ -31,9 +31,13 @@ import shutil
 import threading
 from typing import Any
 
-__all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "META", "FORMAT"]
+from tensordict.memmap._fileio import open_regular
+
+__all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "META", "FORMAT", "META_MAX_BYTES"]
 
 META = "meta.json"
+#: the largest ``meta.json`` a loader reads (one entry per key takes ~100 bytes)
+META_MAX_BYTES = 64 << 20
 FORMAT = "td-memmap"
 _TMP = ".td-tmp-"
 _OLD = ".td-old-"
@@ -112,25 +116,51 @@ def _exchange(a: str, b: str) -> bool:
 def read_meta(folder: str) -> dict:
     """Parses ``folder/meta.json``.
 
+    The file must be a regular file (not a symbolic link, device or FIFO: checked
+    before anything is read) of at most :data:`META_MAX_BYTES` bytes.
+
     Raises:
         FileNotFoundError: no metadata file.
-        RuntimeError: the file is not valid td-memmap metadata.
+        RuntimeError: the file is a link or not a regular file, is too large, cannot
+            be read, or is not valid td-memmap metadata.
     """
     path = os.path.join(folder, META)
+    fd = open_regular(path, "metadata file")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise
+        size = os.fstat(fd).st_size
+        if size > META_MAX_BYTES:
+            raise RuntimeError(_too_large(path, size))
+        chunks, total = [], 0
+        while True:  # the size can lie (procfs) or change: read at most one byte past the cap
+            chunk = os.read(fd, min(1 << 20, META_MAX_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > META_MAX_BYTES:
+                raise RuntimeError(_too_large(path, total))
+        raw = b"".join(chunks)
+    except OSError as err:
+        msg = f"{path}: cannot read the metadata file ({err.strerror or err}); the store is damaged or unreadable."
+        raise RuntimeError(msg) from None
+    finally:
+        os.close(fd)
     try:
         meta = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        msg = f"{path}: not valid JSON ({err}); the store is damaged or incomplete."
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        msg = f"{path}: not valid JSON ({type(err).__name__}: {err}); the store is damaged or incomplete."
         raise RuntimeError(msg) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         msg = f"{path}: not td-memmap metadata (missing \"format\": \"{FORMAT}\")."
         raise RuntimeError(msg)
     return meta
+
+
+def _too_large(path: str, size: int) -> str:
+    return (
+        f"{path}: the metadata file holds {size} bytes or more, over the {META_MAX_BYTES}-byte limit for a "
+        "td-memmap meta.json; refusing to read it (the store is damaged or was not written by td-memmap)."
+    )
 
 
 def _owned_entries(folder: str) -> set[str]:

@@ -12,6 +12,8 @@ import os
 import pickle
 from typing import Any
 
+from tensordict.memmap._fileio import open_regular
+
 __all__ = ["json_faithful", "dump_pickle", "load_pickle"]
 
 _SCALARS = (bool, int, float, str)
@@ -47,15 +49,19 @@ def dump_pickle(path: str, value: Any, key: Any) -> None:
             f"pickling it failed ({type(err).__name__}: {err})."
         )
         raise TypeError(msg) from err
-    with open(path, "wb") as f:
-        f.write(data)
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as err:
+        raise (err if err.filename is not None else OSError(err.errno, err.strerror, path)) from err
 
 
 def load_pickle(path: str, key: Any, allow_pickle: bool) -> Any:
     """Unpickles ``path`` if ``allow_pickle``; otherwise explains how to opt in.
 
     Raises:
-        RuntimeError: ``allow_pickle`` is False.
+        RuntimeError: ``allow_pickle`` is False, or the file is a symbolic link or
+            not a regular file.
         FileNotFoundError: the file is missing.
     """
     if not allow_pickle:
@@ -65,8 +71,10 @@ def load_pickle(path: str, key: Any, allow_pickle: bool) -> Any:
             "allow_pickle=True to load_memmap() / load() / memmap_refresh_()."
         )
         raise RuntimeError(msg)
-    if not os.path.isfile(path):
+    try:
+        fd = open_regular(path, f"pickled value file (key {key!r})")
+    except FileNotFoundError:
         msg = f"pickled value file {path!r} (key {key!r}) is missing."
-        raise FileNotFoundError(msg)
-    with open(path, "rb") as f:
+        raise FileNotFoundError(msg) from None
+    with os.fdopen(fd, "rb") as f:
         return pickle.load(f)  # noqa: S301 - explicit opt-in above
