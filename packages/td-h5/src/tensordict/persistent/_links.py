@@ -27,9 +27,16 @@ _MAX_SOFT = 16
 def has_link(group: h5py.Group, name: str) -> bool:
     """Whether ``group`` has a link called ``name`` (the link itself is not followed)."""
     try:
-        return group.get(name, getclass=True, getlink=True) is not None
-    except (KeyError, ValueError, TypeError):
+        return bool(group.id.links.exists(name.encode("utf-8")))
+    except (KeyError, ValueError, TypeError, RuntimeError, UnicodeError):
         return False
+
+
+def _link_type(group: h5py.Group, name: str) -> int | None:
+    try:
+        return group.id.links.get_info(name.encode("utf-8")).type
+    except (KeyError, ValueError, TypeError, RuntimeError, UnicodeError):
+        return None
 
 
 def _storage_refusal(dset: h5py.Dataset) -> str | None:
@@ -91,12 +98,13 @@ def _path_refusal(group: h5py.Group, path: str, depth: int) -> str | None:
     return None
 
 
-def refusal(group: h5py.Group, name: str) -> str | None:
+def refusal(group: h5py.Group, name: str, listed: bool = False) -> str | None:
     """Why the member ``name`` of ``group`` is not read, or ``None`` when it is data of this file.
 
     Reasons: an external link, a soft link whose target leaves the file, a dataset with
     external storage or a virtual dataset mapping other files, a named datatype, a
-    dangling soft link.
+    dangling soft link. ``listed``: ``name`` comes from listing ``group``, so it must
+    resolve.
 
     Raises:
         OSError: the member exists but its metadata cannot be read (a damaged file).
@@ -105,14 +113,26 @@ def refusal(group: h5py.Group, name: str) -> str | None:
         why = _link_refusal(group, name, 0)
         if why is not None:
             return why
-        obj = group.get(name)
+        obj = group.get(name)  # None when missing, dangling, or when the object cannot be opened
         if obj is None:
-            return "a dangling link (its target does not exist)" if has_link(group, name) else None
+            if not has_link(group, name):
+                if listed:  # listed by the group but not found by name: a damaged link table
+                    msg = "listed in the group, but no link of that name can be found"
+                    raise KeyError(msg)
+                return None
+            if _link_type(group, name) == h5py.h5l.TYPE_SOFT:
+                return "a dangling soft link (its target does not exist)"
+            group[name]  # a hard link whose object cannot be opened: raises h5py's reason
+            return "an object that cannot be opened"
         if isinstance(obj, h5py.Dataset):
             return _storage_refusal(obj)
         if isinstance(obj, h5py.Group):
             return None
-        return "a named datatype (not data)" if isinstance(obj, h5py.Datatype) else "not a dataset or group"
+        return (
+            "a named datatype (not data)"
+            if isinstance(obj, h5py.Datatype)
+            else "not a dataset or group"
+        )
     except (OSError, RuntimeError, ValueError, KeyError) as err:
         msg = f"entry {name!r} of the HDF5 group {group.name!r} cannot be read: the file is damaged ({err})"
         raise OSError(msg) from None
@@ -122,7 +142,7 @@ def scan(group: h5py.Group, names: Any) -> dict[str, str]:
     """``{name: reason}`` for every member of ``names`` that is not read (see :func:`refusal`)."""
     out = {}
     for name in names:
-        why = refusal(group, name)
+        why = refusal(group, name, listed=True)
         if why is not None:
             out[name] = why
     return out
