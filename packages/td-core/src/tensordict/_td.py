@@ -400,6 +400,38 @@ class TensorDict(TensorDictBase):
             return
         TensorDictBase.__setitem__(self, index, value)
 
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:  # noqa: D102
+        if not inplace:
+            for k in keys:
+                if k.__class__ is not str:
+                    break
+            else:
+                store = self._tensordict
+                try:
+                    source = {k: store[k] for k in keys}
+                except KeyError:
+                    if strict:
+                        missing = next(k for k in keys if k not in store)
+                        raise missing_key_error(missing, store) from None
+                    source = {k: store[k] for k in keys if k in store}
+                return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
+        return TensorDictBase.select(self, *keys, inplace=inplace, strict=strict)
+
+    select.__doc__ = TensorDictBase.select.__doc__
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:  # noqa: D102
+        if not inplace:
+            for k in keys:
+                if k.__class__ is not str:
+                    break
+            else:
+                drop = set(keys)
+                source = {k: v for k, v in self._tensordict.items() if k not in drop}
+                return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
+        return TensorDictBase.exclude(self, *keys, inplace=inplace)
+
+    exclude.__doc__ = TensorDictBase.exclude.__doc__
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_lock_stack", None)
