@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -113,7 +114,7 @@ def open_h5(filename: str, mode: str, **kwargs: Any) -> h5py.File:
             )
             raise ValueError(msg) from None
         msg = f"h5py could not open {filename!r} with mode={mode!r}: {err}"
-        if os.path.isfile(filename) and "lock" not in str(err).lower():
+        if os.path.isfile(filename) and not re.search(r"\block", str(err), re.IGNORECASE):
             msg += (
                 ". The file has an HDF5 signature but cannot be read: it is damaged or incomplete "
                 "(truncated, or its writer was interrupted). Restore it from a copy or write it again."
@@ -132,6 +133,21 @@ def check_key(key: Any) -> None:
     if key in RESERVED_ATTRS:
         msg = f"key {key!r} is reserved for TensorDict metadata in HDF5 files; use another name."
         raise ValueError(msg)
+
+
+def meta_attr(obj: Any, name: str, h5_class: int) -> Any:
+    """Metadata attribute ``name`` of ``obj``; ``None`` when absent or not of HDF5 class ``h5_class``.
+
+    Its HDF5 type is checked before its value is read: a damaged or hostile file can
+    give a metadata attribute a type (a variable-length sequence, a reference) whose
+    conversion crashes the HDF5 library, and such a value would be ignored anyway.
+    """
+    attrs = obj.attrs
+    if name not in attrs:
+        return None
+    if attrs.get_id(name).get_type().get_class() != h5_class:
+        return None
+    return attrs[name]
 
 
 # ---------------------------------------------------------------------- dtypes
@@ -157,14 +173,14 @@ def dataset_kind(dset: h5py.Dataset) -> tuple[str, torch.dtype | None]:
         if tdt is None:
             return "other", None
         if dt.itemsize <= 2 and dt.kind in "iu":
-            name = dset.attrs.get(META_DTYPE)
+            name = meta_attr(dset, META_DTYPE, h5py.h5t.STRING)
             if name is not None:
                 special = _SPECIAL_DTYPES.get(attr_to_python(name))
                 if special is not None and special[1].itemsize == dt.itemsize:
                     return "tensor", special[0]
         return "tensor", tdt
     if h5py.check_string_dtype(dt) is not None:
-        kind = dset.attrs.get(META_KIND)
+        kind = meta_attr(dset, META_KIND, h5py.h5t.STRING)
         if kind is not None and attr_to_python(kind) == STACK_KIND:
             return "stack", None
         return "string", None
@@ -399,7 +415,7 @@ def common_prefix(shapes: list) -> tuple:
 
 def stored_batch_size(group: h5py.Group) -> tuple | None:
     """The ``_td_batch_size`` attribute as a tuple of non-negative ints, or ``None``."""
-    value = group.attrs.get(META_BATCH_SIZE)
+    value = meta_attr(group, META_BATCH_SIZE, h5py.h5t.INTEGER)
     if value is None:
         return None
     arr = np.asarray(value)
@@ -409,7 +425,7 @@ def stored_batch_size(group: h5py.Group) -> tuple | None:
 
 
 def stored_names(group: h5py.Group, ndim: int) -> list | None:
-    value = group.attrs.get(META_NAMES)
+    value = meta_attr(group, META_NAMES, h5py.h5t.STRING)
     if value is None:
         return None
     names = attr_to_python(value)
