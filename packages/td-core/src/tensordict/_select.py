@@ -245,18 +245,32 @@ class SelectMixin:
         """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
         from tensordict._td import TensorDict
 
-        out = TensorDict._new_unsafe({}, self.batch_size, self.device)
+        bs, dev = self.batch_size, self.device
+        tree: dict = {}
         for key, value in self._items_raw():
             if _is_td(value):
                 value = value.unflatten_keys(separator)
-            parts = tuple(key.split(separator))
-            if len(parts) == 1:
-                out._set_raw(key, value)
+            if separator not in key:
+                node, last = tree, key
             else:
-                node = out
-                for sub in parts[:-1]:
-                    node = node._create_nested(sub)
-                node._set_raw(parts[-1], value)
+                *parents, last = key.split(separator)
+                node = tree
+                for sub in parents:
+                    nxt = node.get(sub)
+                    if nxt is None:
+                        nxt = node[sub] = {}
+                    elif _is_td(nxt):  # a nested TensorDict and flat keys under one name
+                        nxt = node[sub] = dict(nxt._items_raw())
+                    elif nxt.__class__ is not dict:
+                        msg = f"unflatten_keys: {key!r} nests under {sub!r}, which holds a leaf."
+                        raise KeyError(msg)
+                    node = nxt
+            existing = node.get(last)
+            if existing.__class__ is dict and _is_td(value):
+                existing.update(value._items_raw())
+            else:
+                node[last] = value
+        out = _build_tree(TensorDict, tree, bs, dev)
         if inplace:
             if self.is_locked:
                 raise locked_error("unflatten keys in place")
@@ -267,6 +281,13 @@ class SelectMixin:
             return self
         return out
 
+
+
+def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
+    """Plain nested dicts -> TensorDicts of batch size ``bs`` (module level: no closure cycle)."""
+    return cls._new_unsafe(
+        {k: _build_tree(cls, v, bs, dev) if v.__class__ is dict else v for k, v in tree.items()}, bs, dev
+    )
 
 
 def _is_td(value: Any) -> bool:
