@@ -1,22 +1,24 @@
 """NumPy conversions: structured arrays in (zero-copy) and out, ``numpy()``, NumPy
 values inside ``from_dict``/``from_any``.
 
-This module imports NumPy at the top, and is itself imported only by the functions
-that need it, so ``import tensordict`` never loads NumPy on its own.
+NumPy is imported inside the functions that use it (and this module only by the
+functions that need it), so ``import tensordict`` never loads NumPy on its own.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from tensordict._convert_build import _common_batch, _Opts, _PendingList, _Scalar, _settle
 
 __all__ = ["from_struct_array_impl", "numpy_impl", "numpy_value", "to_struct_array_impl"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 _NUMERIC_KINDS = "biufc"
 
@@ -36,6 +38,8 @@ class _StrField:
 
 def _share(name: str, array: np.ndarray) -> torch.Tensor:
     """A tensor over the array's memory, or a copy (with a warning) when torch cannot view it."""
+    import numpy as np
+
     try:
         return torch.from_numpy(array)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -99,6 +103,8 @@ def _strings(field: _StrField, batch_size: torch.Size, device: Any) -> Any:
 
 def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
     """``TensorDict.from_struct_array`` (see there)."""
+    import numpy as np
+
     from tensordict._errors import batch_mismatch_error
     from tensordict._td import TensorDict
 
@@ -130,6 +136,8 @@ def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
 
 def numpy_value(key: str, value: Any, opts: _Opts) -> Any:
     """A NumPy value inside ``from_dict``/``from_any``: arrays become tensors (shared memory)."""
+    import numpy as np
+
     from tensordict._nontensor import NonTensorData
 
     if isinstance(value, np.ndarray):
@@ -179,6 +187,8 @@ def _object_dtype(key: Any, items: list) -> Any:
 
 
 def _struct_dtype(td: Any, n: int) -> np.dtype:
+    import numpy as np
+
     from tensordict._base import TensorDictBase
     from tensordict._nontensor import NonTensorData, NonTensorStack
 
@@ -201,6 +211,8 @@ def _struct_dtype(td: Any, n: int) -> np.dtype:
 
 
 def _fill(out: np.ndarray, td: Any) -> None:
+    import numpy as np
+
     from tensordict._base import TensorDictBase
     from tensordict._nontensor import NonTensorData, NonTensorStack
 
@@ -217,6 +229,8 @@ def _fill(out: np.ndarray, td: Any) -> None:
 
 def to_struct_array_impl(td: Any) -> np.ndarray:
     """``TensorDictBase.to_struct_array`` (see there)."""
+    import numpy as np
+
     out = np.empty(tuple(td.batch_size), dtype=_struct_dtype(td, td.batch_dims))
     _fill(out, td)
     return out
