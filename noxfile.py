@@ -17,6 +17,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import time
+import venv
 import zipfile
 from pathlib import Path
 
@@ -28,6 +31,10 @@ CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))  # torch==2.13.0: the local 
 PYTEST = ("pytest", "--import-mode=importlib", "-q", "-p", "no:cacheprovider")
 TEST_DEPS = ("pytest", "pytest-timeout", "hypothesis", "numpy")
 DEVICES = ["cpu", "cuda"]
+TORCH = "torch==2.13.0"
+# One torch install shared by every session (see _install_torch): about 1 GB once instead of
+# once per environment.
+SHARED_TORCH = ROOT / ".nox" / "_shared-torch"
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_existing_virtualenvs = True
@@ -67,6 +74,46 @@ def _extra_test_deps(dist: str) -> list[str]:
     return list(data.get("tool", {}).get("td", {}).get("test-deps", []))
 
 
+def _install_torch(session: nox.Session) -> None:
+    """Make ``torch==2.13.0`` importable in the session's environment without installing it again.
+
+    torch is installed once into ``.nox/_shared-torch`` (a plain venv, with pip and the project's
+    constraints, so it takes the local CPU wheel) and every session's environment gets a ``.pth``
+    file that appends that environment's ``site-packages`` to ``sys.path``. The session's own
+    packages come first on ``sys.path``; pip sees torch as installed, so a dependency on torch
+    (torchrl, ...) installs nothing more. Set ``TD_NOX_SHARED_TORCH=0`` to install torch into each
+    environment instead.
+    """
+    if os.environ.get("TD_NOX_SHARED_TORCH", "1") == "0" or session.venv_backend == "none":
+        session.install(*CONSTRAINTS, TORCH)
+        return
+    py = SHARED_TORCH / "bin" / "python"
+    marker = SHARED_TORCH / "torch-installed.txt"
+    if not marker.is_file() or marker.read_text().strip() != TORCH:
+        start = time.monotonic()
+        session.log(f"installing {TORCH} once into {SHARED_TORCH} (shared by every session)")
+        if not py.is_file():
+            venv.EnvBuilder(with_pip=True, clear=True).create(SHARED_TORCH)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", *CONSTRAINTS, TORCH], check=True,
+        )
+        marker.write_text(TORCH + "\n")
+        session.log(f"shared torch ready in {time.monotonic() - start:.0f} s")
+    shared_site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    own_site = session.run(
+        "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        silent=True,
+    ).strip()
+    (Path(own_site) / "_td_shared_torch.pth").write_text(shared_site + "\n")
+    version = session.run(
+        "python", "-c", "import torch; print(torch.__version__)", silent=True,
+    ).strip()
+    session.log(f"torch {version} from the shared install")
+
+
 def _skip_without_gpu(session: nox.Session, device: str) -> None:
     """Skip a cuda session before building anything when the machine has no NVIDIA driver."""
     if device == "cuda" and shutil.which("nvidia-smi") is None:
@@ -90,7 +137,7 @@ def _device_env(session: nox.Session, device: str) -> dict:
 def tests(session: nox.Session, dist: str, device: str) -> None:
     """One distribution's tests against wheels of it and its declared td-* deps."""
     _skip_without_gpu(session, device)
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     session.install(*CONSTRAINTS, *TEST_DEPS, *_extra_test_deps(dist))
     closure = [str(DISTS[d]) for d in _closure(dist)]
     session.install(*CONSTRAINTS, *closure)
@@ -105,7 +152,7 @@ def tests(session: nox.Session, dist: str, device: str) -> None:
 def tests_all(session: nox.Session, device: str) -> None:
     """Every test suite with every distribution installed editable (includes the demo test)."""
     _skip_without_gpu(session, device)
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     extras = [x for d in DISTS for x in _extra_test_deps(d)]
     session.install(*CONSTRAINTS, *TEST_DEPS, *extras, "scikit-learn", "matplotlib", "tqdm")
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
@@ -143,7 +190,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the Sphinx site with warnings as errors, and run its doctests."""
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     session.install(*CONSTRAINTS, "sphinx", "numpy", "h5py", "tqdm", "myst-parser")
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     build = str(ROOT / "docs" / "_build")
@@ -154,7 +201,7 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """pytest-benchmark suites; JSON saved to .benchmarks/latest.json."""
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     session.install(*CONSTRAINTS, "pytest", "pytest-benchmark", "numpy", "h5py", "tqdm")
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     out = ROOT / ".benchmarks"
@@ -190,7 +237,7 @@ def bench_chart(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """The end-to-end demo (the README's main command)."""
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     session.install(*CONSTRAINTS, "numpy", "h5py", "tqdm", "scikit-learn", "matplotlib")
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     session.run("python", str(ROOT / "examples" / "demo.py"), *session.posargs)
@@ -199,7 +246,7 @@ def demo(session: nox.Session) -> None:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """Long hypothesis profile of the property tests (local runs)."""
-    session.install(*CONSTRAINTS, "torch==2.13.0")
+    _install_torch(session)
     session.install(*CONSTRAINTS, *TEST_DEPS, "h5py")
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     env = {"HYPOTHESIS_PROFILE": "fuzz", **os.environ}

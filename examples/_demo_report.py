@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from pathlib import Path
 
 import torch
@@ -50,16 +52,19 @@ def print_report(summary: dict, out: Path) -> None:
     print(f"{'total':54s} {summary['total_seconds']:7.2f} s")
     print(line)
     for check in summary["checks"]:
-        print(f"[{'PASS' if check['ok'] else 'FAIL'}] {check['name']}" + ("" if check["ok"] else f": {check['detail']}"))
+        print(f"[{'PASS' if check['ok'] else 'FAIL'}] {check['name']}" + ("" if check["ok"] else f": {check['failure']}"))
     print(line)
     print(f"figure: {summary['figure']}\nreport: {out / 'report.json'}")
-    print(f"inspect a store without loading it:  tensordict inspect {out / 'checkpoint'}")
+    # the interpreter that ran the demo has tensordict installed, wherever the user is now
+    command = f"{shlex.quote(sys.executable)} -m tensordict inspect {shlex.quote(str(out / 'checkpoint'))}"
+    print(f"inspect a store without loading it:  {command}")
     print("ALL CHECKS PASSED" if summary["ok"] else "SOME CHECKS FAILED")
 
 
 def save_figure(path: Path, curves: dict, ens_curves: dict, wrong_images: torch.Tensor,
-                wrong_labels: torch.Tensor, wrong_preds: torch.Tensor, max_digits: int = 24) -> None:
-    """Training curves (loss, test accuracy) and a grid of misclassified test digits."""
+                wrong_labels: torch.Tensor, wrong_preds: torch.Tensor, max_digits: int = 24,
+                title: str = "TensorDict demo") -> None:
+    """Training curves (loss, test accuracy) and a grid of misclassified test digits, under ``title``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,6 +73,7 @@ def save_figure(path: Path, curves: dict, ens_curves: dict, wrong_images: torch.
     shown = min(len(wrong_labels), max_digits)
     rows = max(1, -(-shown // 8))
     fig = plt.figure(figsize=(12, 4.2 + 1.5 * rows), layout="constrained")
+    fig.suptitle(title, fontsize=13, fontweight="bold")
     top, bottom = fig.subfigures(2, 1, height_ratios=[4.2, 1.5 * rows])
     epochs = range(1, len(curves["loss"]) + 1)
 
@@ -85,7 +91,8 @@ def save_figure(path: Path, curves: dict, ens_curves: dict, wrong_images: torch.
     ax_acc.set(title="test accuracy", xlabel="epoch", ylabel="accuracy")
     ax_acc.legend()
 
-    bottom.suptitle(f"misclassified test digits: {len(wrong_labels)} (true -> predicted)"
+    count = len(wrong_labels)
+    bottom.suptitle(f"{count} misclassified test {'digit' if count == 1 else 'digits'} (true label -> predicted)"
                     + (f", first {shown} shown" if shown < len(wrong_labels) else ""))
     axes = bottom.subplots(rows, 8, squeeze=False)
     for i, ax in enumerate(axes.flat):

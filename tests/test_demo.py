@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,14 @@ def test_demo_runs_on_a_subset(tmp_path):
         "preprocessed in place on disk", "checkpoint reload: same predictions", "HDF5 read back with plain h5py",
         "HDF5 read back with PersistentTensorDict", "send/recv between 2 ranks: arrived intact",
     }
+    # a passing check carries no failure text in the report
+    assert all(c["ok"] and "failure" not in c for c in report["checks"])
+    # the closing hint is a command that works from another folder, outside any nox environment
+    hint = next(line for line in res.stdout.splitlines() if line.startswith("inspect a store"))
+    shown = subprocess.run(shlex.split(hint.split(":  ", 1)[1]), capture_output=True, text=True,
+                           cwd=tmp_path, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "complete" in shown.stdout
     # the stores the demo wrote are complete according to `tensordict inspect`
     from tensordict._inspect import inspect_store
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["SiblingMixin", "import_sibling", "SIBLINGS"]
+__all__ = ["SiblingMixin", "import_sibling", "install_hint", "SIBLINGS"]
 
 #: subpackage -> distribution that provides it
 SIBLINGS = {
@@ -36,12 +36,36 @@ def import_sibling(sub: str, module: str | None = None) -> Any:
     except ModuleNotFoundError as err:
         if err.name is not None and not (name == err.name or name.startswith(err.name + ".")):
             raise
-        dist = SIBLINGS.get(sub, "td-core[all]")
+        dist = SIBLINGS.get(sub, "td-core")
         msg = (
-            f"`tensordict.{sub}` is provided by the `{dist}` distribution, which is not installed. "
-            f"Install it with `pip install {dist}` (or `pip install \"td-core[all]\"`)."
+            f"`tensordict.{sub}` is provided by the `{dist}` distribution, which is not "
+            f"installed. {install_hint(dist)}"
         )
         raise ImportError(msg) from err
+
+
+def install_hint(dist: str) -> str:
+    """The sentence that tells a user how to install the distribution ``dist``.
+
+    The td-* distributions are not on a package index yet, so the hint gives the command
+    that works from a checkout of the repository (with the CPU torch pinned in
+    ``constraints.txt``) and says how it will read once they are published.
+
+    Args:
+        dist (str): a distribution name such as ``"td-memmap"``.
+
+    Returns:
+        str: one sentence, ending with a full stop.
+
+    Examples:
+        >>> install_hint("td-h5")[:40]
+        'Install it from a checkout of the reposi'
+    """
+    return (
+        "Install it from a checkout of the repository with "
+        f"`pip install -c constraints.txt ./packages/{dist}` (once the td-* distributions "
+        f"are published: `pip install {dist}`)."
+    )
 
 
 #: (sub, method name, is_classmethod)
