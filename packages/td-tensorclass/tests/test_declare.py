@@ -2,6 +2,7 @@
 inheritance, user methods and hooks."""
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
@@ -302,11 +303,33 @@ def test_shadow_allows_reserved_names():
     s = Shadowing(sum=torch.ones(2), values="v", batch_size=[2])
     assert (s.sum == 1).all() and s.values == "v"
     assert s[0].values == "v"
-    with pytest.raises(AttributeError, match="batch_size"):
+    with pytest.raises(AttributeError, match="shape"):
 
         @tensorclass(shadow=True)
         class AlwaysReserved:
-            batch_size: torch.Tensor
+            shape: torch.Tensor
+
+
+def test_shadow_fields_named_like_constructor_keywords():
+    # shadow=True lets a field be named batch_size/device/names: the field replaces the keyword
+    @tensorclass(shadow=True)
+    class Meta:
+        batch_size: Any
+        device: Any
+        names: Any
+
+    m = Meta(batch_size=0, names=1, device=2)
+    assert m.batch_size == 0 and m.names == 1 and m.device == 2
+    assert m._tensordict.batch_size == torch.Size([])
+    m.batch_size = 5
+    assert m.batch_size == 5
+    assert list(inspect.signature(Meta).parameters) == ["batch_size", "device", "names"]
+    with pytest.raises(AttributeError, match="a field cannot be named .device."):
+
+        @tensorclass
+        class NoShadow:
+            x: torch.Tensor
+            device: Any
 
 
 def test_stacked_non_tensor_values_read_as_lists():

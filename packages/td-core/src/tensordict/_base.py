@@ -132,6 +132,12 @@ class TensorDictBase(
     _is_tensorclass = False
     _lock_stack: list | None = None
 
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``TensorDict[str, torch.Tensor]`` in annotations (a ``types.GenericAlias``)."""
+        import types
+
+        return types.GenericAlias(cls, item)
+
     # ------------------------------------------------------------------ primitives
     def _keys_raw(self):  # pragma: no cover - abstract
         raise NotImplementedError

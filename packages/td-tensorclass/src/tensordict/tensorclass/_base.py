@@ -83,6 +83,7 @@ class _TensorClassCore(_Slots):
     _tc_nocast = False
     _tc_frozen = False
     _tc_shadow = False
+    _tc_tensor_only = False
     #: dataclass-style hook, called at the end of the generated ``__init__``
     __post_init__: Callable[[Any], None] | None = None
 
@@ -173,7 +174,10 @@ class _TensorClassCore(_Slots):
 
     @device.setter
     def device(self, value: Any) -> None:
-        msg = f"{type(self).__name__}.device cannot be set directly; use `obj = obj.to(device)`."
+        msg = (
+            f"device cannot be set using tensorclass.device = device ({type(self).__name__}); "
+            "use `obj = obj.to(device)`."
+        )
         raise RuntimeError(msg)
 
     @property

@@ -18,15 +18,19 @@ from tensordict._base import TensorDictBase
 from tensordict.tensorclass._base import _init_empty, _init_instance
 from tensordict.tensorclass._pytree import register_pytree
 from tensordict.tensorclass._registry import register_tensorclass
-from tensordict.tensorclass._storage import _Slots
+from tensordict.tensorclass._storage import _Slots, check_tensor_only_hints
 
 __all__: list[str] = []
 
-OPTION_NAMES = ("autocast", "nocast", "frozen", "shadow")
+OPTION_NAMES = ("autocast", "nocast", "frozen", "shadow", "tensor_only")
 #: names a field can never take: constructor keywords and the instance layout
 _ALWAYS_RESERVED = frozenset(
     {"batch_size", "device", "names", "shape", "non_blocking", "lock", "self"} | set(_Slots.__slots__)
 )
+#: constructor keywords that ``shadow=True`` lets a field take (the field then replaces the keyword)
+_SHADOWABLE = frozenset({"batch_size", "device", "names"})
+#: TensorDict attributes a field may take without ``shadow=True``, as upstream allows
+_FREE_NAMES = frozenset({"data"})
 _FACTORY = object()
 
 
@@ -54,7 +58,7 @@ def _reserved_names(base: type) -> set[str]:
 
 def _check_names(cls: type, names: list[str], shadow: bool, base: type) -> None:
     for name in names:
-        if name in _ALWAYS_RESERVED:
+        if name in _ALWAYS_RESERVED and not (shadow and name in _SHADOWABLE):
             msg = (
                 f"{cls.__name__}: a field cannot be named {name!r} (reserved for the tensorclass "
                 "constructor or layout); rename the field."
@@ -62,12 +66,12 @@ def _check_names(cls: type, names: list[str], shadow: bool, base: type) -> None:
             raise AttributeError(msg)
     if shadow:
         return
-    reserved = _reserved_names(base)
+    reserved = _reserved_names(base) - _FREE_NAMES
     for name in names:
         if name in reserved:
             msg = (
-                f"{cls.__name__}: the field name {name!r} shadows the TensorDict attribute of the "
-                f"same name; rename the field, or pass shadow=True to allow it (then "
+                f"Attribute name {name} can't be used with @tensorclass ({cls.__name__}): it shadows "
+                f"the TensorDict attribute of the same name; rename the field, or pass shadow=True to allow it (then "
                 f"`obj.{name}` is the field, not the method)."
             )
             raise AttributeError(msg)
@@ -108,14 +112,26 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
         else:
             values.append(f.name)
     params = ["self", *positional, "*", *keyword]
-    params += ["batch_size=None", "device=None", "names=None", "non_blocking=False", "lock=False"]
+    field_names = {f.name for f in fields}
+    # a field named batch_size/device/names (shadow=True) replaces the constructor keyword
+    ctor = [k for k in ("batch_size", "device", "names") if k not in field_names]
+    params += [f"{k}=None" for k in ctor] + ["non_blocking=False", "lock=False"]
+    ctor_args = ", ".join(k if k in ctor else "None" for k in ("batch_size", "device", "names"))
     tuple_src = "(" + "".join(f"{v}, " for v in values) + ")"
     src = (
         f"def __init__({', '.join(params)}):\n"
-        f"    _init(self, {tuple_src}, batch_size, device, names, non_blocking, lock)\n"
+        f"    _init(self, {tuple_src}, {ctor_args}, non_blocking, lock)\n"
     )
     exec(src, globs)  # noqa: S102 - generated from field names that are identifiers
     init = globs["__init__"]
+    # the signature users see (and inspect.signature reports): the fields, then
+    # batch_size, device and names; non_blocking and lock stay accepted as keywords
+    import inspect
+
+    sig = inspect.signature(init)
+    init.__signature__ = sig.replace(
+        parameters=[p for p in sig.parameters.values() if p.name not in ("non_blocking", "lock")]
+    )
     init.__qualname__ = f"{target.__qualname__}.__init__"
     init.__module__ = target.__module__
     init.__doc__ = (
@@ -140,11 +156,18 @@ def _set_options(cls: type, options: dict[str, bool]) -> None:
     if options.get("autocast") and options.get("nocast"):
         msg = f"{cls.__name__}: autocast and nocast cannot both be True."
         raise ValueError(msg)
+    if options.get("tensor_only") and (options.get("autocast") or options.get("nocast")):
+        msg = (
+            f"{cls.__name__}: tensor_only=True cannot be combined with autocast=True or nocast=True "
+            "(tensor_only casts every value to the annotated tensor type itself)."
+        )
+        raise TypeError(msg)
     cls._tc_options = dict(options)
     cls._tc_autocast = bool(options.get("autocast", False))
     cls._tc_nocast = bool(options.get("nocast", False))
     cls._tc_frozen = bool(options.get("frozen", False))
     cls._tc_shadow = bool(options.get("shadow", False))
+    cls._tc_tensor_only = bool(options.get("tensor_only", False))
 
 
 def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
@@ -204,6 +227,8 @@ def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
         target.__init__ = _make_init(target, fields)
     if cls.__doc__ is None or cls.__doc__.startswith(f"{cls.__name__}("):
         target.__doc__ = f"{cls.__name__}({', '.join(names)}, *, batch_size=None, device=None, names=None)"
+    if target._tc_tensor_only:
+        check_tensor_only_hints(target)
     register_tensorclass(target)
     register_pytree(target)
     return target

@@ -60,6 +60,7 @@ def from_dataclass(
     autocast: bool = False,
     nocast: bool = False,
     shadow: bool = False,
+    tensor_only: bool = False,
 ) -> Any:
     """Converts a dataclass type into a tensorclass type, or a dataclass instance into a
     tensorclass instance.
@@ -80,7 +81,7 @@ def from_dataclass(
         device (torch.device, optional): device of the instance.
         batch_size (torch.Size, optional): batch size of the instance (exclusive with
             ``auto_batch_size``).
-        frozen, autocast, nocast, shadow (bool): options of the tensorclass made from
+        frozen, autocast, nocast, shadow, tensor_only (bool): options of the tensorclass made from
             a dataclass type (see :func:`tensorclass`).
 
     Returns:
@@ -107,7 +108,7 @@ def from_dataclass(
     from tensordict.tensorclass._registry import is_tensorclass
 
     options = {
-        k: v for k, v in {"frozen": frozen, "autocast": autocast, "nocast": nocast, "shadow": shadow}.items() if v
+        k: v for k, v in {"frozen": frozen, "autocast": autocast, "nocast": nocast, "shadow": shadow, "tensor_only": tensor_only}.items() if v
     }
     if isinstance(obj, type):
         if not dataclasses.is_dataclass(obj):

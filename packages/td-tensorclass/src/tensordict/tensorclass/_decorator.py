@@ -10,6 +10,7 @@ from tensordict.tensorclass._base import _TensorClassCore
 from tensordict.tensorclass._build import OPTION_NAMES, build_tensorclass
 from tensordict.tensorclass._io import _IOMixin
 from tensordict.tensorclass._ops import _OpsMixin
+from tensordict.tensorclass._state import _StateMixin
 from tensordict.tensorclass._wrap import install_td_forwarders
 
 try:  # Python >= 3.11
@@ -22,7 +23,7 @@ __all__ = ["tensorclass", "TensorClass"]
 T = TypeVar("T", bound=type)
 
 
-class _TensorClassBase(_TensorClassCore, _OpsMixin, _IOMixin):
+class _TensorClassBase(_TensorClassCore, _OpsMixin, _StateMixin, _IOMixin):
     """Behaviour shared by every tensorclass instance (decorated or subclassed)."""
 
     __slots__ = ()
@@ -37,7 +38,8 @@ def tensorclass(cls: T, /) -> T: ...
 
 @overload
 def tensorclass(
-    cls: None = None, /, *, autocast: bool = False, frozen: bool = False, nocast: bool = False, shadow: bool = False
+    cls: None = None, /, *, autocast: bool = False, frozen: bool = False, nocast: bool = False, shadow: bool = False,
+    tensor_only: bool = False,
 ) -> Callable[[T], T]: ...
 
 
@@ -50,6 +52,7 @@ def tensorclass(
     frozen: bool = False,
     nocast: bool = False,
     shadow: bool = False,
+    tensor_only: bool = False,
 ) -> Any:
     """Makes a dataclass-like class whose instances have every TensorDict operation.
 
@@ -74,6 +77,10 @@ def tensorclass(
             them to tensors. Defaults to ``False``.
         shadow (bool): allow field names that shadow TensorDict attributes.
             Defaults to ``False``.
+        tensor_only (bool): every field is a tensor, a TensorDict, a tensorclass or
+            ``NonTensorData`` (``None`` allowed), as its annotation says (checked when
+            the class is made); values are cast to it (numbers to tensors, mappings to
+            TensorDicts). Exclusive with ``autocast`` and ``nocast``. Defaults to ``False``.
 
     Returns:
         the tensorclass (or a decorator when called with keywords only).
@@ -82,6 +89,8 @@ def tensorclass(
         AttributeError: a field name is reserved (``batch_size``, ``device``, ...) or
             shadows a TensorDict attribute without ``shadow=True``.
         ValueError: ``autocast`` and ``nocast`` are both ``True``.
+        TypeError: ``tensor_only`` with ``autocast`` or ``nocast``, or a
+            ``tensor_only`` field annotated with a non-tensor type.
 
     Examples:
         >>> import torch
@@ -101,6 +110,8 @@ def tensorclass(
         torch.Size([2, 2, 3])
     """
     options = {"autocast": autocast, "frozen": frozen, "nocast": nocast, "shadow": shadow}
+    if tensor_only:
+        options["tensor_only"] = True
 
     def wrap(klass: Any) -> Any:
         if not isinstance(klass, type):

@@ -352,20 +352,3 @@ class _IOMixin:
         """Receives an instance sent with :meth:`init_remote` (td-distributed)."""
         return cls._from_result(_td_classmethod("from_remote_init")(*args, **kwargs))
 
-    # ------------------------------------------------------------------ state dict
-    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False, flatten: bool = False) -> dict:
-        """``TensorDict.state_dict`` of every field, nested instances and non-tensor
-        fields included (goes into ``torch.save`` checkpoints next to a model's)."""
-        return _deep_full(self).state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars, flatten=flatten)
-
-    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False, from_flatten: bool = False) -> Self:
-        """Loads a :meth:`state_dict` into this instance (in place); returns ``self``.
-
-        Raises:
-            KeyError: with ``strict=True``, keys are missing or unexpected.
-        """
-        deep = _deep_full(self)
-        deep.load_state_dict(state_dict, strict=strict, assign=assign, from_flatten=from_flatten)
-        _assign_from(self, deep)
-        return self
-

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _Slots
+from tensordict._base import TensorDictBase
+from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _resync, _Slots
 from tensordict.tensorclass._wrap import (
     _call_deep,
     _unwrap,
@@ -148,14 +149,17 @@ class _OpsMixin:
         """``TensorDict.apply_``: ``fn`` applied in place to every tensor field."""
         return _call_deep(self, "apply_", (fn, *others), kwargs)
 
-    def update(self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any) -> Self:
-        """Writes the fields of ``input_dict_or_td`` (an instance, a TensorDict or a dict).
+    def update(self, input_dict_or_td: Any = None, clone: bool = False, inplace: bool = False, **kwargs: Any) -> Self:
+        """Writes the fields of ``input_dict_or_td`` (an instance, a TensorDict or a dict)
+        and the fields given as keywords (``obj.update(x=...)``; keywords win).
 
         Raises:
             KeyError: a key is not a field of the class.
         """
         cls = type(self)
-        source = _full_td(input_dict_or_td) if isinstance(input_dict_or_td, _Slots) else input_dict_or_td
+        source, kwargs = _merge_update_source(input_dict_or_td, kwargs)
+        if source is None:
+            return self
         keys = source._keys_raw() if hasattr(source, "_keys_raw") else source.keys()
         extra = [k for k in keys if (k if isinstance(k, str) else k[0]) not in cls._tc_field_set]
         if extra:
@@ -171,6 +175,39 @@ class _OpsMixin:
         return self
 
 
+    def update_(self, input_dict_or_td: Any = None, clone: bool = False, **kwargs: Any) -> Self:
+        """Copies the fields of ``input_dict_or_td`` and the keyword fields into the
+        existing tensors (in place); returns ``self``."""
+        source, kwargs = _merge_update_source(input_dict_or_td, kwargs)
+        if source is None:
+            return self
+        if isinstance(source, _Slots):
+            source = source._tensordict
+        self._tensordict.update_(source, clone=clone, **kwargs)
+        _resync(self)
+        return self
+
+
+#: keywords of ``TensorDict.update`` that are options, not field values
+_UPDATE_OPTIONS = frozenset({"non_blocking", "keys_to_update", "is_leaf", "update_batch_size", "ignore_lock"})
+
+
+def _merge_update_source(source: Any, kwargs: dict) -> tuple[Any, dict]:
+    """``(source, options)`` for ``update``/``update_``: field values given as keywords are
+    merged into the source (a plain dict then), option keywords are returned apart."""
+    fields = {k: v for k, v in kwargs.items() if k not in _UPDATE_OPTIONS}
+    options = {k: v for k, v in kwargs.items() if k in _UPDATE_OPTIONS}
+    if isinstance(source, _Slots):
+        source = _full_td(source)
+    if not fields:
+        return source, options
+    if source is None:
+        return dict(fields), options
+    merged = dict(source.items()) if not isinstance(source, TensorDictBase) else {k: source._get_raw(k) for k in source._keys_raw()}
+    merged.update(fields)
+    return merged, options
+
+
 # ---------------------------------------------------------------------- generated
 #: methods returning a TensorDict of the same fields (or ``self``) whose arguments are
 #: never tensorclasses
@@ -184,7 +221,7 @@ _PLAIN = [
 ]
 #: methods whose arguments may be tensorclasses (unwrapped to their TensorDicts first)
 _UNWRAP = [
-    "named_apply", "update_", "copy_", "masked_fill", "masked_fill_", "masked_select",
+    "named_apply", "copy_", "masked_fill", "masked_fill_", "masked_select",
     "where", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "pow", "pow_",
     "maximum", "maximum_", "minimum", "minimum_", "clamp", "clamp_", "clamp_min",
     "clamp_min_", "clamp_max", "clamp_max_", "lerp", "lerp_", "addcmul", "addcmul_",
@@ -200,7 +237,7 @@ _BINARY = [
     "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__", "__floordiv__",
     "__rfloordiv__", "__ifloordiv__", "__mod__", "__rmod__", "__imod__", "__pow__",
     "__rpow__", "__ipow__", "__matmul__", "__and__", "__or__", "__xor__", "__lt__",
-    "__le__", "__gt__", "__ge__",
+    "__le__", "__gt__", "__ge__", "__rand__", "__ror__", "__rxor__",
 ]
 _UNARY = ["__neg__", "__abs__", "__invert__", "__pos__"]
 

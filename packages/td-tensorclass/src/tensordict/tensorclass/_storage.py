@@ -62,7 +62,7 @@ _obj_setattr = object.__setattr__
 
 def _batch_error(cls: type, name: str, shape: Any, batch_size: Any) -> RuntimeError:
     msg = (
-        f"{cls.__name__}.{name}: the value's leading dims must match "
+        f"batch dimension mismatch: {cls.__name__}.{name}: the value's leading dims must match "
         f"batch_size={tuple(batch_size)}, got shape {tuple(shape)}. Make the leading dims "
         f"match, or build the {cls.__name__} with a different batch_size."
     )
@@ -333,6 +333,87 @@ def _is_numpy_numeric(value: Any) -> bool:
     return kind not in "OUSV"
 
 
+# ---------------------------------------------------------------------- tensor_only
+_TENSOR_ONLY_MSG = "tensor_only requires types to be Tensor, Tensor-subtrypes or None"
+
+
+def _tensor_only_kind(hint: Any) -> str | None:
+    """What a ``tensor_only`` field holds: ``"tensor"``, ``"td"`` (a TensorDict type),
+    ``"tc"`` (a tensorclass), ``"nontensor"`` (``NonTensorData``), ``"none"``; ``None``
+    when the annotation is none of these."""
+    from tensordict.tensorclass._registry import is_tensorclass
+
+    if hint is None or hint is type(None):
+        return "none"
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        kinds = {_tensor_only_kind(a) for a in typing.get_args(hint)}
+        kinds.discard("none")
+        if None in kinds or not kinds:
+            return None if None in kinds else "none"
+        for kind in ("tc", "td", "nontensor", "tensor"):
+            if kind in kinds:
+                return kind
+    if origin is not None:  # TensorDict[str, Tensor] and other parameterised generics
+        hint = origin
+    if not isinstance(hint, type):
+        return None
+    if issubclass(hint, _Tensor):
+        return "tensor"
+    if is_tensorclass(hint):
+        return "tc"
+    if issubclass(hint, NonTensorData):
+        return "nontensor"
+    if issubclass(hint, TensorDictBase):
+        return "td"
+    return None
+
+
+def check_tensor_only_hints(cls: type) -> None:
+    """Raises ``TypeError`` when a field of a ``tensor_only`` class is annotated with
+    something other than a tensor type, a TensorDict type, a tensorclass,
+    ``NonTensorData`` or ``None`` (unions of these are fine)."""
+    hints = _type_hints(cls)
+    kinds = {}
+    for name in cls._tc_fields:
+        if name not in hints:
+            continue  # unresolvable annotation (forward reference): checked at set time
+        kind = _tensor_only_kind(hints[name])
+        if kind is None:
+            msg = f"{_TENSOR_ONLY_MSG}; {cls.__name__}.{name} is annotated {hints[name]!r}."
+            raise TypeError(msg)
+        kinds[name] = kind
+    type.__setattr__(cls, "_tc_tensor_only_kinds", kinds)
+
+
+def _mapping_to_td(value: Mapping, batch_size: torch.Size, device: Any) -> TensorDict:
+    """A TensorDict of a (possibly nested) mapping; TensorDicts inside are kept as they are."""
+    source = {}
+    for key, item in value.items():
+        if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
+            item = _mapping_to_td(item, batch_size, device)
+        source[key] = item
+    return TensorDict(source, batch_size=batch_size, device=device)
+
+
+def _tensor_only_cast(cls: type, name: str, value: Any, bs: torch.Size, device: Any) -> Any:
+    """Casts a value assigned to a field of a ``tensor_only`` class."""
+    kind = cls.__dict__.get("_tc_tensor_only_kinds", {}).get(name, "tensor")
+    if kind == "nontensor":
+        if value.__class__ is NonTensorData:
+            return value
+        return NonTensorData(value, batch_size=bs, device=device)
+    if isinstance(value, (_Tensor, TensorDictBase)) or is_tensor_collection(value):
+        return value
+    if isinstance(value, Mapping):
+        td = _mapping_to_td(value, bs, device)
+        if kind == "tc":
+            hint, _ = _strip_optional(_type_hints(cls)[name])
+            return hint.from_tensordict(td)
+        return td
+    return torch.as_tensor(value, device=device)
+
+
 # ---------------------------------------------------------------------- conversion
 def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blocking: bool = False) -> tuple[bool, Any]:
     """Validates and converts one field value for ``td`` (whose batch_size and device
@@ -340,6 +421,10 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
     keep_object = False
     if cls._tc_autocast:
         value, keep_object = _autocast(cls, name, value, td.batch_size)
+    elif cls._tc_tensor_only and value is not None:
+        value = _tensor_only_cast(cls, name, value, td.batch_size, td.device)
+        if value.__class__ is NonTensorData:
+            return False, value
     if keep_object or value is None:
         return False, value
     bs = td.batch_size
