@@ -64,9 +64,9 @@ _CHILD = textwrap.dedent(
     try:  # test instrumentation: where in the event stream the publish step runs
         from tensordict.memmap import _store
         _commit = _store.Staging.commit
-        def _marked_commit(self):
+        def _marked_commit(self, *args, **kwargs):
             MARKS["commit_start"] = STATE[0]
-            _commit(self)
+            _commit(self, *args, **kwargs)
             MARKS["commit_end"] = STATE[0]
         _store.Staging.commit = _marked_commit
     except (ImportError, AttributeError):

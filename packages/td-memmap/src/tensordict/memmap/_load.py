@@ -36,10 +36,16 @@ __all__ = ["load_tree", "transplant"]
 
 
 class _Ctx:
-    __slots__ = ("root", "meta_device", "fake", "allow_pickle")
+    __slots__ = ("root", "meta_device", "fake", "allow_pickle", "generation", "seen")
 
     def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool) -> None:
         self.root, self.meta_device, self.fake, self.allow_pickle = root, meta_device, fake, allow_pickle
+        self.generation: Any = None  # the root's generation id, once read
+        self.seen: set = set()  # (st_dev, st_ino) of every folder visited
+
+
+class _Changed(Exception):
+    """The store was replaced by another save while it was being read."""
 
 
 def _bad(where: str, what: str) -> RuntimeError:
@@ -59,11 +65,29 @@ def _incomplete(folder: str, detail: str) -> RuntimeError:
     )
 
 
-def _read_folder_meta(folder: str) -> dict:
+def _read_folder_meta(folder: str, ctx: _Ctx | None = None) -> dict:
     try:
-        return read_meta(folder)
+        meta = read_meta(folder)
     except FileNotFoundError:
+        if ctx is not None and ctx.generation is not None and _root_generation(ctx.root) != ctx.generation:
+            raise _Changed from None
         raise _incomplete(folder, f"{META} is missing") from None
+    if ctx is not None:
+        gen = meta.get("generation")
+        if ctx.generation is None:
+            ctx.generation = gen if gen is not None else False
+        elif gen != (ctx.generation or None):
+            raise _Changed(folder)
+    return meta
+
+
+def _root_generation(root: str) -> Any:
+    """The generation id the store at ``root`` holds now (``False`` when it has none)."""
+    try:
+        gen = read_meta(root).get("generation")
+    except (FileNotFoundError, RuntimeError):
+        return None
+    return gen if gen is not None else False
 
 
 def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
@@ -157,8 +181,22 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
     return TensorDict._new_unsafe(source, torch.Size(bs), device, names)
 
 
+def _visit_once(folder: str, ctx: _Ctx) -> None:
+    """Refuses a folder reached twice in one load (metadata naming a shared or cyclic sub-folder)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return
+    ident = (st.st_dev, st.st_ino)
+    if ident in ctx.seen:
+        raise _bad(folder, "this folder is referenced more than once (a shared or cyclic sub-folder); td-memmap "
+                           "writes each sub-folder once")
+    ctx.seen.add(ident)
+
+
 def _load_folder(folder: str, ctx: _Ctx) -> Any:
-    meta = _read_folder_meta(folder)
+    _visit_once(folder, ctx)
+    meta = _read_folder_meta(folder, ctx)
     where = os.path.join(folder, META)
     if meta.get("version") != VERSION:
         msg = f"{where}: unsupported td-memmap format version {meta.get('version')!r} (this reader: {VERSION})."
@@ -251,15 +289,57 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
     root = _locate(prefix)
     dev = torch.device(device) if device is not None else None
     meta_device = dev is not None and dev.type == "meta"
-    ctx = _Ctx(root, meta_device, _fake_mode_active(), bool(allow_pickle))
-    result = _load_folder(root, ctx)
-    if dev is not None and dev.type not in ("cpu", "meta") and not ctx.fake:
+    fake = _fake_mode_active()
+    result = _load_consistent(root, meta_device, fake, bool(allow_pickle))
+    if dev is not None and dev.type not in ("cpu", "meta") and not fake:
         result = result.to(dev, non_blocking=non_blocking)
     if out is not None:
         transplant(out, result)
         out._saved_path = root
         return out
     return result
+
+
+#: how long a load keeps retrying while other processes keep re-saving the store
+RETRY_SECONDS = 10.0
+
+
+def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool) -> Any:
+    """Loads ``root``, retrying while a concurrent save replaces it, so the result holds one save.
+
+    Every ``meta.json`` read must carry the root's generation id, and after every
+    file is mapped the root must still hold that generation. A failure while the
+    generation moved (a file removed under the reader) is retried too.
+    """
+    import time
+
+    deadline = time.monotonic() + RETRY_SECONDS
+    attempts = 0
+    while True:
+        attempts += 1
+        ctx = _Ctx(root, meta_device, fake, allow_pickle)
+        try:
+            result = _load_folder(root, ctx)
+            if ctx.generation is False or _root_generation(root) == ctx.generation:
+                return result
+        except _Changed as changed:
+            if _root_generation(root) == ctx.generation:  # nothing was re-saved: the tree itself is mixed
+                msg = (
+                    f"{os.path.join(changed.args[0], META)}: this folder belongs to another save than the store's "
+                    f"root {root!r} (different generation ids); the store is damaged (folders copied between "
+                    "stores?). Save it again."
+                )
+                raise RuntimeError(msg) from None
+        except (FileNotFoundError, RuntimeError):
+            if ctx.generation in (None, False) or _root_generation(root) == ctx.generation:
+                raise
+        if time.monotonic() > deadline:
+            msg = (
+                f"the store at {root!r} was replaced by other saves during each of {attempts} attempts to load it "
+                f"over {RETRY_SECONDS:g} s; load it again once the writer pauses."
+            )
+            raise RuntimeError(msg)
+        time.sleep(min(0.001 * attempts, 0.05))
 
 
 def transplant(dst: Any, src: Any) -> Any:

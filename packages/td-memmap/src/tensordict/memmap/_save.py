@@ -38,7 +38,7 @@ from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
 from tensordict.memmap._names import assign_names
 from tensordict.memmap._registry import MemmapType, lookup_object
-from tensordict.memmap._store import FORMAT, META, Staging
+from tensordict.memmap._store import FORMAT, META, Staging, fsync_path, new_generation
 from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
 from tensordict.memmap._values import dump_pickle, json_faithful
 
@@ -93,12 +93,15 @@ class _Folder:
 
 
 class _Ctx:
-    def __init__(self, like: bool, copy_existing: bool, anonymous: bool) -> None:
+    def __init__(self, like: bool, copy_existing: bool, anonymous: bool, fsync: bool = False) -> None:
         self.like = like
         self.copy_existing = copy_existing
         self.anonymous = anonymous
+        self.fsync = fsync
+        self.generation = new_generation()
         self.jobs: list = []
         self.metas: list[tuple[str, dict]] = []
+        self.files: list[str] = []
 
 
 def _is_full_file(t: MemoryMappedTensor) -> bool:
@@ -186,6 +189,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
         "version": VERSION,
         "batch_size": list(inner.batch_size),
         "device": str(device) if device is not None else None,
+        "generation": ctx.generation,
     }
     if reg is not None:
         meta["registered"] = {"name": reg.name, "extra": extra}
@@ -291,13 +295,25 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
 
 
 # --------------------------------------------------------------------------- entry point
-def _write_metas(metas: list[tuple[str, dict]]) -> None:
+def _write_metas(metas: list[tuple[str, dict]], fsync: bool = False) -> None:
+    """Writes every folder's ``meta.json``, children first: the root's is the last file of a save."""
     for path, meta in metas:
         try:
             with open(path, "w", encoding="ascii") as f:
                 json.dump(meta, f, allow_nan=True, separators=(",", ":"))
+                if fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
         except OSError as err:
             raise (err if err.filename is not None else OSError(err.errno, err.strerror, path)) from err
+
+
+def _fsync_tree(root: str) -> None:
+    """Flushes every file and folder of ``root`` (data before metadata is guaranteed by the caller)."""
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if name != META:
+                fsync_path(os.path.join(folder, name))
 
 
 _SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -339,8 +355,8 @@ def _lock(obj: Any) -> None:
 
 
 def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: bool, existsok: bool,
-              num_threads: int) -> Any:
-    ctx = _Ctx(like, copy_existing, anonymous=prefix is None)
+              num_threads: int, fsync: bool = False) -> Any:
+    ctx = _Ctx(like, copy_existing, anonymous=prefix is None, fsync=fsync)
     if prefix is None:
         folder = _plan(obj, None, None, ctx)
     else:
@@ -353,9 +369,11 @@ def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: b
             folder = _plan(obj, staging.path, final, ctx)
             run_jobs(ctx.jobs, num_threads)
             ctx.jobs.clear()
-            _write_metas(ctx.metas)
+            if fsync:
+                _fsync_tree(staging.path)
+            _write_metas(ctx.metas, fsync)
             published = True
-            staging.commit()
+            staging.commit(fsync)
         except OSError as err:
             if staging is not None:
                 staging.abort()
@@ -371,7 +389,7 @@ def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: b
 
 def save_tree(obj: Any, prefix: Any = None, *, like: bool = False, inplace: bool = False,
               copy_existing: bool = False, existsok: bool = True, num_threads: int = 0,
-              return_early: bool = False) -> Any:
+              return_early: bool = False, fsync: bool = False) -> Any:
     """Saves ``obj`` under ``prefix`` (anonymous shared memory if ``None``) and maps it back.
 
     Returns the memory-mapped result (``obj`` itself when ``inplace``), or a
@@ -380,7 +398,8 @@ def save_tree(obj: Any, prefix: Any = None, *, like: bool = False, inplace: bool
     num_threads = int(num_threads or 0)
     if return_early and num_threads > 0:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="td-memmap")
-        future: Future = pool.submit(_save_now, obj, prefix, like, inplace, copy_existing, existsok, num_threads)
+        future: Future = pool.submit(_save_now, obj, prefix, like, inplace, copy_existing, existsok, num_threads,
+                                     fsync)
         pool.shutdown(wait=False)
         return future
-    return _save_now(obj, prefix, like, inplace, copy_existing, existsok, num_threads)
+    return _save_now(obj, prefix, like, inplace, copy_existing, existsok, num_threads, fsync)

@@ -10,8 +10,19 @@ hidden sibling, ``.<name>.td-tmp-<pid>-<random>``, then publishes it in one step
   place (the loader recovers from a crash between the two renames).
 
 Afterwards, entries of the old folder that the old save did not write (a user's
-README, say) are moved into the new folder, and the old tree is deleted in a
-background thread (``wait_cleanup()`` waits for it; it is also awaited at exit).
+README, say) are moved into the new folder, and what the old save wrote (the
+entries its ``meta.json`` files list) is deleted in a background thread
+(``wait_cleanup()`` waits for it; it is also awaited at exit). Nothing the
+library did not write is ever deleted: a staging folder carries a marker file
+(``.td-staging``) until just before it is published, and only a marked folder is
+removed whole; from any other hidden folder left by a killed process, only the
+entries its metadata lists are removed, the user's entries are moved back into
+the store (or left in place, with a warning, when a name is taken).
+
+Every ``meta.json`` of one save carries the same random ``generation`` id; the
+root one is written last. A loader checks that every folder it reads belongs to
+the generation it started with and that the root still names it at the end, so
+a load that overlaps a re-save retries instead of mixing the two saves.
 
 So if the process is killed at any point, the destination holds either the
 earlier complete save or the new complete save. A sibling staging folder with no
@@ -33,7 +44,8 @@ from typing import Any
 
 from tensordict.memmap._fileio import open_regular
 
-__all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "META", "FORMAT", "META_MAX_BYTES"]
+__all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "new_generation", "fsync_path", "META", "FORMAT",
+           "META_MAX_BYTES", "MARKER"]
 
 META = "meta.json"
 #: the largest ``meta.json`` a loader reads (one entry per key takes ~100 bytes)
@@ -41,6 +53,22 @@ META_MAX_BYTES = 64 << 20
 FORMAT = "td-memmap"
 _TMP = ".td-tmp-"
 _OLD = ".td-old-"
+#: present in a staging folder until just before it is published: the folder is ours alone
+MARKER = ".td-staging"
+
+
+def new_generation() -> str:
+    """A random id shared by every ``meta.json`` of one save."""
+    return secrets.token_hex(8)
+
+
+def fsync_path(path: str, directory: bool = False) -> None:
+    """Flushes ``path`` (a file, or a folder's entries) to stable storage."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _hidden(prefix: str, tag: str) -> str:
@@ -80,13 +108,22 @@ def find_partial(prefix: str) -> tuple[list[str], list[str]]:
 
 
 def _remove_stale(prefix: str) -> None:
-    """Deletes staging/old siblings whose writing process is gone (same host)."""
+    """Cleans staging/old siblings whose writing process is gone (same host).
+
+    A folder still holding the staging marker was never published: it holds only
+    what a save wrote, and is removed. Any other (an earlier tree swapped out by a
+    save that was killed before it finished) loses only the entries its metadata
+    lists; the rest is the user's and is moved back into ``prefix``.
+    """
     for tag in (_TMP, _OLD):
         for path, pid in _siblings(prefix, tag):
             if pid != os.getpid() and pid > 0 and not _pid_alive(pid):
                 if tag == _OLD and not os.path.exists(prefix):
                     continue  # the only complete copy: keep it for recovery
-                shutil.rmtree(path, ignore_errors=True)
+                if os.path.lexists(os.path.join(path, MARKER)):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    retire(path, prefix if os.path.isdir(prefix) else None)
 
 
 _libc: Any = None
@@ -169,7 +206,7 @@ def _owned_entries(folder: str) -> set[str]:
         meta = read_meta(folder)
     except (FileNotFoundError, RuntimeError):
         return set()
-    owned = {META}
+    owned = {META, MARKER}
     for entry in meta.get("entries", []) if isinstance(meta.get("entries"), list) else []:
         if isinstance(entry, dict):
             for field in ("file", "dir"):
@@ -179,6 +216,57 @@ def _owned_entries(folder: str) -> set[str]:
         if isinstance(sub, str):
             owned.add(sub)
     return owned
+
+
+def retire(old: str, dest: str | None) -> list[str]:
+    """Removes from the replaced tree ``old`` what its save wrote; moves the rest to ``dest``.
+
+    Entries not listed by ``old``'s metadata (a user's files, at any depth) are
+    renamed to the same place under ``dest`` when that name is free there; an
+    owned sub-folder is retired recursively. ``old`` is removed once empty.
+    Returns the paths left behind (names already taken in ``dest``).
+    """
+    owned = _owned_entries(old)
+    left: list[str] = []
+    try:
+        entries = os.listdir(old)
+    except OSError:
+        return left
+    for entry in entries:
+        path = os.path.join(old, entry)
+        target = os.path.join(dest, entry) if dest is not None else None
+        try:
+            is_dir = os.path.isdir(path) and not os.path.islink(path)
+            if entry in owned:
+                if is_dir:
+                    sub_dest = target if target is not None and os.path.isdir(target) else None
+                    left.extend(retire(path, sub_dest))
+                else:
+                    os.unlink(path)
+            elif target is not None and not os.path.lexists(target):
+                os.rename(path, target)
+            else:
+                left.append(path)
+        except OSError:
+            left.append(path)
+    try:
+        os.rmdir(old)
+    except OSError:
+        pass
+    return left
+
+
+def _retire_and_report(old: str, dest: str) -> None:
+    left = retire(old, dest)
+    if left:
+        import warnings
+
+        warnings.warn(
+            f"the save at {dest!r} replaced a store holding files td-memmap did not write whose names the new "
+            f"save also uses; they were kept in {old!r}: {left[:5]}{' ...' if len(left) > 5 else ''}.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 class Staging:
@@ -211,19 +299,36 @@ class Staging:
         _remove_stale(prefix)
         self.path = _hidden(prefix, _TMP)
         os.mkdir(self.path)
+        with open(os.path.join(self.path, MARKER), "wb"):
+            pass
 
     def abort(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if os.path.lexists(os.path.join(self.path, MARKER)):
+            shutil.rmtree(self.path, ignore_errors=True)
+        else:  # already swapped with the earlier tree: remove only what was written
+            retire(self.path, self.prefix if os.path.isdir(self.prefix) else None)
 
-    def commit(self) -> None:
-        """Publishes the staging folder as ``prefix`` (see the module docstring)."""
+    def commit(self, fsync: bool = False) -> None:
+        """Publishes the staging folder as ``prefix`` (see the module docstring).
+
+        With ``fsync``, the folders' entries are flushed before and after the
+        rename, so the published tree survives a power cut.
+        """
         prefix, new = self.prefix, self.path
+        os.unlink(os.path.join(new, MARKER))
+        parent = os.path.dirname(prefix)
+        if fsync:
+            fsync_path(new, directory=True)
         if not os.path.isdir(prefix):
             os.rename(new, prefix)
+            if fsync:
+                fsync_path(parent, directory=True)
             _remove_stale(prefix)
             return
         try:
             os.rename(new, prefix)  # replaces an empty directory atomically
+            if fsync:
+                fsync_path(parent, directory=True)
             return
         except OSError as err:
             if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
@@ -235,10 +340,12 @@ class Staging:
             old = _hidden(prefix, _OLD)
             os.rename(prefix, old)
             os.rename(new, prefix)
-        for entry in os.listdir(old):
+        if fsync:
+            fsync_path(parent, directory=True)
+        for entry in os.listdir(old):  # the user's files come back at once; the rest is retired later
             if entry not in owned and not os.path.lexists(os.path.join(prefix, entry)):
                 os.rename(os.path.join(old, entry), os.path.join(prefix, entry))
-        _defer_rmtree(old)
+        _defer(_retire_and_report, old, prefix)
 
 
 # --------------------------------------------------------------------------- background cleanup
@@ -250,8 +357,8 @@ _pending: list[threading.Thread] = []
 _pending_lock = threading.Lock()
 
 
-def _defer_rmtree(path: str) -> None:
-    thread = threading.Thread(target=shutil.rmtree, args=(path, True), name="td-memmap-cleanup", daemon=True)
+def _defer(fn: Any, *args: Any) -> None:
+    thread = threading.Thread(target=fn, args=args, name="td-memmap-cleanup", daemon=True)
     with _pending_lock:
         _pending[:] = [t for t in _pending if t.is_alive()]
         _pending.append(thread)

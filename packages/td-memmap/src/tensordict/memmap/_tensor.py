@@ -20,8 +20,10 @@ Design:
 from __future__ import annotations
 
 import math
+import operator
 import os
 import threading
+import weakref
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -62,7 +64,11 @@ class _Shm:
         self.fd = -1
         if fd is None and hasattr(os, "memfd_create"):
             fd = os.memfd_create("tensordict-memmap", os.MFD_CLOEXEC)
-            os.ftruncate(fd, nbytes)
+            try:
+                os.ftruncate(fd, nbytes)
+            except BaseException:
+                os.close(fd)
+                raise
         if fd is not None:
             self.fd = fd
             self.storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{fd}", True, nbytes)
@@ -119,6 +125,9 @@ def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | N
     """A zero-filled tensor in shared memory (a plain ``torch.Tensor``) and its segment."""
     itemsize = dtype.itemsize
     nbytes = math.prod(shape) * itemsize
+    if nbytes > _MAX_NUMEL:
+        msg = f"shape {shape} of {dtype} needs {nbytes} bytes (elements x itemsize), more than memory can address."
+        raise ValueError(msg)
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype), None
     if nbytes <= _SlabPool.MAX:
@@ -129,17 +138,40 @@ def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | N
 
 
 # --------------------------------------------------------------------------- helpers
+_MAX_NUMEL = (1 << 63) - 1
+
+
 def _parse_shape(size: tuple, shape: Any = None) -> tuple:
     if shape is not None:
         if size:
             msg = "pass the shape either positionally or as `shape=`, not both."
             raise TypeError(msg)
         size = (shape,)
+    elif not size:
+        msg = "a shape is required: pass it positionally (`empty(2, 3)` or `empty((2, 3))`) or as `shape=`."
+        raise TypeError(msg)
     if len(size) == 1 and not isinstance(size[0], int):
-        size = tuple(size[0])
-    out = tuple(int(s) for s in size)
+        if isinstance(size[0], torch.Tensor) and size[0].ndim == 0:
+            pass
+        else:
+            try:
+                size = tuple(size[0])
+            except TypeError:
+                msg = f"shape must be a sequence of ints, got {type(size[0]).__name__} {size[0]!r}."
+                raise TypeError(msg) from None
+    out = []
+    for s in size:
+        try:
+            out.append(operator.index(s))
+        except TypeError:
+            msg = f"shape must hold ints; got {type(s).__name__} {s!r} in {tuple(size)!r}."
+            raise TypeError(msg) from None
+    out = tuple(out)
     if any(s < 0 for s in out):
         msg = f"negative dimension in shape {out}."
+        raise ValueError(msg)
+    if any(s > _MAX_NUMEL for s in out) or math.prod(out) > _MAX_NUMEL:
+        msg = f"shape {out} has {math.prod(out)} elements, more than a tensor can index (2**63 - 1)."
         raise ValueError(msg)
     return out
 
@@ -150,7 +182,7 @@ def _check_device(device: Any) -> None:
             f"a MemoryMappedTensor lives in CPU memory (a mapped file or shared memory); got device={device!r}. "
             "Create it on the CPU and move the result with `.to(device)`."
         )
-        raise ValueError(msg)
+        raise RuntimeError(msg)
 
 
 def _abs(filename: Any) -> str:
@@ -187,6 +219,163 @@ def _map_file(path: str, dtype: torch.dtype, shape: tuple) -> MemoryMappedTensor
     nbytes = math.prod(shape) * dtype.itemsize
     with _DisableTF():
         return _wrap(tensor_on(map_storage(path, nbytes), dtype, shape), path)
+
+
+def _maps_file(t: MemoryMappedTensor, path: str) -> bool:
+    """Whether ``t``'s storage is the file ``path`` (same name, or same inode through another name)."""
+    if t._filename == path:
+        return True
+    try:
+        return os.path.samefile(t._filename, path)
+    except OSError:
+        return False
+
+
+def _is_whole_file(t: MemoryMappedTensor, path: str) -> bool:
+    """``t`` is a contiguous view of every byte of ``path``, from offset 0."""
+    with _DisableTF():
+        if t.storage_offset() != 0 or not t.is_contiguous():
+            return False
+        nbytes = t.numel() * t.element_size()
+    try:
+        return os.stat(path).st_size == nbytes
+    except OSError:
+        return False
+
+
+def _mapped_by_live_source(t: torch.Tensor, path: str) -> bool:
+    """``t`` (a plain tensor) views memory mapped from ``path`` (e.g. ``MemoryMappedTensor`` made plain)."""
+    fname = getattr(t.untyped_storage(), "filename", None)
+    if not fname or not os.path.exists(path):
+        return False
+    try:
+        return os.path.samefile(fname, path)
+    except OSError:
+        return False
+
+
+def _replace_file(cls: type, path: str, like: torch.Tensor, data: torch.Tensor | None, shape: tuple) -> MemoryMappedTensor:
+    """Writes ``data`` (or zeros) to a temporary file beside ``path`` and renames it over ``path``.
+
+    Used when the destination is the file that the source itself maps: truncating
+    it in place would zero the source (and the values being copied) or unmap
+    memory under it. Tensors mapping the old file keep their bytes.
+    """
+    folder, base = os.path.split(path)
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        if data is not None:
+            run_jobs(write_tensor_jobs(tmp, data), 1)
+        else:
+            allocate(tmp, like.numel() * like.element_size(), existsok=True)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return cls.from_filename(path, like.dtype, shape)
+
+
+# --------------------------------------------------------------------------- nested tensors
+def _is_nested_shape(shape: Any) -> bool:
+    return isinstance(shape, torch.Tensor) and shape.ndim == 2
+
+
+def _nested_layout(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """``(sizes, strides, offsets, numel)`` of contiguous elements of the given shapes, packed in order."""
+    sizes = sizes.to(torch.int64)
+    if (sizes < 0).any():
+        msg = f"negative dimension in the nested shapes {sizes.tolist()}."
+        raise ValueError(msg)
+    rev = sizes.flip(-1)
+    strides = torch.cat([torch.ones_like(rev[:, :1]), rev[:, :-1].cumprod(-1)], -1).flip(-1)
+    numels = sizes.prod(-1)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), numels.cumsum(0)[:-1]])
+    return sizes, strides, offsets, int(numels.sum())
+
+
+def _nested_on(cls: type, storage: torch.UntypedStorage, dtype: torch.dtype, sizes: torch.Tensor, byte_offset: int,
+               filename: str | None, shm: Any) -> MemoryMappedTensor:
+    """A nested (strided-layout) ``MemoryMappedTensor`` of elements of shapes ``sizes`` packed in ``storage``."""
+    sizes, strides, offsets, numel = _nested_layout(sizes)
+    if byte_offset + numel * dtype.itemsize > storage.nbytes():
+        msg = f"nested shapes {sizes.tolist()} of {dtype} need {numel * dtype.itemsize} bytes; the memory holds fewer."
+        raise RuntimeError(msg)
+    with _DisableTF():
+        buf = tensor_on(storage, dtype, (numel,), byte_offset // dtype.itemsize)
+        nested = torch._nested_view_from_buffer(buf, sizes, strides, offsets)
+        out = _Tensor._make_subclass(cls, nested)
+    if filename is not None:
+        out._filename = filename
+    if shm is not None:
+        out._shm = shm
+    return out
+
+
+def _nested_empty(cls: type, sizes: torch.Tensor, dtype: torch.dtype, filename: Any, existsok: bool) -> MemoryMappedTensor:
+    _, _, _, numel = _nested_layout(sizes)
+    if filename is None:
+        with _DisableTF():
+            flat, shm = _anonymous((numel,), dtype)
+        storage = flat.untyped_storage()
+        return _nested_on(cls, storage, dtype, sizes, flat.storage_offset() * dtype.itemsize, None, shm)
+    path = _abs(filename)
+    allocate(path, numel * dtype.itemsize, existsok=existsok)
+    return _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, sizes, 0, path, None)
+
+
+def _nested_from_tensor(cls: type, input: torch.Tensor, filename: Any, existsok: bool) -> MemoryMappedTensor:
+    if input.layout is not torch.strided:
+        msg = f"cannot memory-map a nested tensor of layout {input.layout}; only torch.strided nested tensors."
+        raise TypeError(msg)
+    with _DisableTF():
+        sizes = input._nested_tensor_size()
+        flat = torch.cat([t.reshape(-1) for t in input.unbind()]) if sizes.shape[0] else torch.empty(0, dtype=input.dtype)
+    if filename is not None:
+        path = _abs(filename)
+        if os.path.exists(path) and not existsok:
+            msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
+            raise RuntimeError(msg)
+    out = _nested_empty(cls, sizes, input.dtype, filename, True)
+    with _DisableTF():
+        buf = torch.empty(0, dtype=input.dtype).set_(out.untyped_storage(), _plain_offset(out), (flat.numel(),))
+        buf.copy_(flat)
+    return out
+
+
+def _plain_offset(t: torch.Tensor) -> int:
+    """The element offset of a (possibly nested) tensor's first element in its storage."""
+    if t.is_nested:
+        return int(t._nested_tensor_storage_offsets()[0]) if t.size(0) else 0
+    return t.storage_offset()
+
+
+class _Handler:
+    """The memory behind an anonymous ``MemoryMappedTensor``: a shared segment and its storage.
+
+    Returned by ``MemoryMappedTensor._handler``; :meth:`MemoryMappedTensor.from_handler`
+    maps it again. Pickling sends a copy of the bytes (plain ``pickle``) or the
+    segment's file descriptor (``torch.multiprocessing``).
+    """
+
+    __slots__ = ("shm", "storage", "offset", "__weakref__")
+
+    def __init__(self, shm: _Shm | None, storage: torch.UntypedStorage, offset: int = 0) -> None:
+        self.shm, self.storage, self.offset = shm, storage, offset
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the segment from this handler's offset on."""
+        return self.storage.nbytes() - self.offset
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(nbytes={self.nbytes})"
+
+
+#: one handler object per shared segment (so views of a tensor share it)
+_HANDLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # --------------------------------------------------------------------------- pickling
@@ -287,9 +476,22 @@ class MemoryMappedTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, source: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
                 index: Any = None, device: Any = None, handler: Any = None, filename: Any = None) -> MemoryMappedTensor:
-        _check_device(device)
+        if device is not None and torch.device(device).type != "cpu":
+            msg = (
+                f"MemoryMappedTensor(source, device={device!r}): a MemoryMappedTensor lives in CPU memory; create "
+                "it on the CPU and move the result with `.to(device)`."
+            )
+            raise ValueError(msg)
         if isinstance(source, (torch.UntypedStorage, torch.TypedStorage)):
             return cls.from_storage(source, dtype=dtype, shape=shape, index=index, filename=filename)
+        if handler is not None:
+            return cls.from_handler(handler, dtype=dtype, shape=shape, index=index)
+        if isinstance(source, (list, tuple)) or (not isinstance(source, torch.Tensor) and hasattr(source, "__len__")):
+            try:
+                source = torch.as_tensor(source, dtype=dtype)
+            except (TypeError, ValueError, RuntimeError) as err:
+                msg = f"MemoryMappedTensor(source): cannot make a tensor of {type(source).__name__}: {err}"
+                raise TypeError(msg) from None
         if not isinstance(source, torch.Tensor):
             msg = f"MemoryMappedTensor(source): expected a tensor or an UntypedStorage, got {type(source).__name__}."
             raise TypeError(msg)
@@ -332,9 +534,32 @@ class MemoryMappedTensor(torch.Tensor):
         return self._filename
 
     @property
-    def handler(self) -> None:
-        """Kept for API compatibility: anonymous memory is a torch shared storage, not a handler."""
-        return None
+    def _handler(self) -> _Handler | None:
+        """The shared-memory segment behind an anonymous tensor (``None`` when file-backed).
+
+        Views of one tensor share the same handler object; pass it to
+        :meth:`from_handler` to map the same memory again.
+        """
+        if self._filename is not None:
+            return None
+        with _DisableTF():
+            storage = self.untyped_storage()
+            offset = self.storage_offset() * self.element_size()
+        shm = self._shm
+        if shm is None:
+            return _Handler(None, storage, offset)
+        by_offset = _HANDLERS.get(shm)
+        if by_offset is None:
+            by_offset = _HANDLERS.setdefault(shm, {})
+        handler = by_offset.get(offset)
+        if handler is None:
+            handler = by_offset.setdefault(offset, _Handler(shm, shm.storage, offset))
+        return handler
+
+    @property
+    def handler(self) -> _Handler | None:
+        """Same as ``_handler``: the shared-memory segment of an anonymous tensor, ``None`` for a file."""
+        return self._handler
 
     def is_memmap(self) -> bool:
         """Always ``True`` (a :func:`tensordict.is_memmap` counterpart on the instance)."""
@@ -386,8 +611,10 @@ class MemoryMappedTensor(torch.Tensor):
             >>> t.shape, t.is_shared()
             (torch.Size([2, 3]), True)
         """
-        if isinstance(input, MemoryMappedTensor) and filename is None and not copy_existing and input._filename is not None:
+        if isinstance(input, MemoryMappedTensor) and filename is None and not copy_existing:
             return input
+        if isinstance(input, torch.Tensor) and input.is_nested:
+            return _nested_from_tensor(cls, input, filename, existsok)
         if not isinstance(input, torch.Tensor):
             input = torch.as_tensor(input)
         out_shape = tuple(input.shape) if shape is None else _parse_shape((), shape)
@@ -402,11 +629,32 @@ class MemoryMappedTensor(torch.Tensor):
                     data.copy_(src)
                 return _wrap(data, None, shm)
         path = _abs(filename)
+        if isinstance(input, MemoryMappedTensor) and input._filename is not None:
+            if _maps_file(input, path):
+                if _is_whole_file(input, path) and shape is None:
+                    return input  # already this file's contents: nothing to copy
+                # A view of the destination file: the file cannot be truncated
+                # under it. Snapshot the values and replace the file atomically,
+                # so ``input`` keeps its bytes (it maps the old inode).
+                if os.path.exists(path) and not existsok:
+                    msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
+                    raise RuntimeError(msg)
+                with _DisableTF():
+                    snapshot = _plain(input).clone() if copy_data else None
+                return _replace_file(cls, path, input, snapshot, out_shape)
+            if not copy_existing:
+                msg = (
+                    f"the tensor is already memory-mapped on {input._filename!r}; pass copy_existing=True to copy "
+                    f"it to {path!r}."
+                )
+                raise RuntimeError(msg)
         if copy_data:
             with _DisableTF():
                 if os.path.exists(path) and not existsok:
                     msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
                     raise RuntimeError(msg)
+                if _mapped_by_live_source(input, path):
+                    return _replace_file(cls, path, input, _plain(input).clone(), out_shape)
                 run_jobs(write_tensor_jobs(path, input), 1)
         else:
             allocate(path, input.numel() * input.element_size(), existsok=existsok)
@@ -429,13 +677,20 @@ class MemoryMappedTensor(torch.Tensor):
 
         Raises:
             RuntimeError: ``filename`` exists and ``existsok`` is False.
-            ValueError: ``device`` is not the CPU, or a dimension is negative.
+            RuntimeError: ``device`` is not the CPU.
+            TypeError: no shape is given, or a dimension is not an int.
+            ValueError: a dimension is negative.
 
         Examples:
             >>> MemoryMappedTensor.empty((1000, 16), dtype=torch.uint8).shape
             torch.Size([1000, 16])
         """
-        if len(size) == 1 and size[0].__class__ is tuple and shape is None and device is None:
+        nested = shape if shape is not None else (size[0] if len(size) == 1 else None)
+        if _is_nested_shape(nested):
+            _check_device(device)
+            return _nested_empty(cls, nested, dtype or torch.get_default_dtype(), filename, existsok)
+        if (len(size) == 1 and size[0].__class__ is tuple and shape is None and device is None
+                and all(s.__class__ is int and s >= 0 for s in size[0])):
             shp = size[0]
         else:
             shp = _parse_shape(size, shape)
@@ -533,6 +788,11 @@ class MemoryMappedTensor(torch.Tensor):
             [[0, 1], [2, 3]]
         """
         path = _abs(filename)
+        if _is_nested_shape(shape):
+            numel = _nested_layout(shape)[3]
+            check_file(path, numel * dtype.itemsize, exact=False)
+            out = _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, shape, 0, path, None)
+            return out if index is None else out[index]
         shp = _parse_shape((), shape)
         nbytes = math.prod(shp) * dtype.itemsize
         check_file(path, nbytes, exact=False)
@@ -541,6 +801,31 @@ class MemoryMappedTensor(torch.Tensor):
             if index is not None:
                 out = _wrap(_plain(out)[index], path)
         return out
+
+    @classmethod
+    def from_handler(cls, handler: Any, dtype: torch.dtype | None = None, shape: Any = None,
+                     index: Any = None) -> MemoryMappedTensor:
+        """Maps the shared memory of an anonymous tensor again (see ``_handler``); no copy.
+
+        Args:
+            handler: ``t._handler`` of an anonymous ``MemoryMappedTensor`` (or an
+                ``UntypedStorage`` in shared memory).
+            dtype (torch.dtype, optional): element type. Defaults to
+                ``torch.get_default_dtype()``.
+            shape (torch.Size, optional): the shape; a 2-d tensor of per-element
+                shapes gives a nested tensor. Defaults to every element, flat.
+            index (optional): an index applied to the result.
+
+        Raises:
+            TypeError: ``handler`` is not a handler.
+            RuntimeError: the memory is smaller than ``shape`` and ``dtype`` need.
+
+        Examples:
+            >>> t = MemoryMappedTensor.full((2, 2), fill_value=3.0)
+            >>> MemoryMappedTensor.from_handler(t._handler, dtype=torch.float32, shape=(2, 2)).tolist()
+            [[3.0, 3.0], [3.0, 3.0]]
+        """
+        return _from_handler(cls, handler, dtype, shape, index)
 
     @classmethod
     def from_storage(cls, storage: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
@@ -568,6 +853,10 @@ class MemoryMappedTensor(torch.Tensor):
             storage = storage.untyped()
         if dtype is None:
             dtype = torch.get_default_dtype()
+        if _is_nested_shape(shape):
+            fname = filename if filename is not None else None
+            out = _nested_on(cls, storage, dtype, shape, 0, _abs(fname) if fname is not None else None, None)
+            return out if index is None else out[index]
         if shape is None:
             shp: tuple = (storage.nbytes() // dtype.itemsize,)
         else:
@@ -584,6 +873,28 @@ class MemoryMappedTensor(torch.Tensor):
             if index is not None:
                 out = _wrap(_plain(out)[index], out._filename)
         return out
+
+
+def _from_handler(cls: type, handler: Any, dtype: torch.dtype | None, shape: Any, index: Any) -> MemoryMappedTensor:
+    if isinstance(handler, torch.UntypedStorage):
+        handler = _Handler(None, handler, 0)
+    if not isinstance(handler, _Handler):
+        msg = f"from_handler: expected the `_handler` of an anonymous MemoryMappedTensor, got {type(handler).__name__}."
+        raise TypeError(msg)
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    if isinstance(shape, torch.Tensor) and shape.ndim == 2:
+        return _nested_on(cls, handler.storage, dtype, shape, handler.offset, None, handler.shm)
+    shp = (handler.nbytes // dtype.itemsize,) if shape is None else _parse_shape((), shape)
+    need = math.prod(shp) * dtype.itemsize
+    if need > handler.nbytes or handler.offset % dtype.itemsize:
+        msg = f"from_handler: shape {shp} of {dtype} needs {need} bytes; the handler holds {handler.nbytes}."
+        raise RuntimeError(msg)
+    with _DisableTF():
+        out = _wrap(tensor_on(handler.storage, dtype, shp, handler.offset // dtype.itemsize), None, handler.shm)
+        if index is not None:
+            out = _wrap(_plain(out)[index], None, handler.shm)
+    return out
 
 
 #: Tensor methods that may return a view of their input's storage.
