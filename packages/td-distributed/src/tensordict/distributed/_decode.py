@@ -15,16 +15,15 @@ from typing import Any
 
 import torch
 
+from tensordict import TensorDict, TensorDictBase
 from tensordict._consolidate import (
     _DTYPES,
     _OTHER,
     _TD,
     _TENSOR,
-    _base,
     _build,
     _runs_from_specs,
     _State,
-    _td_cls,
 )
 from tensordict.distributed._wire import (
     _MAX_DEPTH,
@@ -246,7 +245,7 @@ def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
     skeleton = _decode_node(meta["root"], who, len(views), used, [], 0, storage.device, views)
     if len(used) != len(views):
         raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
-    td, skeleton = _build(skeleton, views, None, _td_cls(), False, False)
+    td, skeleton = _build(skeleton, views, None, TensorDict, False, False)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
     return td
 
@@ -302,7 +301,7 @@ def _flatten_skeleton(node: tuple, leaves: list, prefix: tuple, out: dict) -> No
 def structure_of(td: Any) -> dict:
     """``{key path: "dtype[shape]" | "TensorDict" | "non-tensor"}`` of a TensorDict."""
     leaves: list = []
-    skeleton = _collect(td, leaves, _base(), _td_cls())
+    skeleton = _collect(td, leaves, TensorDictBase, TensorDict)
     out: dict = {}
     _flatten_skeleton(skeleton, leaves, (), out)
     return out

@@ -60,17 +60,16 @@ from typing import Any
 
 import torch
 
+from tensordict import TensorDict, TensorDictBase
 from tensordict._consolidate import (
     _DTYPES,
     _OTHER,
     _TD,
     _TENSOR,
     _bad_leaf_error,
-    _base,
     _layout,
     _leaf_specs,
     _matches,
-    _td_cls,
     _views,
 )
 
@@ -271,7 +270,7 @@ class Plan:
     )
 
     def __init__(self, td: Any, leaves: list, has_values: bool) -> None:
-        skeleton = _collect(td, [], _base(), _td_cls())
+        skeleton = _collect(td, [], TensorDictBase, TensorDict)
         tokens: list = []
         root = _walk(skeleton, leaves, (), tokens, not has_values)
         self.digest = _digest(tokens)
@@ -431,7 +430,7 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     against a :class:`_Snapshot` on each use, so a loop that sends or receives the
     same TensorDict skips the walk.
     """
-    base, td_cls = _base(), _td_cls()
+    base, td_cls = TensorDictBase, TensorDict
     plain_cls = td.__class__ is td_cls
     entry = _cache_entry(td, False) if plain_cls else None
     if entry is not None:
@@ -545,7 +544,7 @@ class Outgoing:
         self.digest = plan.digest
         meta = None
         if has_values:
-            skeleton = _collect(td, [], _base(), _td_cls())
+            skeleton = _collect(td, [], TensorDictBase, TensorDict)
             meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs)
         flags = FLAG_VALUES if has_values else 0
         if storage is not None and storage.device != device:
