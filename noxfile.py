@@ -103,15 +103,18 @@ def _install_torch(session: nox.Session) -> None:
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
     ).stdout.strip()
-    own_site = session.run(
+    # run_install: this is part of installing, so it runs under --install-only too
+    own_site = session.run_install(
         "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
         silent=True,
-    ).strip()
-    (Path(own_site) / "_td_shared_torch.pth").write_text(shared_site + "\n")
-    version = session.run(
+    )
+    if own_site is None:  # --no-install on a reused environment: the .pth file is there
+        return
+    (Path(own_site.strip()) / "_td_shared_torch.pth").write_text(shared_site + "\n")
+    version = session.run_install(
         "python", "-c", "import torch; print(torch.__version__)", silent=True,
-    ).strip()
-    session.log(f"torch {version} from the shared install")
+    )
+    session.log(f"torch {version.strip()} from the shared install")
 
 
 def _skip_without_gpu(session: nox.Session, device: str) -> None:

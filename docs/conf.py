@@ -1,7 +1,17 @@
 """Sphinx configuration for the td-* monorepo site (all distributions installed editable)."""
 
-project = "TensorDict (td-*)"
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _api_topics  # noqa: E402
+
+# the td-core API is split into one page per topic (docs/api/core/*.rst, written here)
+_api_topics.write_pages()
+
+project = "TensorDict td-*"
 author = "td-* contributors"
+copyright = "2026, td-* contributors (BSD-3-Clause)"
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
@@ -18,6 +28,9 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 exclude_patterns = ["_build", "generated"]
 html_theme = "alabaster"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_theme_options = {"page_width": "1100px", "sidebar_width": "230px"}
 suppress_warnings = ["autosummary.import_cycle"]
 doctest_global_setup = """
 import torch
@@ -82,3 +95,16 @@ def _check_public_names_documented(app, env) -> None:
 
 def setup(app):
     app.connect("env-check-consistency", _check_public_names_documented)
+
+
+# myst-parser logs its whole configuration (one line of several hundred characters) on
+# every build; keep the build output to what matters.
+import logging as _logging  # noqa: E402
+
+
+class _HideMystConfig(_logging.Filter):
+    def filter(self, record: _logging.LogRecord) -> bool:
+        return "MdParserConfig(" not in str(record.msg) + str(record.args)
+
+
+_logging.getLogger("sphinx.myst_parser.sphinx_ext.main").addFilter(_HideMystConfig())
