@@ -52,3 +52,15 @@ def test_sibling_seam_names_distribution_when_missing():
     code2 = code.replace("tensordict.PersistentTensorDict\n", "tensordict.TensorDict({}, []).to_h5('x.h5')\n")
     res = subprocess.run([sys.executable, "-c", code2], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_no_numpy_warning_when_tensordict_loads_torch():
+    # numpy is optional: without it, torch warns "Failed to initialize NumPy" on import;
+    # `import tensordict` (when it is what loads torch) keeps that warning out of the user's way
+    code = (
+        "import sys; sys.modules['numpy'] = None; "  # numpy unimportable, as on a td-core-only install
+        "import tensordict; print(tensordict.TensorDict({'a': [1]}, []).batch_size)"
+    )
+    res = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "NumPy" not in res.stderr

@@ -15,9 +15,38 @@ import types as _types
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from tensordict._base import TensorDictBase, get_defaults_to_none, is_tensor_collection
+if "torch" not in _sys.modules:
+    # numpy is optional for td-core; without it torch warns "Failed to initialize NumPy"
+    # while it is imported. Silence only that warning, and only when this import is the
+    # one that loads torch (a user who imported torch first has seen it already).
+    import warnings as _warnings
+
+    with _warnings.catch_warnings():
+        _warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch as _torch  # noqa: F401
+
+from tensordict._assert import assert_allclose_td, assert_close
+from tensordict._base import (
+    TensorDictBase,
+    get_defaults_to_none,
+    is_tensor_collection,
+    set_get_defaults_to_none,
+)
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._leaves import (
+    MetaData,
+    default_is_leaf,
+    is_leaf_nontensor,
+    is_non_tensor,
+    is_tensorclass,
+)
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._options import (
+    capture_non_tensor_stack,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_list_to_stack,
+)
 from tensordict._repr import parse_tensor_dict_string
 from tensordict._seams import import_sibling as _import_sibling
 from tensordict._stack import cat, lazy_legacy, set_lazy_legacy, stack
@@ -78,9 +107,23 @@ __all__ = [
     "is_tensor_collection",
     "is_batchedtensor",
     "get_defaults_to_none",
+    "set_get_defaults_to_none",
+    "set_printoptions",
+    "get_printoptions",
     "set_lazy_legacy",
     "lazy_legacy",
     "parse_tensor_dict_string",
+    "is_non_tensor",
+    "is_tensorclass",
+    "assert_close",
+    "assert_allclose_td",
+    "default_is_leaf",
+    "is_leaf_nontensor",
+    "capture_non_tensor_stack",
+    "set_capture_non_tensor_stack",
+    "list_to_stack",
+    "set_list_to_stack",
+    "MetaData",
     "__version__",
 ]
 
@@ -105,6 +148,8 @@ _LAZY = {
     "from_module": ("tensordict._module_params", "from_module"),
     "from_modules": ("tensordict._module_params", "from_modules"),
     "from_consolidated": ("tensordict._consolidate", "from_consolidated"),
+    "set_printoptions": ("tensordict._repr", "set_printoptions"),
+    "get_printoptions": ("tensordict._repr", "get_printoptions"),
     # siblings
     "MemoryMappedTensor": ("tensordict.memmap", "MemoryMappedTensor"),
     "memmap": ("tensordict.memmap", "memmap"),
@@ -167,3 +212,6 @@ class _TensorDictModule(_types.ModuleType):
 
 _sys.modules[__name__].__class__ = _TensorDictModule
 from tensordict import _pytree as _pytree  # noqa: E402  (registers pytree nodes)
+from tensordict import _vmap as _vmap  # noqa: E402
+
+_vmap.install()  # torch.vmap batches tensor collections as leaves
