@@ -46,7 +46,7 @@ from tensordict.persistent._keysview import H5KeysView
 from tensordict.persistent._lazyshape import LazyShapeMixin
 from tensordict.persistent._save import save_atomic
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
-from tensordict.persistent._writes import WriteMixin, install_inplace_writeback
+from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member
 
 __all__ = ["PersistentTensorDict", "from_h5"]
 
@@ -550,7 +550,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         group = self._group
         names = list(group.keys())
         hidden = self._state.hidden(group, names)
-        names = [n for n in names if n not in hidden and not n.endswith("__td_tmp__")]
+        names = [n for n in names if n not in hidden and not (n.endswith("__td_tmp__") and is_temp_member(group, n))]
         attrs = group.attrs
         if len(attrs):
             members = set(names)

@@ -3,7 +3,16 @@
 The file is written under a temporary name in the destination folder and moved over
 ``filename`` (``os.replace``) only once complete, so a process killed mid-write, a
 full disk or a file-size limit never leaves a half-written ``filename``: the earlier
-file, if any, stays as it was, and a first write leaves no file at all.
+file, if any, stays as it was, and a first write leaves no file at all. The temporary
+name is ``.<name>.<pid>-<random>.tmp``; one left by a killed writer (its pid is gone)
+is removed by the next save to the same name and listed by ``tensordict inspect``.
+
+A file that another process (or another ``h5py.File`` of this one) holds open for
+writing is not replaced: HDF5 takes an exclusive ``flock`` on a file opened for
+writing, and ``to_h5`` takes a shared one on the file it is about to replace (held
+until the new file is in place), so it refuses with ``BlockingIOError`` as h5py's own
+``File(filename, "w")`` does, and no writer can open the file while it is replaced.
+Readers (shared locks) do not block a replace: they keep reading the old file.
 
 The HDF5 library does not survive a failed ``write(2)`` well: once a metadata flush
 fails (``ENOSPC``, ``EFBIG`` under ``RLIMIT_FSIZE``), closing the file may crash the
@@ -16,6 +25,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import stat
 import uuid
 from typing import Any
 
@@ -24,7 +35,49 @@ import torch
 
 from tensordict.persistent import _h5io as io
 
-__all__ = ["save_atomic"]
+__all__ = ["save_atomic", "stale_temp_files", "temp_files"]
+
+#: ``.<name>.<pid>-<hex>.tmp``: the temporary file a save writes beside its destination
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
+
+
+def temp_files(filename: str) -> list[tuple[str, int]]:
+    """``(path, writer pid)`` of the temporary files of saves to ``filename`` (finished or not)."""
+    folder, base = os.path.split(os.path.abspath(filename))
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        m = _TEMP.fullmatch(entry)
+        if m is not None and m.group("name") == base:
+            out.append((os.path.join(folder, entry), int(m.group("pid"))))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def stale_temp_files(filename: str) -> list[str]:
+    """Temporary files beside ``filename`` left by saves whose process is gone (this host)."""
+    return [path for path, pid in temp_files(filename) if pid != os.getpid() and not _alive(pid)]
+
+
+def _remove_stale(filename: str) -> None:
+    for path in stale_temp_files(filename):
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:
+            pass
 
 #: dataset options that may make the file smaller than the raw data
 _SHRINKING_KWARGS = ("compression", "scaleoffset")
@@ -79,7 +132,9 @@ def save_atomic(filename: str, td: Any, h5_kwargs: dict) -> None:
     """
     _check_size_limit(filename, td, h5_kwargs)
     folder = os.path.dirname(os.path.abspath(filename))
-    tmp = os.path.join(folder, f".{os.path.basename(filename)}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = os.path.join(folder, f".{os.path.basename(filename)}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    lock_fd = _lock_existing(filename)
+    _remove_stale(filename)
     try:
         with open(tmp, "xb+", buffering=_BUFFER) as raw:
             with h5py.File(raw, "w") as f:
@@ -97,6 +152,40 @@ def save_atomic(filename: str, td: Any, h5_kwargs: dict) -> None:
             cls = type(err) if type(err) in (PermissionError, FileNotFoundError) else OSError
             raise cls(code or errno.EIO, msg) from err
         raise
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _lock_existing(filename: str) -> int | None:
+    """Takes a shared lock on the file ``filename`` that is about to be replaced.
+
+    Returns the locked descriptor (closing it releases the lock), or ``None`` when
+    there is no file to lock or the file system has no locks.
+
+    Raises:
+        BlockingIOError: another writer holds the file open (an exclusive lock).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    try:
+        fd = os.open(filename, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None  # missing or unreadable: nothing of anyone else's to protect here
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        msg = (
+            f"unable to lock file {filename!r}: another process (or another open h5py.File) holds it open for "
+            "writing; close it first. Nothing was written and the file is unchanged."
+        )
+        raise BlockingIOError(errno.EAGAIN, msg) from None
+    except OSError:  # no locks on this file system
+        return fd
+    return fd
 
 
 def _errno_in(err: BaseException) -> int | None:

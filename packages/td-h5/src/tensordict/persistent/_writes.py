@@ -40,6 +40,19 @@ from tensordict.persistent._selection import write_selected
 __all__ = ["WriteMixin", "install_inplace_writeback"]
 
 _TMP_SUFFIX = "__td_tmp__"
+#: attribute marking a member written under a temporary name by ``set`` (removed once moved in place)
+TMP_ATTR = "_td_tmp"
+
+
+def is_temp_member(group: Any, name: str) -> bool:
+    """``name`` is a temporary member of ours: the suffix *and* the marker attribute (other tools' names are shown)."""
+    if not name.endswith(_TMP_SUFFIX):
+        return False
+    try:
+        obj = group.get(name, getlink=False)
+        return obj is not None and bool(obj.attrs.get(TMP_ATTR, False))
+    except (KeyError, OSError, RuntimeError, TypeError):
+        return False
 
 
 def _as_td(value: Any, batch_size: torch.Size) -> TensorDictBase:
@@ -457,14 +470,21 @@ class WriteMixin:
             value = _as_td(value, self.batch_size)
             io.validate_tree(value)
         tmp = key + _TMP_SUFFIX
+        n = 0
+        while tmp in group and not is_temp_member(group, tmp):  # another tool's member: never touch it
+            n += 1
+            tmp = f"{key}.{n}{_TMP_SUFFIX}"
         if tmp in group:
-            del group[tmp]
+            del group[tmp]  # left by an interrupted replace of ours
         try:
             io.write_leaf(group, tmp, value, {})
+            group[tmp].attrs[TMP_ATTR] = True
         except BaseException:
-            if tmp in group:
+            if tmp in group and is_temp_member(group, tmp):
                 del group[tmp]
             raise
+        if TMP_ATTR in group[tmp].attrs:
+            del group[tmp].attrs[TMP_ATTR]
         if has_link(group, key):
             del group[key]
         if key in group.attrs:
