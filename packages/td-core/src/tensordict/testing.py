@@ -31,3 +31,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def __getattr__(name: str) -> object:
+    # test classes that live in sibling distributions (imported on first use)
+    if name == "MyDistData":
+        try:
+            from tensordict.tensorclass.testing import MyDistData
+        except ImportError as err:
+            msg = "tensordict.testing.MyDistData is provided by td-tensorclass: pip install td-tensorclass"
+            raise ImportError(msg) from err
+        return MyDistData
+    msg = f"module 'tensordict.testing' has no attribute {name!r}"
+    raise AttributeError(msg)

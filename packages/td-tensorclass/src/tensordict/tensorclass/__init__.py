@@ -10,6 +10,7 @@ Provided by the ``td-tensorclass`` distribution. Two ways to declare one:
 subpackage has been imported (td-core keeps the top-level name bound to it).
 """
 
+from tensordict import MetaData, is_non_tensor  # upstream re-exports them here
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict.tensorclass._dataclass import from_dataclass
 from tensordict.tensorclass._decorator import TensorClass, tensorclass
@@ -36,6 +37,8 @@ __all__ = [
     # non-tensor leaves (re-exported from td-core, as upstream does)
     "NonTensorData",
     "NonTensorStack",
+    "MetaData",
+    "is_non_tensor",
     # registry, for loaders that resolve class names read from disk
     "is_tensorclass",
     "get_tensorclass",

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from tensordict.tensorclass._base import _TensorClassCore
 from tensordict.tensorclass._build import OPTION_NAMES, build_tensorclass
 from tensordict.tensorclass._io import _IOMixin
-from tensordict.tensorclass._ops import _OpsMixin
+from tensordict.tensorclass._ops import _UPSTREAM_CLASSMETHODS, _OpsMixin
 from tensordict.tensorclass._state import _StateMixin
-from tensordict.tensorclass._wrap import install_td_forwarders
+from tensordict.tensorclass._wrap import _forward_classmethod, install_td_forwarders
 
 try:  # Python >= 3.11
     from typing import dataclass_transform
@@ -30,6 +30,10 @@ class _TensorClassBase(_TensorClassCore, _OpsMixin, _StateMixin, _IOMixin):
 
 
 install_td_forwarders(_TensorClassBase)
+for _name in _UPSTREAM_CLASSMETHODS:  # upstream's constructors, served by td-core when it has them
+    if not hasattr(_TensorClassBase, _name):
+        setattr(_TensorClassBase, _name, _forward_classmethod(_name))
+del _name
 
 
 @overload

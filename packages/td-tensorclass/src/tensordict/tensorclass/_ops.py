@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tensordict._base import TensorDictBase
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _resync, _Slots
 from tensordict.tensorclass._wrap import (
@@ -252,3 +254,84 @@ for _name in _BINARY:
 for _name in _UNARY:
     setattr(_OpsMixin, _name, unary_dunder(_name))
 del _name
+
+
+# ---------------------------------------------------------------------- upstream method set
+# The TensorDict methods upstream's tensorclass stub lists. Each is forwarded to the
+# TensorDict implementation when td-core has it; a handful have a local definition in
+# terms of other methods (dtype casts, axis aliases); the rest raise AttributeError
+# naming the missing TensorDict method when called.
+_CASTS = [
+    "float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "complex32", "complex64", "complex128",
+    "qint8", "quint8", "qint32", "quint4x2",
+]
+_ALIASES = {"swapaxes": "transpose", "swapdims": "transpose"}
+_UPSTREAM_METHODS = [
+    "as_tensor", "atleast_1d", "atleast_2d", "atleast_3d", "attrs", "auto_device_",
+    "broadcast_to", "bytes", "cat_from_tensordict", "cat_tensors", "clear_refs_for_compile_",
+    "create_nested", "cummax", "cummin", "entry_class", "filter_non_tensor_data", "fliplr",
+    "flipud", "get_item_shape", "is_contiguous", "is_floating_point", "isreal",
+    "make_memmap", "make_memmap_from_storage", "make_memmap_from_tensor", "mod", "new_empty",
+    "new_full", "new_ones", "new_tensor", "new_zeros", "non_tensor_items", "pad",
+    "param_count", "pin_memory_", "quantile", "record_stream", "rot90", "rsub", "separates",
+    "set_non_tensor", "stack_from_tensordict", "stack_tensors", "tile", "to_csv", "to_json",
+    "to_mds", "to_padded_tensor", "to_pandas", "to_parquet", "to_store", "to_zarr",
+    "zero_grad", "asend", "arecv", "from_dict_instance",
+]
+_UPSTREAM_PROPERTIES = ["dtype", "depth", "is_cpu", "is_cuda", "is_meta"]
+_UPSTREAM_CLASSMETHODS = ["from_csv", "from_json", "from_list", "from_pandas", "from_parquet", "from_schema", "from_zarr"]
+
+
+def _cast_method(name: str) -> Any:
+    dtype = getattr(torch, name)
+
+    def method(self: Any) -> Any:
+        fn = getattr(self._tensordict, name, None)
+        if fn is not None:
+            return _wrap_out(self, fn())
+        return self.to(dtype)
+
+    method.__name__ = name
+    method.__qualname__ = f"TensorClass.{name}"
+    method.__doc__ = f"Casts every tensor field to ``torch.{name}`` (a new instance)."
+    return method
+
+
+def _alias_method(name: str, target: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(self._tensordict, name, None)
+        if fn is not None:
+            return _wrap_out(self, fn(*args, **kwargs))
+        return getattr(self, target)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"TensorClass.{name}"
+    method.__doc__ = f"Alias of :meth:`{target}` (as ``torch.Tensor.{name}``)."
+    return method
+
+
+def _property_forward(name: str) -> property:
+    def fget(self: Any) -> Any:
+        try:
+            return getattr(self._tensordict, name)
+        except AttributeError:
+            msg = f"{type(self).__name__}.{name} reads TensorDict.{name}, which the installed td-core does not provide."
+            raise AttributeError(msg) from None
+
+    return property(fget, doc=f"``TensorDict.{name}`` of the instance's TensorDict.")
+
+
+for _name in _CASTS:
+    if not hasattr(_OpsMixin, _name):
+        setattr(_OpsMixin, _name, _cast_method(_name))
+for _name, _target in _ALIASES.items():
+    if not hasattr(_OpsMixin, _name):
+        setattr(_OpsMixin, _name, _alias_method(_name, _target))
+for _name in _UPSTREAM_METHODS:
+    if not hasattr(_OpsMixin, _name):
+        setattr(_OpsMixin, _name, forward(_name, unwrap=True))
+for _name in _UPSTREAM_PROPERTIES:
+    if not hasattr(_OpsMixin, _name):
+        setattr(_OpsMixin, _name, _property_forward(_name))
+del _name, _target
