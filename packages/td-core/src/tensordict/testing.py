@@ -3,6 +3,9 @@
 ``available_devices()`` is what every package's ``device`` fixture iterates over:
 ``cpu`` always, ``cuda`` when a GPU is present. The nox test sessions set
 ``TD_TEST_DEVICE`` to ``cpu`` or ``cuda`` so that each session runs one device.
+
+``assert_allclose_td`` and ``assert_close`` compare TensorDicts leaf by leaf (upstream
+tensordict's ``tensordict.testing`` names; also importable from ``tensordict``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import socket
 
 import torch
 
-__all__ = ["available_devices", "free_port"]
+from tensordict._assert import assert_allclose_td, assert_close
+
+__all__ = ["assert_allclose_td", "assert_close", "available_devices", "free_port"]
 
 
 def available_devices() -> list[str]:

@@ -7,11 +7,62 @@ from typing import Any
 
 import torch
 
+# upstream's public helpers of ``tensordict.utils`` (code in the modules named)
+from tensordict._assert import assert_allclose_td, assert_close
 from tensordict._base import is_tensor_collection
+from tensordict._compat_upstream import (  # noqa: F401 - upstream private names, see the module
+    _getitem_batch_size,
+    _is_non_tensor,
+    _is_tensorclass,
+    _maybe_correct_neg_dim,
+    _unravel_key_to_tuple,
+    _zip_strict,
+)
+from tensordict._helpers import (
+    Buffer,
+    implement_for,
+    is_namedtuple,
+    is_namedtuple_class,
+    is_seq_of_nested_key,
+    logger,
+    print_directory_tree,
+    strtobool,
+)
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_keys
+from tensordict._leaves import is_leaf_nontensor, is_non_tensor, is_tensorclass
+from tensordict._options import (
+    capture_non_tensor_stack,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_list_to_stack,
+)
+from tensordict._repr import parse_tensor_dict_string
+from tensordict._stack import lazy_legacy, set_lazy_legacy
+from tensordict._switch import ModeSwitch
 
 __all__ = [
+    "Buffer",
+    "ModeSwitch",
     "NestedKey",
+    "assert_allclose_td",
+    "assert_close",
+    "capture_non_tensor_stack",
+    "implement_for",
+    "is_leaf_nontensor",
+    "is_namedtuple",
+    "is_namedtuple_class",
+    "is_non_tensor",
+    "is_seq_of_nested_key",
+    "is_tensorclass",
+    "lazy_legacy",
+    "list_to_stack",
+    "logger",
+    "parse_tensor_dict_string",
+    "print_directory_tree",
+    "set_capture_non_tensor_stack",
+    "set_lazy_legacy",
+    "set_list_to_stack",
+    "strtobool",
     "expand_as_right",
     "expand_right",
     "is_batchedtensor",
@@ -135,3 +186,22 @@ def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indice
     if return_indices:
         return out, keep
     return out
+
+
+#: names of this module that live in a module loaded on first use (the print options
+#: belong to the repr module, which may not define them yet)
+_LAZY_UTILS = {
+    "set_printoptions": "tensordict._repr",
+    "get_printoptions": "tensordict._repr",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_UTILS:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY_UTILS[name]), name)
+        globals()[name] = value
+        return value
+    msg = f"module 'tensordict.utils' has no attribute {name!r}"
+    raise AttributeError(msg)

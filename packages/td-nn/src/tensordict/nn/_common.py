@@ -21,6 +21,7 @@ from torch import nn
 
 from tensordict import TensorDict, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "TensorDictModuleBase",
@@ -200,7 +201,7 @@ def skip_existing() -> bool:
     return _SKIP_EXISTING[0]
 
 
-class set_skip_existing:  # noqa: N801 - public name of the tensordict API
+class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordict API
     """Context manager / decorator: modules skip their work when their ``out_keys`` exist.
 
     Inside ``with set_skip_existing(True):``, a :class:`TensorDictModule` (or a
@@ -230,42 +231,35 @@ class set_skip_existing:  # noqa: N801 - public name of the tensordict API
     """
 
     def __init__(self, mode: bool | None = True, in_key_attr: str = "in_keys", out_key_attr: str = "out_keys") -> None:
+        super().__init__()
         self.mode = mode
         self.in_key_attr = in_key_attr
         self.out_key_attr = out_key_attr
-        self._prev: list = []
 
-    def __enter__(self) -> set_skip_existing:
-        self._prev.append(_SKIP_EXISTING[0])
-        if self.mode is not None:
+    def _read(self) -> bool:
+        return _SKIP_EXISTING[0]
+
+    def _write(self, value: bool) -> None:
+        _SKIP_EXISTING[0] = value
+
+    def _apply(self) -> None:
+        if self.mode is not None:  # ``None`` leaves the mode as it is
             _SKIP_EXISTING[0] = bool(self.mode)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _SKIP_EXISTING[0] = self._prev.pop()
 
     def __call__(self, func: Callable) -> Callable:
+        if self.mode is not None:
+            return super().__call__(func)
         out_attr = self.out_key_attr
-        mode = self.mode
-
-        if mode is None:
-
-            @functools.wraps(func)
-            def checked(_self: Any, tensordict: Any = None, *args: Any, **kwargs: Any) -> Any:
-                if _SKIP_EXISTING[0] and isinstance(tensordict, TensorDictBase):
-                    keys = getattr(_self, out_attr, ())
-                    if keys and all(k in tensordict.keys(True) for k in keys):
-                        return tensordict
-                return func(_self, tensordict, *args, **kwargs)
-
-            return checked
 
         @functools.wraps(func)
-        def scoped(*args: Any, **kwargs: Any) -> Any:
-            with set_skip_existing(mode):
-                return func(*args, **kwargs)
+        def checked(_self: Any, tensordict: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if _SKIP_EXISTING[0] and isinstance(tensordict, TensorDictBase):
+                keys = getattr(_self, out_attr, ())
+                if keys and all(k in tensordict.keys(True) for k in keys):
+                    return tensordict
+            return func(_self, tensordict, *args, **kwargs)
 
-        return scoped
+        return checked
 
 
 def _all_present(tensordict: TensorDictBase, keys: Iterable[NestedKey]) -> bool:
@@ -317,6 +311,12 @@ def _td_from_values(values: Mapping[NestedKey, Any]) -> TensorDict:
     for key, value in values.items():
         td.set(key, value)
     return td
+
+
+#: whether ``@dispatch`` builds TensorDicts from tensor arguments; switched off by
+#: ``tensordict.nn.utils._set_dispatch_td_nn_modules(False)`` (TorchRL's replay buffers
+#: do so when they hold plain tensors).
+_DISPATCH_TD_NN_MODULES = [True]
 
 
 class dispatch:  # noqa: N801 - public name of the tensordict API
@@ -390,6 +390,8 @@ class dispatch:  # noqa: N801 - public name of the tensordict API
 
         def run(owner: Any, call: Callable, args: tuple, kwargs: dict) -> Any:
             if args and isinstance(args[0], TensorDictBase) or any(isinstance(v, TensorDictBase) for v in kwargs.values()):
+                return call(*args, **kwargs)
+            if not _DISPATCH_TD_NN_MODULES[0]:  # turned off (upstream's ``_set_dispatch_td_nn_modules``)
                 return call(*args, **kwargs)
             name = type(owner).__name__ if owner is not None else getattr(func, "__name__", "function")
             in_keys = keys_of(owner, source)

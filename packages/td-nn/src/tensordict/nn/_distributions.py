@@ -16,6 +16,7 @@ from torch.distributions import constraints
 from tensordict import TensorDict, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
 from tensordict.nn._common import _ReadableKeyError
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "CompositeDistribution",
@@ -313,8 +314,8 @@ def composite_lp_aggregate(nowarn: bool = False) -> bool:
     return _LP_AGGREGATE[0]
 
 
-class set_composite_lp_aggregate:  # noqa: N801 - public name of the tensordict API
-    """Context manager / decorator setting :func:`composite_lp_aggregate`.
+class set_composite_lp_aggregate(ModeSwitch):  # noqa: N801 - public name of the tensordict API
+    """Sets :func:`composite_lp_aggregate`: context manager, decorator or ``.set()``/``.unset()``.
 
     Args:
         mode (bool, optional): the value to set. Defaults to ``True``.
@@ -326,30 +327,14 @@ class set_composite_lp_aggregate:  # noqa: N801 - public name of the tensordict 
     """
 
     def __init__(self, mode: bool = True) -> None:
+        super().__init__()
         self.mode = bool(mode)
-        self._prev: list = []
 
-    def __enter__(self) -> set_composite_lp_aggregate:
-        self._prev.append(_LP_AGGREGATE[0])
-        _LP_AGGREGATE[0] = self.mode
-        return self
+    def _read(self) -> bool:
+        return _LP_AGGREGATE[0]
 
-    def __exit__(self, *exc: Any) -> None:
-        _LP_AGGREGATE[0] = self._prev.pop()
-
-    def set(self) -> None:
-        """Sets the mode globally (not only within a block)."""
-        _LP_AGGREGATE[0] = self.mode
-
-    def __call__(self, func: Any) -> Any:
-        import functools
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_composite_lp_aggregate(self.mode):
-                return func(*args, **kwargs)
-
-        return wrapper
+    def _write(self, value: bool) -> None:
+        _LP_AGGREGATE[0] = value
 
 
 def _suffixed(key: NestedKey, suffix: str) -> NestedKey:

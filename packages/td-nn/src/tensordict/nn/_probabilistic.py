@@ -7,7 +7,6 @@ module's default within a block.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
@@ -29,6 +28,7 @@ from tensordict.nn._common import (
 )
 from tensordict.nn._distributions import CompositeDistribution, Delta
 from tensordict.nn._sequence import TensorDictSequential
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "InteractionType",
@@ -87,8 +87,11 @@ def interaction_type() -> InteractionType | None:
     return _INTERACTION_TYPE[0]
 
 
-class set_interaction_type:  # noqa: N801 - public name of the tensordict API
-    """Context manager / decorator: every probabilistic module draws with ``type``.
+class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tensordict API
+    """Sets :func:`interaction_type`: every probabilistic module draws with ``type``.
+
+    A context manager, a decorator, or ``set_interaction_type(t).set()`` /
+    ``.unset()`` for process-wide use; creating the object changes nothing.
 
     Args:
         type (InteractionType or str, optional): the interaction type. Defaults to
@@ -101,30 +104,20 @@ class set_interaction_type:  # noqa: N801 - public name of the tensordict API
     """
 
     def __init__(self, type: InteractionType | str | None = InteractionType.DETERMINISTIC) -> None:  # noqa: A002
+        super().__init__()
         if isinstance(type, str):
             type = InteractionType.from_str(type)  # noqa: A001
         self.type = type
-        self._prev: list = []
 
-    def __enter__(self) -> set_interaction_type:
-        self._prev.append(_INTERACTION_TYPE[0])
-        _INTERACTION_TYPE[0] = self.type
-        return self
+    @property
+    def mode(self) -> InteractionType | None:  # type: ignore[override]
+        return self.type
 
-    def __exit__(self, *exc: Any) -> None:
-        _INTERACTION_TYPE[0] = self._prev.pop()
+    def _read(self) -> InteractionType | None:
+        return _INTERACTION_TYPE[0]
 
-    def __call__(self, func: Any) -> Any:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_interaction_type(self.type):
-                return func(*args, **kwargs)
-
-        return wrapper
-
-    def clone(self) -> set_interaction_type:
-        """A fresh instance with the same type."""
-        return set_interaction_type(self.type)
+    def _write(self, value: InteractionType | None) -> None:
+        _INTERACTION_TYPE[0] = value
 
 
 def _draw(dist: D.Distribution, itype: InteractionType, n_empirical: int) -> Any:

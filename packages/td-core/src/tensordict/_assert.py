@@ -1,0 +1,126 @@
+"""Comparison assertions for TensorDicts: ``assert_allclose_td`` and ``assert_close``.
+
+Public through ``tensordict``, ``tensordict.utils`` and ``tensordict.testing``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tensordict._base import is_tensor_collection
+from tensordict._nontensor import is_non_tensor
+
+__all__ = ["assert_allclose_td", "assert_close"]
+
+
+def _leaf_values(td: Any) -> dict:
+    return {key: td.get(key) for key in td.keys()}
+
+
+def assert_allclose_td(
+    actual: Any,
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = True,
+    msg: str = "",
+) -> bool:
+    """Asserts that two TensorDicts hold the same keys and close values, leaf by leaf.
+
+    Tensors are compared with ``torch.testing.assert_close`` (its default tolerances
+    for the dtype unless ``rtol``/``atol`` are given); nested TensorDicts recursively;
+    non-tensor data with ``==``.
+
+    Args:
+        actual (TensorDictBase): the TensorDict to check.
+        expected (TensorDictBase): the reference.
+        rtol (float, optional): relative tolerance.
+        atol (float, optional): absolute tolerance.
+        equal_nan (bool): NaNs compare equal. Defaults to ``True``.
+        msg (str): text appended to the failure message.
+
+    Returns:
+        ``True`` when every leaf matches.
+
+    Raises:
+        TypeError: an input is not a tensor collection.
+        KeyError: the key sets differ (the message lists both).
+        AssertionError: a leaf differs (the message names the key and the RMS error).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = TensorDict({"x": torch.ones(3), "n": {"y": torch.zeros(3)}}, [3])
+        >>> assert_allclose_td(a, a.clone() + 1e-9)
+        True
+    """
+    if not is_tensor_collection(actual) or not is_tensor_collection(expected):
+        msg_ = (
+            "assert_allclose inputs must be of TensorDict type, got "
+            f"{type(actual).__name__} and {type(expected).__name__}."
+        )
+        raise TypeError(msg_)
+    if is_non_tensor(actual) or is_non_tensor(expected):
+        if not (actual == expected):
+            raise AssertionError(f"non-tensor values differ: {actual!r} != {expected!r}. {msg}".rstrip())
+        return True
+    left, right = _leaf_values(actual), _leaf_values(expected)
+    if set(left) != set(right):
+        keys_msg = (
+            f"actual and expected tensordict keys mismatch, got {sorted(left, key=str)} "
+            f"and {sorted(right, key=str)} (only in actual: {sorted(set(left) - set(right), key=str)}, "
+            f"only in expected: {sorted(set(right) - set(left), key=str)})."
+        )
+        raise KeyError(keys_msg)
+    for key in sorted(left, key=str):
+        a, b = left[key], right[key]
+        if is_tensor_collection(a) or is_tensor_collection(b):
+            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
+            continue
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            if not (a == b):
+                raise AssertionError(f"key {key!r} does not match: {a!r} != {b!r}. {msg}".rstrip())
+            continue
+        if a.shape == b.shape and a.numel():
+            rms = (a.double() - b.double()).pow(2).mean().sqrt().item()
+            detail = f"key {key!r} does not match, got mse = {rms:4.4f}"
+        else:
+            detail = f"key {key!r} does not match (shapes {tuple(a.shape)} and {tuple(b.shape)})"
+        full = f"{detail}\t{msg}" if msg else detail
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=full)
+    return True
+
+
+def assert_close(
+    actual: Any,
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = True,
+    msg: str = "",
+) -> bool:
+    """``torch.testing.assert_close`` that also accepts TensorDicts (then :func:`assert_allclose_td`).
+
+    Args:
+        actual, expected: tensors or tensor collections.
+        rtol, atol (float, optional): tolerances.
+        equal_nan (bool): NaNs compare equal. Defaults to ``True``.
+        msg (str): text appended to the failure message.
+
+    Returns:
+        ``True`` when the inputs match.
+
+    Raises:
+        AssertionError: the values differ; KeyError: TensorDict key sets differ.
+
+    Examples:
+        >>> import torch
+        >>> assert_close(torch.ones(2), torch.ones(2))
+        True
+    """
+    if is_tensor_collection(actual) or is_tensor_collection(expected):
+        return assert_allclose_td(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg or None)
+    return True
