@@ -235,6 +235,10 @@ def bench_chart(session: nox.Session) -> None:
     table = session.run("python", report, str(src), "--png", str(static / "benchmarks.png"), silent=True)
     (static / "benchmarks.txt").write_text(str(table).lstrip("\n"))
     session.log(f"wrote {static / 'benchmarks.png'} and {static / 'benchmarks.txt'}")
+    scaling = str(ROOT / "benchmarks" / "scaling.py")
+    growth = session.run("python", scaling, str(src), "--png", str(static / "scaling.png"), silent=True)
+    (static / "scaling.txt").write_text(str(growth).lstrip("\n"))
+    session.log(f"wrote {static / 'scaling.png'} and {static / 'scaling.txt'}")
 
 
 @nox.session

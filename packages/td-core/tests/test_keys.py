@@ -69,3 +69,19 @@ def test_bad_keys(bad):
         td.get(bad)
     with pytest.raises((TypeError, ValueError)):
         td.set(bad, torch.zeros(3))
+
+
+def test_nested_keys_have_no_recursion_limit_on_depth():
+    # a 1,000-deep chain of TensorDicts (more levels than Python's default recursion limit
+    # allows frames): listing and counting nested keys walk it with an explicit stack
+    import sys
+
+    depth = sys.getrecursionlimit() + 10
+    key = tuple(f"l{i}" for i in range(depth))
+    td = TensorDict(batch_size=[2])
+    td.set(key + ("leaf",), torch.zeros(2))
+    td.set("top", torch.ones(2))
+    keys = list(td.keys(include_nested=True))
+    assert len(keys) == depth + 2 == len(td.keys(include_nested=True))
+    assert keys[0] == "l0" and keys[1] == ("l0", "l1") and keys[-1] == "top"  # parents first
+    assert list(td.keys(include_nested=True, leaves_only=True)) == [key + ("leaf",), "top"]

@@ -8,13 +8,14 @@ strings, and a one-element tuple collapses to its string.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
+
+from tensordict import _classes
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 NestedKey = Union[str, tuple["NestedKey", ...]]
-
-#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
-#: per-call imports on hot paths)
-TensorDictBase: Any = None
 
 __all__ = ["NestedKey", "unravel_key", "unravel_key_list", "unravel_keys"]
 
@@ -92,9 +93,7 @@ def _as_tuple(key: NestedKey) -> tuple[str, ...]:
 
 
 def _default_is_leaf(cls: type) -> bool:
-    from tensordict._base import TensorDictBase
-
-    return not issubclass(cls, TensorDictBase)
+    return not issubclass(cls, _classes.TensorDictBase)
 
 
 class _KeysView:
@@ -128,14 +127,23 @@ class _KeysView:
         leaves_only = self.leaves_only
         nested = self.include_nested
         append = out.append
-        for key, value in td._items_raw():
-            full = prefix + (key,) if prefix else key
-            is_coll = isinstance(value, TensorDictBase)
-            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
-            if not leaves_only or leaf:
-                append((full, value))
-            if nested and is_coll:
-                self._collect(value, prefix + (key,), out)
+        tdb = _classes.TensorDictBase
+        # depth-first, parents before children, with an explicit stack: no recursion limit
+        # on the nesting depth
+        stack = [(prefix, iter(td._items_raw()))]
+        while stack:
+            pre, items = stack[-1]
+            for key, value in items:
+                full = pre + (key,) if pre else key
+                is_coll = isinstance(value, tdb)
+                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if not leaves_only or leaf:
+                    append((full, value))
+                if nested and is_coll:
+                    stack.append((pre + (key,), iter(value._items_raw())))
+                    break
+            else:
+                stack.pop()
 
     def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
         if not self.include_nested and not self.leaves_only:
@@ -157,13 +165,16 @@ class _KeysView:
     def _count(self, td: TensorDictBase) -> int:
         is_leaf = self.is_leaf
         n = 0
-        for _, value in td._items_raw():
-            is_coll = isinstance(value, TensorDictBase)
-            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
-            if not self.leaves_only or leaf:
-                n += 1
-            if self.include_nested and is_coll:
-                n += self._count(value)
+        tdb = _classes.TensorDictBase
+        todo = [td]  # an explicit stack: no recursion limit on the nesting depth
+        while todo:
+            for _, value in todo.pop()._items_raw():
+                is_coll = isinstance(value, tdb)
+                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if not self.leaves_only or leaf:
+                    n += 1
+                if self.include_nested and is_coll:
+                    todo.append(value)
         return n
 
     def __contains__(self, key: object) -> bool:
@@ -183,7 +194,7 @@ class _KeysView:
         td = self._td
         for sub in key[:-1]:
             td = td._get_raw(sub, None)
-            if not isinstance(td, TensorDictBase):
+            if not isinstance(td, _classes.TensorDictBase):
                 return False
         value = td._get_raw(key[-1], _MISSING)
         if value is _MISSING:
