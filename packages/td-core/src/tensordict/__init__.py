@@ -215,3 +215,9 @@ from tensordict import _pytree as _pytree  # noqa: E402  (registers pytree nodes
 from tensordict import _vmap as _vmap  # noqa: E402
 
 _vmap.install()  # torch.vmap batches tensor collections as leaves
+
+# ``import tensordict.nn`` (or another sibling) without its distribution: an
+# ImportError naming the distribution, from a finder consulted only after all others.
+from tensordict._sibling_finder import install as _install_sibling_finder  # noqa: E402
+
+_install_sibling_finder()
