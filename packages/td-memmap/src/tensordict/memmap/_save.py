@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -214,6 +215,11 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
         for key, value in items:
             stem = stems[key]
             if isinstance(value, torch.Tensor):
+                dtensor_mod = sys.modules.get("torch.distributed.tensor")
+                if dtensor_mod is not None and isinstance(value, dtensor_mod.DTensor):
+                    # a distributed tensor: save the full tensor (gathering is a collective:
+                    # the other ranks of its mesh gather too)
+                    value = value.full_tensor()
                 if dtype_name(value.dtype) not in DTYPES:
                     msg = f"cannot memory-map key {key!r}: dtype {value.dtype} is not supported (not plain bytes)."
                     raise TypeError(msg)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import sys
 import threading
 import weakref
 from multiprocessing.reduction import ForkingPickler
@@ -615,6 +616,11 @@ class MemoryMappedTensor(torch.Tensor):
             return input
         if isinstance(input, torch.Tensor) and input.is_nested:
             return _nested_from_tensor(cls, input, filename, existsok)
+        dtensor_mod = sys.modules.get("torch.distributed.tensor")
+        if dtensor_mod is not None and isinstance(input, dtensor_mod.DTensor):
+            # a distributed tensor: gather its shards (a collective: every rank of its
+            # device mesh must gather too, e.g. with ``td.apply(lambda t: t.full_tensor())``)
+            input = input.full_tensor()
         if not isinstance(input, torch.Tensor):
             input = torch.as_tensor(input)
         out_shape = tuple(input.shape) if shape is None else _parse_shape((), shape)
