@@ -166,14 +166,23 @@ def allocate(path: str, nbytes: int, *, existsok: bool) -> None:
     """Creates ``path`` as a sparse file of ``nbytes`` zero bytes (no data written).
 
     Raises:
-        RuntimeError: the file exists and ``existsok`` is False.
+        RuntimeError: the file exists and ``existsok`` is False, or ``path`` is a
+            symbolic link (never written through).
     """
-    flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if existsok else os.O_EXCL)
+    flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if existsok else os.O_EXCL) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags, 0o644)
     except FileExistsError:
         msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
         raise RuntimeError(msg) from None
+    except OSError as err:
+        if err.errno == errno.ELOOP or os.path.islink(path):
+            msg = (
+                f"refusing to write {path!r} through symlink (to {os.readlink(path)!r}): a memory-mapped file is "
+                "created or overwritten only at its own path."
+            )
+            raise RuntimeError(msg) from None
+        raise _with_filename(err, path) from err
     try:
         if nbytes:
             os.ftruncate(fd, nbytes)

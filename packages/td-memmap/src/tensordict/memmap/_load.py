@@ -30,6 +30,7 @@ from tensordict.memmap._registry import lookup_name
 from tensordict.memmap._save import VERSION, make_lazy_stack
 from tensordict.memmap._store import META, find_partial, read_meta
 from tensordict.memmap._tensor import _map_file
+from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
 from tensordict.memmap._values import load_pickle
 
 __all__ = ["load_tree", "transplant"]
@@ -194,10 +195,16 @@ def _visit_once(folder: str, ctx: _Ctx) -> None:
     ctx.seen.add(ident)
 
 
-def _load_folder(folder: str, ctx: _Ctx) -> Any:
+def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
     _visit_once(folder, ctx)
     meta = _read_folder_meta(folder, ctx)
     where = os.path.join(folder, META)
+    if is_upstream_meta(meta):
+        result = load_upstream_folder(folder, meta, ctx, _load_folder, _map_file, key)
+        if isinstance(result, TensorDictBase):
+            result._saved_path = folder
+            result._is_memmap = not ctx.meta_device and not ctx.fake
+        return result
     if meta.get("version") != VERSION:
         msg = f"{where}: unsupported td-memmap format version {meta.get('version')!r} (this reader: {VERSION})."
         raise RuntimeError(msg)

@@ -84,7 +84,7 @@ def _link_in(root: str, path: str) -> str | None:
     return None
 
 
-def member_path(folder: str, name: object, root: str, what: str) -> str:
+def member_path(folder: str, name: object, root: str, what: str, *, strict: bool = True) -> str:
     """``folder/name`` for a ``name`` read from (untrusted) metadata.
 
     ``root`` is the store's real path. No component of the result below ``root``
@@ -92,12 +92,16 @@ def member_path(folder: str, name: object, root: str, what: str) -> str:
     file outside the store or to a device), and the result must resolve inside
     ``root``. Nothing is opened or read.
 
+    With ``strict`` (our own stores), the name must look like one this library
+    writes (``fullmatch``: a trailing newline does not pass); otherwise (stores
+    written by the ``tensordict`` package) it must be one path component.
+
     Raises:
         RuntimeError: the name is not one this library writes, a component is a
             symbolic link, or the path leaves ``root``.
     """
     meta = os.path.join(folder, "meta.json")
-    if not isinstance(name, str) or not _VALID.match(name):
+    if not isinstance(name, str) or (strict and not _VALID.fullmatch(name)) or os.sep in name or name in ("", ".", ".."):
         msg = f"{meta}: invalid {what} name {name!r} in the metadata; refusing to read outside the store."
         raise RuntimeError(msg)
     path = os.path.join(folder, name)

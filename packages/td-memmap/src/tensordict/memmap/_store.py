@@ -43,6 +43,7 @@ import threading
 from typing import Any
 
 from tensordict.memmap._fileio import open_regular
+from tensordict.memmap._upstream import is_upstream_meta, upstream_owned
 
 __all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "new_generation", "fsync_path", "META", "FORMAT",
            "META_MAX_BYTES", "MARKER"]
@@ -187,7 +188,7 @@ def read_meta(folder: str) -> dict:
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
         msg = f"{path}: not valid JSON ({type(err).__name__}: {err}); the store is damaged or incomplete."
         raise RuntimeError(msg) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or (meta.get("format") != FORMAT and not is_upstream_meta(meta)):
         msg = f"{path}: not td-memmap metadata (missing \"format\": \"{FORMAT}\")."
         raise RuntimeError(msg)
     return meta
@@ -206,6 +207,8 @@ def _owned_entries(folder: str) -> set[str]:
         meta = read_meta(folder)
     except (FileNotFoundError, RuntimeError):
         return set()
+    if is_upstream_meta(meta):
+        return upstream_owned(folder, meta)
     owned = {META, MARKER}
     for entry in meta.get("entries", []) if isinstance(meta.get("entries"), list) else []:
         if isinstance(entry, dict):
