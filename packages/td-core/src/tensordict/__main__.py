@@ -11,12 +11,13 @@ import json
 import os
 import sys
 
+from tensordict._inspect import inspect_store, render
+from tensordict._version import __version__
+
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    from tensordict._version import __version__
-
     parser = argparse.ArgumentParser(
         prog="tensordict",
         description="Tools for stored TensorDicts (td-core).",
@@ -62,7 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "inspect":
         parser.print_help(sys.stderr)
         return 2
-    from tensordict._inspect import inspect_store, render
 
     try:
         report = inspect_store(args.path)

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
+from tensordict._device import _to_device
 from tensordict._keys import _MISSING, NO_DEFAULT
 
 __all__ = ["ApplyMixin"]
@@ -30,19 +32,7 @@ _NESTED = 1
 _PASS = 2
 _TC = 3  # a tensorclass instance: its ``_tensordict`` is walked, the class rebuilt
 
-# TensorDictBase / TensorDict, bound on first use (``_base`` imports this module)
-_TDB: Any = None
-_TD: Any = None
 _new_td = object.__new__
-
-
-def _bind() -> Any:
-    global _TDB, _TD
-    from tensordict._base import TensorDictBase
-    from tensordict._td import TensorDict
-
-    _TDB, _TD = TensorDictBase, TensorDict
-    return TensorDictBase
 
 
 # ---------------------------------------------------------------------- tree helpers
@@ -56,8 +46,9 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
         ``(key, _PASS, value)`` for anything else (non-tensor data), which the math
         passes through unchanged. ``simple`` is ``True`` when every entry is a tensor.
     """
-    tdb = _TDB or _bind()
-    if td.__class__ is _TD:
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
+    if td.__class__ is td_cls:
         store = td._tensordict
         values = list(store.values())
         for v in values:
@@ -146,9 +137,10 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
         TypeError: ``other`` holds a nested TensorDict where ``spec`` has a tensor (or
             the reverse).
     """
-    tdb = _TDB or _bind()
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
     td, entries, simple = spec
-    if simple and other.__class__ is _TD:
+    if simple and other.__class__ is td_cls:
         store = other._tensordict
         if len(store) == len(entries):
             try:
@@ -252,8 +244,9 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
 
 def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
     """``apply(fn)`` with one TensorDict and no keyword: the hot path."""
-    tdb = _TDB or _bind()
-    dense = td.__class__ is _TD
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
+    dense = td.__class__ is td_cls
     if dense:
         bs = td._batch_size
         items = td._tensordict.items()
@@ -265,7 +258,7 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     source = {}
     for key, value in items:
         cls = value.__class__
-        if cls is _TD:
+        if cls is td_cls:
             res = _apply_simple(value, fn, filter_empty, prefix + (key,))
             if res is None:
                 continue
@@ -308,7 +301,7 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     if dense:
         # what TensorDict._new_unsafe does, without two calls per node (same batch
         # size, device and names as ``td``)
-        out = _new_td(_TD)
+        out = _new_td(td_cls)
         out._tensordict = source
         out._batch_size = bs
         out._device = td._device
@@ -322,8 +315,9 @@ def _apply_others(
     td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple
 ) -> Any:
     """``apply(fn, *others)`` without keywords: several TensorDicts walked together."""
-    tdb = _TDB or _bind()
-    if td.__class__ is _TD:
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
+    if td.__class__ is td_cls:
         bs = td._batch_size
         items = td._tensordict.items()
     else:
@@ -331,9 +325,9 @@ def _apply_others(
         items = td._items_raw()
     n = len(bs)
     b0 = bs[0] if n else 0
-    gets = [o._tensordict.get if o.__class__ is _TD else o._get_raw for o in others]
+    gets = [o._tensordict.get if o.__class__ is td_cls else o._get_raw for o in others]
     single = gets[0] if len(gets) == 1 else None
-    store = others[0]._tensordict if single is not None and others[0].__class__ is _TD else None
+    store = others[0]._tensordict if single is not None and others[0].__class__ is td_cls else None
     source = {}
     for key, value in items:
         if store is not None:
@@ -444,7 +438,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
     """One node of the general ``apply``: ``tds[0]`` is the TensorDict (or a ``_Missing``)
     and ``tds[1:]`` the others. Returns the new node, ``None`` (filtered) or, in place,
     the node written to."""
-    TensorDictBase = _TDB or _bind()  # noqa: N806
+    TensorDictBase = _classes.TensorDictBase  # noqa: N806
     main = tds[0]
     if main.__class__ is _Missing:
         main = next(t for t in tds if t.__class__ is not _Missing)
@@ -575,8 +569,6 @@ def _all_empty_nodes(td: Any) -> bool:
 def _device_arg(device: Any) -> Any:
     if device is NO_DEFAULT or device is None:
         return device
-    from tensordict._td import _to_device
-
     return _to_device(device)
 
 
@@ -798,14 +790,12 @@ class ApplyMixin:
         out: Any,
         constructor_kwargs: dict,
     ) -> Any:
-        from tensordict._base import TensorDictBase
-
         unknown = set(constructor_kwargs) - _CONSTRUCTOR_KWARGS
         if unknown:
             msg = f"apply() got unexpected keyword arguments {sorted(unknown)}."
             raise TypeError(msg)
         for i, other in enumerate(others):
-            if not isinstance(other, TensorDictBase):
+            if not isinstance(other, _classes.TensorDictBase):
                 msg = (
                     f"apply: `*others` must be TensorDicts, got a {type(other).__name__} at "
                     f"position {i}. Pass extra non-TensorDict arguments through a closure."

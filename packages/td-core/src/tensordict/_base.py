@@ -1,11 +1,14 @@
-"""``TensorDictBase``: the dictionary half of the container (keys, get/set, update,
-select, locking, comparisons).
+"""``TensorDictBase``: the dictionary API of every container (keys, get/set, update,
+locking, iteration), assembled from one mixin per concern.
 
-Shape operations live in ``_shape.py``, device and dtype casts in ``_device.py``,
-the sibling seams (memmap, h5, distributed, ...) in ``_seams.py``. A concrete
-container implements the storage primitives ``_keys_raw``, ``_items_raw``,
+Each concern lives in its own module and is mixed in here: ``_select.py``
+(select/exclude/flatten), ``_compare.py``, ``_shape.py`` (indexing and batch-dim
+shape ops), ``_device.py``, ``_apply.py``, ``_ops.py`` (leaf-wise math and
+reductions), ``_convert.py``, ``_module_params.py``, ``_consolidate.py``,
+``_seams.py`` (methods served by sibling distributions) and ``_lazy_funcs.py``. A
+concrete container implements the storage primitives ``_keys_raw``, ``_items_raw``,
 ``_get_raw``, ``_set_raw``, ``_del_raw``, ``_index``, ``_batch_transform`` and
-``_new_like``.
+``_new_like``. The class is published to the mixins through ``_classes.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._apply import ApplyMixin
+from tensordict._classes import is_tensor_collection
 from tensordict._compare import CompareMixin
 from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
@@ -36,16 +41,16 @@ from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._ops import MathMixin
+from tensordict._repr import td_repr
 from tensordict._seams import SiblingMixin
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
+from tensordict._torch_fn import dispatch
 
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection"]
 
 _GET_DEFAULTS_TO_NONE = [False]
 _ABSENT: Any = object()
-_TENSOR_COLLECTIONS: list[type] = []
-_NUMPY_TYPES: tuple = ()
 
 
 def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
@@ -63,50 +68,9 @@ def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
     return _GET_DEFAULTS_TO_NONE[0]
 
 
-def _register_tensor_collection(cls: type) -> None:
-    """Lets a sibling (e.g. tensorclasses) declare its type a tensor collection."""
-    if cls not in _TENSOR_COLLECTIONS:
-        _TENSOR_COLLECTIONS.append(cls)
-
-
-def is_tensor_collection(datatype: Any) -> bool:
-    """``True`` if ``datatype`` (an instance or a type) is a tensor collection.
-
-    Tensor collections are TensorDicts of every kind, tensorclasses and non-tensor
-    leaves.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> is_tensor_collection(TensorDict({}, []))
-        True
-        >>> is_tensor_collection(torch.zeros(3))
-        False
-    """
-    cls = datatype if isinstance(datatype, type) else type(datatype)
-    if issubclass(cls, (TensorDictBase, NonTensorData, NonTensorStack)):
-        return True
-    if getattr(cls, "_is_tensorclass", False):
-        return True
-    return any(issubclass(cls, c) for c in _TENSOR_COLLECTIONS)
-
-
 def _is_numpy(value: Any) -> bool:
     mod = type(value).__module__
     return mod == "numpy" or mod.startswith("numpy.")
-
-
-def _index_dims_consumed(index: Any) -> int:
-    """Number of batch dims a (normalised) index tuple consumes."""
-    n = 0
-    for idx in index:
-        if idx is None:
-            continue
-        if isinstance(idx, torch.Tensor) and idx.dtype is torch.bool:
-            n += idx.ndim
-        else:
-            n += 1
-    return n
 
 
 class TensorDictBase(
@@ -201,7 +165,7 @@ class TensorDictBase(
     def __iter__(self) -> Iterator[TensorDictBase]:
         if not self.batch_size:
             msg = "iteration over a 0-d TensorDict (batch_size=[]) is not possible."
-            raise StopIteration(msg) if False else TypeError(msg)
+            raise TypeError(msg)
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
@@ -404,9 +368,7 @@ class TensorDictBase(
                 raise batch_mismatch_error(key, value.batch_size, self.batch_size)
             return value
         if isinstance(value, Mapping) and not getattr(type(value), "_is_tensorclass", False):
-            from tensordict._td import TensorDict
-
-            return TensorDict(value, batch_size=self.batch_size, device=self.device)
+            return _classes.TensorDict(value, batch_size=self.batch_size, device=self.device)
         if is_tensor_collection(value):
             bs = self.batch_size
             if value.batch_size[: len(bs)] != bs:
@@ -426,9 +388,8 @@ class TensorDictBase(
         if out is _MISSING:
             if self.is_locked:
                 raise locked_error("create a nested TensorDict", key)
-            from tensordict._td import TensorDict
 
-            out = TensorDict._new_unsafe({}, self.batch_size, self.device)
+            out = _classes.TensorDict._new_unsafe({}, self.batch_size, self.device)
             self._set_raw(key, out)
         elif not isinstance(out, TensorDictBase):
             msg = f"Cannot write a nested key under {key!r}: it holds a {type(out).__name__}, not a TensorDict."
@@ -573,10 +534,8 @@ class TensorDictBase(
     def _setitem_index(self, index: Any, value: Any) -> None:
         if isinstance(value, (TensorDictBase, Mapping)) or is_tensor_collection(value):
             if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
-                from tensordict._td import TensorDict
-
                 sub_bs = self._index_batch_size(index)
-                value = TensorDict(value, batch_size=sub_bs)
+                value = _classes.TensorDict(value, batch_size=sub_bs)
             self._write_at(index, value)
             return
         if isinstance(value, (torch.Tensor, numbers.Number)):
@@ -644,9 +603,7 @@ class TensorDictBase(
         if isinstance(v, torch.Tensor):
             dest = torch.zeros((*bs, *v.shape[vbd:]), dtype=v.dtype, device=self.device or v.device)
         elif isinstance(v, TensorDictBase):
-            from tensordict._td import TensorDict
-
-            dest = TensorDict._new_unsafe({}, torch.Size((*bs, *v.batch_size[vbd:])), self.device)
+            dest = _classes.TensorDict._new_unsafe({}, torch.Size((*bs, *v.batch_size[vbd:])), self.device)
         elif isinstance(v, NonTensorData):
             dest = NonTensorData(v.data, bs, self.device)
         elif isinstance(v, NonTensorStack):
@@ -827,9 +784,7 @@ class TensorDictBase(
     ) -> TensorDictBase:
         """In-place update: every key must already exist (KeyError otherwise)."""
         if not isinstance(input_dict_or_td, TensorDictBase):
-            from tensordict._td import TensorDict
-
-            input_dict_or_td = TensorDict(dict(input_dict_or_td), batch_size=[])
+            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
         items = _KeysView(input_dict_or_td, True, True)._pairs()
         ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
         pairs = []
@@ -860,9 +815,8 @@ class TensorDictBase(
             >>> td["a"]
             tensor(0)
         """
-        from tensordict._td import TensorDict
 
-        td = TensorDict({}, [])
+        td = _classes.TensorDict({}, [])
         for key in keys:
             v = value.clone() if isinstance(value, torch.Tensor) else value
             td.set(key, v)
@@ -927,7 +881,6 @@ class TensorDictBase(
     # ------------------------------------------------------------------ misc
     def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
         """A TensorDict of the leaves' ``data_ptr()`` (int64, batch_size ``[]``)."""
-        from tensordict._td import TensorDict
 
         source = {}
         for key, value in self._items_raw():
@@ -936,7 +889,7 @@ class TensorDictBase(
                 source[key] = torch.tensor(ptr)
             elif isinstance(value, TensorDictBase):
                 source[key] = value.data_ptr(storage=storage)
-        return TensorDict._new_unsafe(source, torch.Size(()), None)
+        return _classes.TensorDict._new_unsafe(source, torch.Size(()), None)
 
     def fill_(self, key: NestedKey, value: float | bool) -> TensorDictBase:
         """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` with ``value``."""
@@ -1019,7 +972,6 @@ class TensorDictBase(
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
         """A plain ``TensorDict`` copy of any TensorDict-like (lazy stacks, files, ...)."""
-        from tensordict._td import TensorDict
 
         source = {}
         for key, value in self._items_raw():
@@ -1029,7 +981,7 @@ class TensorDictBase(
                 source[key] = value.clone()
             else:
                 source[key] = value.clone()
-        return TensorDict._new_unsafe(source, self.batch_size, self.device, self.names if self._has_names() else None)
+        return _classes.TensorDict._new_unsafe(source, self.batch_size, self.device, self.names if self._has_names() else None)
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
         """A nested ``dict`` of the leaves (tensors, or Python objects for non-tensor data)."""
@@ -1047,26 +999,15 @@ class TensorDictBase(
         return False
 
     def __repr__(self) -> str:
-        from tensordict._repr import td_repr
-
         return td_repr(self)
 
     __str__ = __repr__
 
     def __torch_function__(self_or_cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:  # noqa: N805
-        from tensordict._torch_fn import dispatch
 
         return dispatch(func, types, args, kwargs or {})
 
     __torch_function__ = classmethod(__torch_function__)  # type: ignore[assignment]
 
 
-def _bind_base_class() -> None:
-    """Gives the concern modules a direct reference to TensorDictBase (no per-call imports)."""
-    from tensordict import _compare, _device, _keys, _select, _shape
-
-    for module in (_compare, _device, _keys, _select, _shape):
-        module.TensorDictBase = TensorDictBase
-
-
-_bind_base_class()
+_classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)

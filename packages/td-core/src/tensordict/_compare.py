@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._keys import _MISSING
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
-#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
-#: per-call imports on hot paths)
-TensorDictBase: Any = None
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["CompareMixin"]
 
@@ -104,9 +104,7 @@ class CompareMixin:
 
 
 def _is_td(value: Any) -> bool:
-    return isinstance(value, TensorDictBase)
-
-    return isinstance(value, TensorDictBase)
+    return isinstance(value, _classes.TensorDictBase)
 
 
 def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) -> Any:
@@ -114,10 +112,9 @@ def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) 
         return value._compare(other, op)
     if isinstance(value, torch.Tensor):
         if isinstance(other, torch.Tensor) and other.ndim and other.shape != value.shape:
-            from tensordict.utils import expand_as_right
-
             if other.ndim <= value.ndim and other.shape == value.shape[: other.ndim]:
-                other = expand_as_right(other, value)
+                # a batch-shaped operand: expand it on the right to the leaf's shape
+                other = other.reshape(*other.shape, *([1] * (value.ndim - other.ndim))).expand_as(value)
         return op(value, other)
     if isinstance(value, NonTensorData):
         o = other.data if isinstance(other, NonTensorData) else other

@@ -49,6 +49,9 @@ import torch
 from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
+from tensordict import _classes
+from tensordict._nontensor import NonTensorData, NonTensorStack
+
 __all__ = ["ConsolidateMixin", "from_consolidated"]
 
 MAGIC = b"TDCONSOL"
@@ -95,24 +98,6 @@ class _State:
 
     def __setstate__(self, state: tuple) -> None:
         self.storage, self.skeleton, self.runs, self.leaves, self.filename = state
-
-
-_CLASSES: list = []
-
-
-def _base() -> Any:
-    if not _CLASSES:
-        _td_cls()
-    return _CLASSES[1]
-
-
-def _td_cls() -> Any:
-    if not _CLASSES:
-        from tensordict._base import TensorDictBase
-        from tensordict._td import TensorDict
-
-        _CLASSES.extend((TensorDict, TensorDictBase))
-    return _CLASSES[0]
 
 
 # ---------------------------------------------------------------------- tree walks
@@ -330,8 +315,6 @@ def _balanced_chunks(leaves: list, n: int) -> list[list[int]]:
 
 # ---------------------------------------------------------------------- file metadata
 def _json_node(node: tuple, path: tuple) -> dict:
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
     bs, dev, names, entries = node
     out_entries = []
     for key, kind, payload in entries:
@@ -439,8 +422,6 @@ def _int_list(value: Any, path: str, what: str) -> list:
 
 
 def _read_node(node: Any, path: str, specs: list, views: list, used: set, parent_bs: list, depth: int) -> tuple:
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
     if depth > 1000:
         raise _bad_file(path, "the tree is nested too deeply")
     if not isinstance(node, dict):
@@ -590,7 +571,7 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     views = [storage[off : off + nb].view(dtype).view(shape) for dtype, shape, off, nb in specs]
     used: set = set()
     skeleton = _read_node(meta.get("root"), path, specs, views, used, [], 0)
-    td, skeleton = _build(skeleton, views, None, _td_cls(), False, False)
+    td, skeleton = _build(skeleton, views, None, _classes.TensorDict, False, False)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, path)
     return td
 
@@ -609,7 +590,7 @@ def _views_from_shapes(storage: torch.Tensor, runs: list, shapes: list) -> list:
 def _rebuild_consolidated(storage: torch.Tensor, skeleton: tuple, runs: list, shapes: list, locked: bool, filename: Any) -> Any:
     """Unpickles a consolidated TensorDict: one storage, views rebuilt from the layout."""
     views = _views_from_shapes(storage, runs, shapes)
-    td, skeleton = _build(skeleton, views, None, _td_cls(), False, locked)
+    td, skeleton = _build(skeleton, views, None, _classes.TensorDict, False, locked)
     td._consolidated = _State(storage, skeleton, runs, views, filename)
     return td
 
@@ -631,7 +612,7 @@ class ConsolidateMixin:
         state = self._consolidated
         if state is None:
             return object.__reduce_ex__(self, protocol)
-        if self.__class__ is _td_cls() and _matches(self, state.skeleton, state.leaves, _base()):
+        if self.__class__ is _classes.TensorDict and _matches(self, state.skeleton, state.leaves, _classes.TensorDictBase):
             shapes = [tuple(v.shape) for v in state.leaves]
             args = (state.storage, state.skeleton, state.runs, shapes, self._is_locked, state.filename)
             return (_rebuild_consolidated, args)
@@ -705,12 +686,12 @@ class ConsolidateMixin:
                 device = torch.device("cuda", torch.cuda.current_device())
         state = self._consolidated
         if state is not None and filename is None and not share_memory and not pin_memory:
-            if _matches(self, state.skeleton, state.leaves, _base()):
+            if _matches(self, state.skeleton, state.leaves, _classes.TensorDictBase):
                 if device is None or device == state.storage.device:
                     return self
                 return self._to_consolidated(device, non_blocking)
-        base = _base()
-        td_cls = _td_cls()
+        base = _classes.TensorDictBase
+        td_cls = _classes.TensorDict
         leaves: list = []
         fast_build = device is None and filename is None and not inplace
         slots: list | None = [] if fast_build else None
@@ -796,7 +777,7 @@ class ConsolidateMixin:
         state = self._consolidated
         if state is None:
             return False
-        return _matches(self, state.skeleton, state.leaves, _base())
+        return _matches(self, state.skeleton, state.leaves, _classes.TensorDictBase)
 
     def _to_consolidated(self, device: torch.device, non_blocking: bool) -> Any:
         """``to(device)`` of a consolidated TensorDict: one copy of the storage.
@@ -805,7 +786,7 @@ class ConsolidateMixin:
         then takes the regular leaf-by-leaf path).
         """
         state = self._consolidated
-        if state is None or not _matches(self, state.skeleton, state.leaves, _base()):
+        if state is None or not _matches(self, state.skeleton, state.leaves, _classes.TensorDictBase):
             return None
         storage = state.storage
         if storage.device == device and self.device == device:
@@ -815,7 +796,7 @@ class ConsolidateMixin:
         if non_blocking and device.type == "cpu" and torch.cuda.is_available():
             torch.cuda.synchronize()
         views = _views(new_storage, state.runs, state.leaves)
-        out, skeleton = _build(state.skeleton, views, device, _td_cls(), True, self.is_locked)
+        out, skeleton = _build(state.skeleton, views, device, _classes.TensorDict, True, self.is_locked)
         out._consolidated = _State(new_storage, skeleton, state.runs, views, None)
         return out
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._convert_build import (
     _check_options,
     _from_any,
@@ -25,6 +26,7 @@ from tensordict._convert_build import (
     _from_tuple,
     _Opts,
 )
+from tensordict._convert_pytree import from_pytree_impl, to_pytree_impl
 
 __all__ = [
     "ConvertMixin",
@@ -339,7 +341,7 @@ class ConvertMixin:
             >>> bool((td.to_struct_array() == x).all())
             True
         """
-        from tensordict._convert_numpy import from_struct_array_impl
+        from tensordict._convert_numpy import from_struct_array_impl  # numpy features load on use
 
         auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_struct_array")
         return from_struct_array_impl(
@@ -384,7 +386,6 @@ class ConvertMixin:
             >>> type(back["a"]), type(back[3]), back["a"][1]
             (<class 'list'>, <class 'tuple'>, tensor([1., 1.]))
         """
-        from tensordict._convert_pytree import from_pytree_impl
 
         auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_pytree")
         return from_pytree_impl(pytree, _Opts(batch_size, auto, batch_dims, None, any_mode=False))
@@ -402,7 +403,6 @@ class ConvertMixin:
             >>> TensorDict.from_pytree({"a": [torch.zeros(2), torch.ones(2)]}).to_pytree()
             {'a': [tensor([0., 0.]), tensor([1., 1.])]}
         """
-        from tensordict._convert_pytree import to_pytree_impl
 
         return to_pytree_impl(self)
 
@@ -452,7 +452,7 @@ class ConvertMixin:
             >>> print(td.to_struct_array())
             [(1, 4.) (2, 5.) (3, 6.)]
         """
-        from tensordict._convert_numpy import to_struct_array_impl
+        from tensordict._convert_numpy import to_struct_array_impl  # numpy features load on use
 
         return to_struct_array_impl(self)
 
@@ -472,7 +472,7 @@ class ConvertMixin:
             >>> data.numpy()
             {'a': {'b': array(0., dtype=float32), 'c': 'a string!'}}
         """
-        from tensordict._convert_numpy import numpy_impl
+        from tensordict._convert_numpy import numpy_impl  # numpy features load on use
 
         return numpy_impl(self)
 
@@ -520,11 +520,9 @@ class ConvertMixin:
 
 
 def _element_dict(td: Any, convert_tensors: bool, tolist_first: bool) -> dict:
-    from tensordict._base import TensorDictBase
-
     out = {}
     for key, value in td._items_raw():
-        if isinstance(value, TensorDictBase):
+        if isinstance(value, _classes.TensorDictBase):
             if tolist_first and value.batch_dims > td.batch_dims:
                 out[key] = _tolist(value, True, convert_tensors, True, td.batch_dims)
             else:
@@ -553,7 +551,6 @@ def _tolist(
 def _to_namedtuple(td: Any, dest_cls: type | None) -> Any:
     import collections
 
-    from tensordict._base import TensorDictBase
 
     keys = list(td._keys_raw())
     for key in keys:
@@ -565,7 +562,7 @@ def _to_namedtuple(td: Any, dest_cls: type | None) -> Any:
             raise ValueError(msg)
     values = []
     for _, value in td._items_raw():
-        if isinstance(value, TensorDictBase):
+        if isinstance(value, _classes.TensorDictBase):
             sub_cls = (
                 dest_cls
                 if dest_cls is not None
@@ -708,9 +705,8 @@ def from_struct_array(
         >>> td["a"]
         tensor([1., 1., 1.], dtype=torch.float64)
     """
-    from tensordict._td import TensorDict
 
-    return TensorDict.from_struct_array(
+    return _classes.TensorDict.from_struct_array(
         struct_array,
         auto_batch_size=auto_batch_size,
         batch_dims=batch_dims,
@@ -734,9 +730,8 @@ def from_pytree(
         >>> from_pytree([torch.zeros(3), torch.ones(3)], auto_batch_size=True).batch_size
         torch.Size([3])
     """
-    from tensordict._td import TensorDict
 
-    return TensorDict.from_pytree(
+    return _classes.TensorDict.from_pytree(
         pytree, batch_size=batch_size, auto_batch_size=auto_batch_size, batch_dims=batch_dims
     )
 
@@ -749,6 +744,5 @@ def fromkeys(keys: Sequence[Any], value: Any = 0) -> Any:
         >>> list(fromkeys(["a", ("b", "c")], 1).keys(True, True))
         ['a', ('b', 'c')]
     """
-    from tensordict._td import TensorDict
 
-    return TensorDict.fromkeys(keys, value)
+    return _classes.TensorDict.fromkeys(keys, value)

@@ -21,6 +21,13 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
+from tensordict._device import _to_device as _parse_device
+from tensordict._errors import batch_mismatch_error
+from tensordict._keys import unravel_key
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._seams import import_sibling
+
 _Tensor = torch.Tensor
 _Size = torch.Size
 
@@ -72,10 +79,8 @@ def _as_size(batch_size: Any) -> torch.Size:
         raise TypeError(msg) from None
 
 
-def _as_device(device: Any) -> torch.device:
-    from tensordict._td import _to_device
-
-    return _to_device(device)
+def _as_device(device: Any) -> torch.device | None:
+    return _parse_device(device)
 
 
 def _is_numpy(value: Any) -> bool:
@@ -92,9 +97,7 @@ def _is_dataclass_instance(value: Any) -> bool:
 
 
 def _is_collection(value: Any) -> bool:
-    from tensordict._base import is_tensor_collection
-
-    return is_tensor_collection(value)
+    return _classes.is_tensor_collection(value)
 
 
 def _numeric_list(value: list) -> torch.Tensor | None:
@@ -139,7 +142,6 @@ def _to_device(value: Any, device: torch.device | None) -> Any:
 
 def _value(key: str, value: Any, opts: _Opts) -> Any:
     """Converts one input value to a storage value (or a pending placeholder)."""
-    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     if isinstance(value, _Tensor):
         return _to_device(value, opts.device)
@@ -177,7 +179,6 @@ def _value(key: str, value: Any, opts: _Opts) -> Any:
 
 def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
     """Top-level ``(str, value)`` pairs; tuple keys become nested dicts."""
-    from tensordict._keys import unravel_key
 
     out: dict[str, Any] = {}
     for key, value in mapping.items():
@@ -210,7 +211,6 @@ def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
 
 def _build(items: Any, opts: _Opts) -> Any:
     """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``."""
-    from tensordict._td import TensorDict
 
     source = {}
     for key, value in items:
@@ -231,7 +231,7 @@ def _build(items: Any, opts: _Opts) -> Any:
         batch_size = _Size(())
         check = False
     _settle(source, batch_size, opts.device, check, opts.free)
-    td = TensorDict._new_unsafe(source, batch_size, opts.device)
+    td = _classes.TensorDict._new_unsafe(source, batch_size, opts.device)
     if free:
         opts.free.add(id(td))
     return td
@@ -253,7 +253,6 @@ def _common_batch(
 ) -> torch.Size | None:
     """The longest leading shape shared by the values (non-tensor data and scalars
     broadcast); ``None`` if no value fixes one."""
-    from tensordict._nontensor import NonTensorData
 
     common: list | None = None
     for value in source.values():
@@ -277,19 +276,16 @@ def _common_batch(
 
 def _broadcast_free(td: Any, batch_size: torch.Size) -> Any:
     """A TensorDict of scalars and non-tensor data, expanded to ``batch_size``."""
-    from tensordict._base import TensorDictBase
-    from tensordict._nontensor import NonTensorData
-    from tensordict._td import TensorDict
 
     source = {}
     for key, value in td._items_raw():
         if isinstance(value, _Tensor):
             source[key] = value.expand(*batch_size, *value.shape).clone()
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _classes.TensorDictBase):
             source[key] = _broadcast_free(value, batch_size)
         else:
             source[key] = NonTensorData(value.data, batch_size, value.device)
-    return TensorDict._new_unsafe(source, batch_size, td.device)
+    return _classes.TensorDict._new_unsafe(source, batch_size, td.device)
 
 
 def _settle(
@@ -300,8 +296,6 @@ def _settle(
     free: set | None = None,
 ) -> None:
     """Gives every value its final form for ``batch_size``; raises if one does not fit."""
-    from tensordict._errors import batch_mismatch_error
-    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     n = len(batch_size)
     for key, value in source.items():
@@ -348,9 +342,7 @@ def _from_dict(
     auto_batch_size: bool | None = None,
     names: Sequence[str] | None = None,
 ) -> Any:
-    from tensordict._base import TensorDictBase
-
-    if isinstance(input_dict, TensorDictBase):
+    if isinstance(input_dict, _classes.TensorDictBase):
         return input_dict
     if not isinstance(input_dict, Mapping):
         msg = f"from_dict expects a dict (or any Mapping), got {type(input_dict).__name__}. Use from_any for other types."
@@ -393,8 +385,6 @@ def _from_any(
             return from_struct_array_impl(obj, opts)
         return torch.as_tensor(obj, device=opts.device)
     if type(obj).__module__.startswith("h5py"):
-        from tensordict._seams import import_sibling
-
         persistent = import_sibling("persistent")
         return persistent.PersistentTensorDict.from_h5(
             obj.file.filename,
@@ -406,7 +396,6 @@ def _from_any(
         tensor = _numeric_list(obj)
         if tensor is not None:
             return _to_device(tensor, opts.device)
-        from tensordict._nontensor import NonTensorStack
 
         return NonTensorStack._from_flat(list(obj), (len(obj),), opts.device)
     return obj
@@ -455,8 +444,6 @@ def _from_dataclass(
     batch_size: Any = None,
 ) -> Any:
     if as_tensorclass:
-        from tensordict._seams import import_sibling
-
         return import_sibling("tensorclass").from_dataclass(
             dataclass,
             dest_cls=dest_cls,

@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._convert_build import _common_batch, _Opts, _PendingList, _Scalar, _settle
+from tensordict._errors import batch_mismatch_error
+from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = ["from_struct_array_impl", "numpy_impl", "numpy_value", "to_struct_array_impl"]
 
@@ -91,8 +94,6 @@ def _field(name: str, field: np.ndarray, opts: _Opts) -> Any:
 
 
 def _strings(field: _StrField, batch_size: torch.Size, device: Any) -> Any:
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
     array = field.array
     n = len(batch_size)
     if n == 0:
@@ -105,8 +106,6 @@ def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
     """``TensorDict.from_struct_array`` (see there)."""
     import numpy as np
 
-    from tensordict._errors import batch_mismatch_error
-    from tensordict._td import TensorDict
 
     if not isinstance(struct_array, np.ndarray) or struct_array.dtype.names is None:
         what = (
@@ -131,14 +130,13 @@ def from_struct_array_impl(struct_array: Any, opts: _Opts) -> Any:
         if isinstance(value, _StrField):
             source[key] = _strings(value, batch_size, opts.device)
     _settle(source, batch_size, opts.device, check=True)
-    return TensorDict._new_unsafe(source, batch_size, opts.device)
+    return _classes.TensorDict._new_unsafe(source, batch_size, opts.device)
 
 
 def numpy_value(key: str, value: Any, opts: _Opts) -> Any:
     """A NumPy value inside ``from_dict``/``from_any``: arrays become tensors (shared memory)."""
     import numpy as np
 
-    from tensordict._nontensor import NonTensorData
 
     if isinstance(value, np.ndarray):
         if value.dtype.names is not None:
@@ -189,14 +187,12 @@ def _object_dtype(key: Any, items: list) -> Any:
 def _struct_dtype(td: Any, n: int) -> np.dtype:
     import numpy as np
 
-    from tensordict._base import TensorDictBase
-    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     fields = []
     for key, value in td._items_raw():
         if isinstance(value, torch.Tensor):
             fields.append((key, _np_dtype(key, value.dtype), tuple(value.shape[n:])))
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _classes.TensorDictBase):
             fields.append(
                 (key, _struct_dtype(value, value.batch_dims), tuple(value.batch_size[n:]))
             )
@@ -213,13 +209,11 @@ def _struct_dtype(td: Any, n: int) -> np.dtype:
 def _fill(out: np.ndarray, td: Any) -> None:
     import numpy as np
 
-    from tensordict._base import TensorDictBase
-    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     for key, value in td._items_raw():
         if isinstance(value, torch.Tensor):
             out[key] = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _classes.TensorDictBase):
             _fill(out[key], value)
         elif isinstance(value, NonTensorData):
             out[key] = value.data
@@ -238,14 +232,13 @@ def to_struct_array_impl(td: Any) -> np.ndarray:
 
 def numpy_impl(td: Any) -> dict:
     """``TensorDictBase.numpy`` (see there)."""
-    from tensordict._base import TensorDictBase
 
     out = {}
     for key, value in td._items_raw():
         if isinstance(value, torch.Tensor):
             _np_dtype(key, value.dtype)
             out[key] = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _classes.TensorDictBase):
             out[key] = numpy_impl(value)
         else:
             out[key] = td._unwrap_leaf(value)

@@ -29,7 +29,10 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._convert_build import _build, _is_collection, _is_namedtuple, _is_numpy, _Opts
+from tensordict._keys import _MISSING
+from tensordict._nontensor import NonTensorData
 
 __all__ = ["from_pytree_impl", "to_pytree_impl"]
 
@@ -48,8 +51,6 @@ def _path_str(path: tuple) -> str:
 
 
 def _leaf(value: Any, path: tuple) -> Any:
-    from tensordict._nontensor import NonTensorData
-
     if isinstance(value, torch.Tensor) or _is_collection(value):
         return value
     if isinstance(value, (bool, numbers.Number)) or _is_numpy(value):
@@ -70,8 +71,6 @@ def _is_node(value: Any) -> bool:
 
 
 def _node(tree: Any, opts: _Opts, path: tuple) -> Any:
-    from tensordict._nontensor import NonTensorData
-
     items: list[tuple[str, Any]] = [(TYPE_KEY, NonTensorData(type(tree)))]
     if isinstance(tree, dict):
         keys = list(tree.keys())
@@ -114,9 +113,7 @@ def from_pytree_impl(pytree: Any, opts: _Opts) -> Any:
 
 # ---------------------------------------------------------------------- way back
 def _back(td: Any, value: Any) -> Any:
-    from tensordict._base import TensorDictBase
-
-    if isinstance(value, TensorDictBase):
+    if isinstance(value, _classes.TensorDictBase):
         return to_pytree_impl(value)
     if isinstance(value, torch.Tensor):
         return value
@@ -124,8 +121,6 @@ def _back(td: Any, value: Any) -> Any:
 
 
 def _meta(td: Any, key: str) -> Any:
-    from tensordict._keys import _MISSING
-
     value = td._get_raw(key, _MISSING)
     if value is _MISSING:
         return _MISSING
@@ -134,7 +129,6 @@ def _meta(td: Any, key: str) -> Any:
 
 def to_pytree_impl(td: Any) -> Any:
     """``TensorDictBase.to_pytree`` (see there)."""
-    from tensordict._keys import _MISSING
 
     cls = _meta(td, TYPE_KEY)
     if cls is _MISSING:

@@ -7,18 +7,26 @@ from typing import Any
 
 import torch
 
-#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
-#: per-call imports on hot paths)
-TensorDictBase: Any = None
+from tensordict import _classes
 
 __all__ = ["DeviceMixin"]
 
 
-def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
-    from tensordict._base import TensorDictBase
+def _to_device(device: Any) -> torch.device | None:
+    """``device`` as a ``torch.device`` (an int is a CUDA index; bare ``cuda`` gets the current index)."""
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
 
+
+def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
     batch_size = kwargs.pop("batch_size", None)
-    if args and isinstance(args[0], TensorDictBase):
+    if args and isinstance(args[0], _classes.TensorDictBase):
         other = args[0]
         return other.device, None, bool(kwargs.get("non_blocking", False)), batch_size
     if args and isinstance(args[0], int) and not isinstance(args[0], bool):
@@ -83,7 +91,7 @@ class DeviceMixin:
     def _set_device_tree(self, device: Any) -> None:
         self._device = device
         for key, value in list(self._items_raw()):
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 value._set_device_tree(device)
             elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
                 self._set_raw(key, value.to(device))
@@ -144,7 +152,7 @@ class DeviceMixin:
         """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""
         self._device = None
         for _, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 value.clear_device_()
         return self
 
@@ -153,7 +161,7 @@ class DeviceMixin:
         for _, value in self._items_raw():
             if isinstance(value, torch.Tensor):
                 out.append(value)
-            elif isinstance(value, TensorDictBase):
+            elif isinstance(value, _classes.TensorDictBase):
                 out.extend(value._tensor_leaves())
         return out
 

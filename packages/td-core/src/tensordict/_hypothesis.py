@@ -34,6 +34,10 @@ import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from tensordict._base import TensorDictBase
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._td import TensorDict
+
 __all__ = [
     "CI_MAX_EXAMPLES",
     "DTYPES",
@@ -140,8 +144,6 @@ def _td_source(
     min_keys: int,
 ) -> dict:
     """The source dict of one level (nested levels built as TensorDicts)."""
-    from tensordict._nontensor import NonTensorData
-    from tensordict._td import TensorDict
 
     keys = draw(st.lists(key_names(), min_size=min_keys, max_size=max_keys, unique=True))
     kinds = ["tensor"] * 3 + (["td"] if depth > 0 else []) + (["data"] if non_tensor is not None else [])
@@ -191,7 +193,6 @@ def tensordicts(
         nested_extra_dims (bool): nested TensorDicts may have one batch dim more than
             their parent.
     """
-    from tensordict._td import TensorDict
 
     if batch_size is None:
         batch_size = batch_sizes()
@@ -450,8 +451,6 @@ def leaf_items(td: Any) -> list[tuple[tuple, Any]]:
     """``[(nested key tuple, raw leaf)]`` over every leaf at every depth, in key order."""
     out = []
     for key, value in td._items_raw():
-        from tensordict._base import TensorDictBase
-
         if isinstance(value, TensorDictBase):
             out.extend(((key, *k), v) for k, v in leaf_items(value))
         else:
@@ -469,8 +468,6 @@ def assert_td_equal(a: Any, b: Any, *, check_type: bool = True, check_device: bo
     Raises:
         AssertionError: naming the first differing key.
     """
-    from tensordict._base import TensorDictBase
-    from tensordict._nontensor import NonTensorData, NonTensorStack
 
     where = ".".join(path) or "<root>"
     if check_type:

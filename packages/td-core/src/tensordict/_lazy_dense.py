@@ -10,7 +10,9 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._keys import _MISSING, NO_DEFAULT
+from tensordict._nontensor import _stack_non_tensor
 from tensordict._repr import fields_repr, leaf_repr
 
 __all__ = ["LazyDenseMixin"]
@@ -69,31 +71,27 @@ class LazyDenseMixin:
             >>> type(dense).__name__, dense["a"].shape
             ('TensorDict', torch.Size([2, 3]))
         """
-        from tensordict._base import TensorDictBase
-        from tensordict._td import TensorDict
 
         source = {}
         for key in self._keys_raw():
             value = self._get_raw(key)
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 value = value.contiguous()
             source[key] = value
-        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
         """A dense ``TensorDict`` copy (same as :meth:`contiguous`, non-tensor data copied too)."""
-        from tensordict._base import TensorDictBase
-        from tensordict._td import TensorDict
 
         source = {}
         for key in self._keys_raw():
             value = self._get_raw(key)
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 value = value.to_tensordict(retain_none=retain_none)
             elif not isinstance(value, _Tensor):
                 value = value.clone()
             source[key] = value
-        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
     def densify(self, layout: torch.layout = torch.strided) -> Any:
         """A dense ``TensorDict``: leaves of equal shapes are stacked, the others become
@@ -116,9 +114,6 @@ class LazyDenseMixin:
             >>> type(dense).__name__, dense["a"].is_nested
             ('TensorDict', True)
         """
-        from tensordict._base import TensorDictBase
-        from tensordict._nontensor import _stack_non_tensor
-        from tensordict._td import TensorDict
 
         source = {}
         sd = self.stack_dim
@@ -130,11 +125,11 @@ class LazyDenseMixin:
                     source[key] = torch.stack(values, sd)
                 else:
                     source[key] = self._nested(key, values, layout)
-            elif isinstance(first, TensorDictBase):
+            elif isinstance(first, _classes.TensorDictBase):
                 source[key] = self._get_raw(key).densify(layout=layout)
             else:
                 source[key] = _stack_non_tensor(values, sd)
-        return TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
     def _nested(self, key: Any, values: list, layout: Any) -> torch.Tensor:
         if self.stack_dim != 0:
@@ -164,8 +159,6 @@ class LazyDenseMixin:
         padding_value: float,
         padding_side: str,
     ) -> Any:
-        from tensordict._base import TensorDictBase
-
         try:
             values = self._per_td_values(key)
         except KeyError:
@@ -174,7 +167,7 @@ class LazyDenseMixin:
             raise
         if as_list:
             return [
-                v if isinstance(v, (_Tensor, TensorDictBase)) else self._unwrap_leaf(v)
+                v if isinstance(v, (_Tensor, _classes.TensorDictBase)) else self._unwrap_leaf(v)
                 for v in values
             ]
         if not all(isinstance(v, _Tensor) for v in values):
@@ -186,8 +179,6 @@ class LazyDenseMixin:
 
     # -------------------------------------------------------------- repr
     def _field_text(self, key: str) -> str:
-        from tensordict._base import TensorDictBase
-
         values = self._leaf_values(key)
         first = values[0]
         if isinstance(first, _Tensor):
@@ -206,7 +197,7 @@ class LazyDenseMixin:
             # stacking gives a plain Tensor for parameters (as ``torch.stack`` does)
             name = "Tensor" if type(first) is torch.nn.Parameter else type(first).__name__
             return f"{name}(shape={shape}, device={device}, dtype={dtype}, is_shared={shared})"
-        if isinstance(first, TensorDictBase):
+        if isinstance(first, _classes.TensorDictBase):
             return repr(self._get_raw(key))
         return repr(self._stack_values(key, values))
 

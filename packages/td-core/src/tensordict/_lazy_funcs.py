@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _classes, _stack
+
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._base import TensorDictBase
 
@@ -59,12 +61,11 @@ def lazy_stack(
         raise RuntimeError(msg)
     if isinstance(tds[0], _Tensor):
         return torch.stack(tds, dim, out=out)
-    from tensordict._lazy import LazyStackedTensorDict
 
     if kwargs:
-        result = LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
+        result = _classes.LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
     else:
-        result = LazyStackedTensorDict._from_list(tds, dim)
+        result = _classes.LazyStackedTensorDict._from_list(tds, dim)
     if out is not None:
         out.update_(result)
         return out
@@ -72,8 +73,6 @@ def lazy_stack(
 
 
 def _dense_stack(tds: list, dim: int, out: Any, maybe: bool) -> Any:
-    from tensordict import _stack
-
     prev = _stack._LAZY_LEGACY[0]
     _stack._LAZY_LEGACY[0] = False
     try:
@@ -146,9 +145,8 @@ def dense_stack_tds(td_list: Any, dim: int | None = None) -> TensorDictBase:
         >>> type(dense).__name__, dense.batch_size
         ('TensorDict', torch.Size([2, 3]))
     """
-    from tensordict._lazy import LazyStackedTensorDict
 
-    if isinstance(td_list, LazyStackedTensorDict):
+    if isinstance(td_list, _classes.LazyStackedTensorDict):
         if dim is None:
             dim = td_list.stack_dim
         td_list = td_list.tensordicts
@@ -229,11 +227,10 @@ class LazyStackMethodsMixin:
             >>> td.densify(layout=torch.jagged)["inner", "a"].is_nested
             True
         """
-        from tensordict._base import TensorDictBase
 
         changed = {}
         for key, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 dense = value.densify(layout=layout)
                 if dense is not value:
                     changed[key] = dense

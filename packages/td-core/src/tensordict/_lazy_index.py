@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._keys import _MISSING
 
 __all__ = ["LazyIndexMixin"]
@@ -170,14 +171,12 @@ class LazyIndexMixin:
             except RuntimeError:  # heterogeneous shapes: no dense form
                 pass
         probe = torch.zeros((), dtype=torch.uint8).expand(self._batch_size)[idx]
-        from tensordict._lazy import LazyStackedTensorDict
 
-        return LazyStackedTensorDict._from_list([], plan.new_sd, batch_size=probe.shape)
+        return _classes.LazyStackedTensorDict._from_list([], plan.new_sd, batch_size=probe.shape)
 
     # -------------------------------------------------------------- writes
     def _write_index(self, index: Any, value: Any, writer: Callable[[Any, Any, Any], None]) -> None:
         """Calls ``writer(td, td_index, part)`` for every stacked TensorDict ``index`` touches."""
-        from tensordict._base import TensorDictBase, is_tensor_collection
 
         idx = self._normalize_index(index)
         plan = self._plan_index(idx)
@@ -195,13 +194,11 @@ class LazyIndexMixin:
             return
         positions = self._positions(plan.stack)
         ibs = torch.zeros((), dtype=torch.uint8).expand(self._batch_size)[idx].shape
-        if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
-            from tensordict._td import TensorDict
-
-            value = TensorDict(value, batch_size=ibs)
+        if isinstance(value, Mapping) and not isinstance(value, _classes.TensorDictBase):
+            value = _classes.TensorDict(value, batch_size=ibs)
         m = len(positions)
         nd = len(ibs)
-        if isinstance(value, TensorDictBase) or is_tensor_collection(value):
+        if isinstance(value, _classes.TensorDictBase) or _classes.is_tensor_collection(value):
             if value.batch_size[:nd] != ibs:
                 msg = (
                     f"cannot write a TensorDict of batch_size {tuple(value.batch_size)} at index {index!r} "

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._ops import MathMixin
 
 __all__ = ["LazyMathMixin"]
@@ -57,12 +58,11 @@ _OPERATORS = (
 
 def _split_operand(stack: Any, arg: Any) -> list | None:
     """``arg`` split into one part per stacked TensorDict, or ``None`` to pass it whole."""
-    from tensordict._base import TensorDictBase, is_tensor_collection
 
     bs = stack._batch_size
     sd = stack.stack_dim
-    if isinstance(arg, TensorDictBase) or (
-        is_tensor_collection(arg) and hasattr(arg, "batch_size")
+    if isinstance(arg, _classes.TensorDictBase) or (
+        _classes.is_tensor_collection(arg) and hasattr(arg, "batch_size")
     ):
         if len(arg.batch_size) > sd and arg.batch_size[: sd + 1] == bs[: sd + 1]:
             return (
@@ -76,10 +76,8 @@ def _split_operand(stack: Any, arg: Any) -> list | None:
             return list(arg.unbind(sd))
         return None
     if isinstance(arg, Mapping):
-        from tensordict._td import TensorDict
-
         try:
-            return _split_operand(stack, TensorDict(dict(arg), batch_size=bs))
+            return _split_operand(stack, _classes.TensorDict(dict(arg), batch_size=bs))
         except RuntimeError:
             return None
     return None

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
@@ -30,11 +31,10 @@ class LazyOpsMixin:
     # -------------------------------------------------------------- helpers
     def _parts_of(self, other: Any, what: str) -> list:
         """One part of ``other`` per stacked TensorDict (``other`` shaped like the stack)."""
-        from tensordict._lazy import LazyStackedTensorDict
 
         bs = self._batch_size
         if (
-            isinstance(other, LazyStackedTensorDict)
+            isinstance(other, _classes.LazyStackedTensorDict)
             and other.stack_dim == self.stack_dim
             and other._batch_size == bs
         ):
@@ -118,8 +118,6 @@ class LazyOpsMixin:
         return self._lazy_apply("named_apply", fn, others, kwargs)
 
     def _lazy_apply(self, method: str, fn: Callable, others: tuple, kwargs: dict) -> Any:
-        from tensordict._lazy import LazyStackedTensorDict
-
         td_bs = self._td_batch_size(kwargs.get("batch_size"))
         if td_bs is False:
             return getattr(self.contiguous(), method)(fn, *others, **kwargs)
@@ -137,7 +135,7 @@ class LazyOpsMixin:
         out_parts = None
         if out is not None:
             if (
-                isinstance(out, LazyStackedTensorDict)
+                isinstance(out, _classes.LazyStackedTensorDict)
                 and out.stack_dim == self.stack_dim
                 and out._batch_size == self._batch_size
             ):
@@ -300,14 +298,13 @@ class LazyOpsMixin:
         Raises:
             KeyError: a key is missing from some stacked TensorDicts (indices named).
         """
-        from tensordict._td import TensorDict
 
         src = input_dict_or_td
         if isinstance(src, Mapping) and not isinstance(src, TensorDictBase):
             try:
-                src = TensorDict(dict(src), batch_size=self._batch_size)
+                src = _classes.TensorDict(dict(src), batch_size=self._batch_size)
             except RuntimeError:
-                src = TensorDict(dict(src), batch_size=[])
+                src = _classes.TensorDict(dict(src), batch_size=[])
         ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
         for key in src.keys(True, True):
             if ktu is None or key in ktu:
@@ -354,8 +351,7 @@ class LazyOpsMixin:
 
     def data_ptr(self, *, storage: bool = False) -> Any:
         """A lazy stack of each stacked TensorDict's ``data_ptr()``."""
-        from tensordict._lazy import LazyStackedTensorDict
 
-        return LazyStackedTensorDict._from_list(
+        return _classes.LazyStackedTensorDict._from_list(
             [td.data_ptr(storage=storage) for td in self.tensordicts], 0
         )

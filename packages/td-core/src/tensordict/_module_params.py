@@ -26,27 +26,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from tensordict import _classes
+from tensordict._seams import import_sibling
+from tensordict._stack import stack
 from tensordict._state_dict import StateDictMixin
 
 __all__ = ["ModuleParamsMixin", "from_module", "from_modules"]
 
-
-_CLASSES: list = []
-
-
-def _td_cls() -> Any:
-    if not _CLASSES:
-        from tensordict._base import TensorDictBase
-        from tensordict._td import TensorDict
-
-        _CLASSES.extend((TensorDict, TensorDictBase))
-    return _CLASSES[0]
-
-
-def _base_cls() -> Any:
-    if not _CLASSES:
-        _td_cls()
-    return _CLASSES[1]
 
 
 # ---------------------------------------------------------------------- reading
@@ -67,7 +53,7 @@ def _module_tree(module: nn.Module, td_cls: Any) -> Any:
 
 def _state_dict_tree(module: nn.Module) -> Any:
     """The module's ``state_dict()`` unflattened into the tree of its submodules."""
-    td_cls = _td_cls()
+    td_cls = _classes.TensorDict
     root = td_cls._new_unsafe({}, torch.Size(()), None)
     for name, value in module.state_dict().items():
         parts = name.split(".")
@@ -88,8 +74,6 @@ def _check_module(module: Any, what: str = "module") -> None:
 
 
 def _as_params(td: Any, lock: bool) -> Any:
-    from tensordict._seams import import_sibling
-
     params_cls = import_sibling("nn").TensorDictParams
     return params_cls(td, no_convert=True, lock=lock)
 
@@ -134,7 +118,7 @@ def from_module(module: nn.Module, as_module: bool = False, lock: bool = True, u
         True
     """
     _check_module(module)
-    td = _state_dict_tree(module) if use_state_dict else _module_tree(module, _td_cls())
+    td = _state_dict_tree(module) if use_state_dict else _module_tree(module, _classes.TensorDict)
     if as_module:
         return _as_params(td, lock)
     if lock:
@@ -165,8 +149,8 @@ def _stack_leaves(values: list, expand_identical: bool) -> torch.Tensor:
 
 
 def _stack_trees(tds: list, expand_identical: bool, path: tuple) -> Any:
-    td_cls = _td_cls()
-    base = _base_cls()
+    td_cls = _classes.TensorDict
+    base = _classes.TensorDictBase
     n = len(tds)
     first = tds[0]
     keys = list(first._keys_raw())
@@ -189,8 +173,6 @@ def _stack_trees(tds: list, expand_identical: bool, path: tuple) -> Any:
         elif isinstance(values[0], torch.Tensor):
             source[key] = _stack_leaves(values, expand_identical)
         else:
-            from tensordict._stack import stack
-
             source[key] = stack([td.select(key) for td in tds], 0)._get_raw(key)
     return td_cls._new_unsafe(source, torch.Size((n,)), None)
 
@@ -261,9 +243,7 @@ def from_modules(
         _check_module(module, f"modules[{i}]")
     tds = [from_module(m, lock=False, use_state_dict=use_state_dict) for m in modules]
     if lazy_stack:
-        from tensordict._lazy import LazyStackedTensorDict
-
-        out = LazyStackedTensorDict(*tds, stack_dim=0)
+        out = _classes.LazyStackedTensorDict(*tds, stack_dim=0)
         if lock:
             out.lock_()
         return out
@@ -385,7 +365,7 @@ class ModuleParamsMixin(StateDictMixin):
             True
         """
         if lock is None:
-            lock = cls is not _td_cls()
+            lock = cls is not _classes.TensorDict
         return from_module(module, as_module=as_module, lock=lock, use_state_dict=use_state_dict)
 
     @classmethod
@@ -519,8 +499,8 @@ class ModuleParamsMixin(StateDictMixin):
     def _to_module_swap(self, module: nn.Module, inplace: bool, return_swap: bool, non_blocking: bool) -> Any:
         plan: list = []
         extra: list = []
-        td_cls = _td_cls()
-        swap = _plan(self, module, (), plan, extra, td_cls, _base_cls())
+        td_cls = _classes.TensorDict
+        swap = _plan(self, module, (), plan, extra, td_cls, _classes.TensorDictBase)
         if extra:
             raise _mismatch_error(self, module, extra)
         has_none = False
@@ -603,7 +583,7 @@ def _drop_none(td: Any) -> None:
 
 
 def _state_dict_swap(flat: dict) -> Any:
-    td_cls = _td_cls()
+    td_cls = _classes.TensorDict
     root = td_cls._new_unsafe({}, torch.Size(()), None)
     for name, value in flat.items():
         parts = name.split(".")

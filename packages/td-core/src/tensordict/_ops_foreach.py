@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _apply as _apply_mod
+from tensordict import _classes
 from tensordict._apply import _collect_like, _flatten_tensors, _unflatten_tensors
 
 _Tensor = torch.Tensor
@@ -29,7 +29,7 @@ def _foreach_ok() -> bool:
 
 
 def _is_td(value: Any) -> bool:
-    return isinstance(value, _apply_mod._TDB or _apply_mod._bind())
+    return isinstance(value, _classes.TensorDictBase)
 
 
 def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:
@@ -43,9 +43,7 @@ def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:
 
 
 def _as_td(other: Mapping) -> Any:
-    from tensordict._td import TensorDict
-
-    return TensorDict(other, batch_size=[])
+    return _classes.TensorDict(other, batch_size=[])
 
 
 def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, bool]:

@@ -45,9 +45,11 @@ from typing import Any
 import torch
 from torch.utils import _pytree as _pt
 
+from tensordict import _classes
 from tensordict._base import TensorDictBase
 from tensordict._convert import _PENDING_PYTREE_CLASSES
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._stack import stack
 from tensordict._td import TensorDict
 
 __all__ = ["register_td_class"]
@@ -223,9 +225,7 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
 
 
 def _is_child(value: Any) -> bool:
-    from tensordict._base import is_tensor_collection
-
-    return isinstance(value, TensorDictBase) or is_tensor_collection(value)
+    return isinstance(value, TensorDictBase) or _classes.is_tensor_collection(value)
 
 
 def _flatten_with_keys(td: Any) -> tuple[list, _TDContext]:
@@ -335,12 +335,11 @@ def _common_device(values: list) -> Any:
 def _loosen(values: list) -> tuple[list, set]:
     """Wraps the values that are neither tensors nor tensor collections (``tree_map``
     may return anything) as non-tensor data; returns their positions."""
-    from tensordict._base import is_tensor_collection
 
     loose = set()
     out = []
     for i, v in enumerate(values):
-        if isinstance(v, _Tensor) or is_tensor_collection(v):
+        if isinstance(v, _Tensor) or _classes.is_tensor_collection(v):
             out.append(v)
         else:
             loose.add(i)
@@ -426,8 +425,6 @@ def register_td_class(cls: type) -> None:
 
 
 def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:
-    from tensordict._stack import stack
-
     return stack(list(batch), 0, maybe_dense_stack=True)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _apply as _apply_mod
+from tensordict import _classes
 from tensordict._apply import (
     _NESTED,
     _TC,
@@ -36,6 +36,7 @@ from tensordict._apply import (
     _unflatten_tensors,
 )
 from tensordict._keys import NO_DEFAULT
+from tensordict._nontensor import NonTensorData
 
 __all__ = ["ReductionMixin"]
 
@@ -101,9 +102,8 @@ def _reduce_tree(
 ) -> list:
     """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
     tuple of ``nout`` tensors)."""
-    from tensordict._nontensor import NonTensorData
 
-    TensorDictBase = _apply_mod._TDB or _apply_mod._bind()  # noqa: N806
+    TensorDictBase = _classes.TensorDictBase  # noqa: N806
     bs = td.batch_size
     nd = len(bs)
     new_bs = _new_batch(bs, mode, dims, keepdim)
@@ -733,8 +733,6 @@ def _scalar_tree(spec: tuple, results: list) -> Any:
 
 
 def _scalar_node(spec: tuple, results: list, pos: int) -> tuple[Any, int]:
-    from tensordict._nontensor import NonTensorData
-
     node, entries, _ = spec
     source = {}
     for entry in entries:

@@ -18,6 +18,9 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
+from tensordict._nontensor import NonTensorData
+
 __all__ = ["td_repr", "leaf_repr", "fields_repr", "parse_tensor_dict_string"]
 
 
@@ -96,8 +99,6 @@ def _device(text: str) -> torch.device | None:
 
 
 def _parse_td(s: str, pos: int) -> tuple[Any, int]:
-    from tensordict._td import TensorDict
-
     m = _HEAD_RE.match(s, pos)
     if m is None:
         msg = f"parse_tensor_dict_string: expected 'TensorDict(\\n    fields={{' at position {pos}."
@@ -140,8 +141,6 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
                 raise ValueError(msg) from None
             pos += mt.end()
         elif mn is not None:
-            from tensordict._nontensor import NonTensorData
-
             fields[key] = NonTensorData(mn["data"], _size(mn["bs"]))
             pos += mn.end()
         else:
@@ -160,7 +159,7 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
     device = _device(mt["device"])
     if device is not None and device.type == "cuda" and not torch.cuda.is_available():
         device = None
-    td = TensorDict._new_unsafe({}, torch.Size(bs), device)
+    td = _classes.TensorDict._new_unsafe({}, torch.Size(bs), device)
     for key, value in fields.items():
         try:
             td.set(key, value)

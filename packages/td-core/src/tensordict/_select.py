@@ -4,16 +4,16 @@ filter_empty_, rename_key_, flatten_keys, unflatten_keys."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
 
-#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
-#: per-call imports on hot paths)
-TensorDictBase: Any = None
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["SelectMixin"]
 
@@ -178,12 +178,11 @@ class SelectMixin:
 
         With ``recurse=True`` the nested TensorDicts are kept (empty).
         """
-        from tensordict._td import TensorDict
 
         source = {}
         if recurse:
             source = {k: v.empty(recurse=True) for k, v in self._items_raw() if _is_td(v)}
-        return TensorDict._new_unsafe(
+        return _classes.TensorDict._new_unsafe(
             source,
             torch.Size(batch_size) if batch_size is not None else self.batch_size,
             self.device if device is NO_DEFAULT else (torch.device(device) if device is not None else None),
@@ -243,7 +242,6 @@ class SelectMixin:
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
-        from tensordict._td import TensorDict
 
         bs, dev = self.batch_size, self.device
         tree: dict = {}
@@ -270,7 +268,7 @@ class SelectMixin:
                 existing.update(value._items_raw())
             else:
                 node[last] = value
-        out = _build_tree(TensorDict, tree, bs, dev)
+        out = _build_tree(_classes.TensorDict, tree, bs, dev)
         if inplace:
             if self.is_locked:
                 raise locked_error("unflatten keys in place")
@@ -291,6 +289,6 @@ def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
 
 
 def _is_td(value: Any) -> bool:
-    return isinstance(value, TensorDictBase)
+    return isinstance(value, _classes.TensorDictBase)
 
-    return isinstance(value, TensorDictBase)
+    return isinstance(value, _classes.TensorDictBase)

@@ -13,11 +13,9 @@ from typing import Any
 
 import torch
 
-_Tensor = torch.Tensor
+from tensordict import _classes
 
-#: set by tensordict._base once TensorDictBase exists (avoids import cycles and
-#: per-call imports on hot paths)
-TensorDictBase: Any = None
+_Tensor = torch.Tensor
 
 __all__ = ["ShapeMixin"]
 
@@ -119,7 +117,7 @@ class ShapeMixin:
                 out = fn(value, nd)
                 if new_bs is None:
                     new_bs = out.shape[: out.ndim - (value.ndim - bd)]
-            elif isinstance(value, TensorDictBase):
+            elif isinstance(value, _classes.TensorDictBase):
                 out = value._batch_transform(fn, nd)
                 if new_bs is None:
                     new_bs = out.batch_size[: out.batch_dims - (value.batch_dims - bd)]
@@ -151,14 +149,14 @@ class ShapeMixin:
             for key, value in self._items_raw():
                 if value.__class__ is _Tensor:
                     source[key] = value[index]
-                elif isinstance(value, TensorDictBase):
+                elif isinstance(value, _classes.TensorDictBase):
                     source[key] = value._index(index)
                 else:
                     source[key] = value[index]
             return self._new_like(source, batch_size=new_bs, names=None)
         bd = len(bs)
         for key, value in self._items_raw():
-            out = value[index] if not isinstance(value, TensorDictBase) else value._index(index)
+            out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
             if new_bs is None and isinstance(out, torch.Tensor):
                 new_bs = out.shape[: out.ndim - (value.ndim - bd)]
             source[key] = out
@@ -355,7 +353,7 @@ class ShapeMixin:
         columns = []
         shapes = None
         for key, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
+            if isinstance(value, _classes.TensorDictBase):
                 parts = value._split_leaves(fn, nd)
                 if shapes is None and parts:
                     shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]

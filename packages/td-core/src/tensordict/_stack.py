@@ -5,25 +5,19 @@ TensorDicts land here through ``__torch_function__``; under
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._base import TensorDictBase
+from tensordict import _classes
 from tensordict._nontensor import NonTensorData, NonTensorStack, _cat_non_tensor, _stack_non_tensor
-from tensordict._switch import ModeSwitch
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["stack", "cat", "set_lazy_legacy", "lazy_legacy"]
 
 _LAZY_LEGACY = [False]
-
-
-def _lazy_module() -> Any:
-    try:
-        from tensordict import _lazy
-    except ImportError:  # pragma: no cover - part of td-core
-        return None
-    return _lazy
 
 
 def _common_device(tds: Sequence[TensorDictBase]) -> torch.device | None:
@@ -87,19 +81,17 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         raise IndexError(msg)
     if dim < 0:
         dim += nd + 1
-    lazy = _lazy_module()
-    if lazy is not None and _LAZY_LEGACY[0]:
-        return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+    if _LAZY_LEGACY[0]:
+        return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
     try:
         keys = _check_keys(tds, "stack")
     except KeyError:
-        if maybe_dense_stack and lazy is not None:
-            return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+        if maybe_dense_stack:
+            return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
         raise
     source = {}
-    from tensordict._td import TensorDict
 
-    dense = all(td.__class__ is TensorDict for td in tds)
+    dense = all(td.__class__ is _classes.TensorDict for td in tds)
     stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
         values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
@@ -109,11 +101,11 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
                 source[key] = torch.stack(values, dim)
             except RuntimeError as err:
                 shapes = sorted({tuple(v.shape) for v in values})
-                if maybe_dense_stack and lazy is not None:
-                    return lazy.LazyStackedTensorDict(*tds, stack_dim=dim)
+                if maybe_dense_stack:
+                    return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
                 msg = f"stack: cannot stack key {key!r}, shapes differ: {shapes} ({err})."
                 raise RuntimeError(msg) from None
-        elif isinstance(first, TensorDictBase):
+        elif isinstance(first, _classes.TensorDictBase):
             source[key] = stack(values, dim, maybe_dense_stack=maybe_dense_stack)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _stack_non_tensor(values, dim)
@@ -125,7 +117,7 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
     if tds[0]._has_names() and all(td.names == tds[0].names for td in tds):
         names = list(tds[0].names)
         names.insert(dim, None)
-    result = TensorDict._new_unsafe(source, new_bs, _common_device(tds), names)
+    result = _classes.TensorDict._new_unsafe(source, new_bs, _common_device(tds), names)
     if out is not None:
         out.update_(result)
         return out
@@ -170,16 +162,15 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
             raise RuntimeError(msg)
     keys = _check_keys(tds, "cat")
     source = {}
-    from tensordict._td import TensorDict
 
-    dense = all(td.__class__ is TensorDict for td in tds)
+    dense = all(td.__class__ is _classes.TensorDict for td in tds)
     stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
         values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
         first = values[0]
         if isinstance(first, torch.Tensor):
             source[key] = torch.cat(values, dim)
-        elif isinstance(first, TensorDictBase):
+        elif isinstance(first, _classes.TensorDictBase):
             source[key] = cat(values, dim)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _cat_non_tensor(values, dim)
@@ -189,7 +180,7 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     new_bs[dim] = sum(td.batch_size[dim] for td in tds)
 
     names = tds[0].names if tds[0]._has_names() else None
-    result = TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
+    result = _classes.TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
     if out is not None:
         out.update_(result)
         return out
@@ -201,15 +192,11 @@ def lazy_legacy(allow_none: bool = False) -> bool:
     return _LAZY_LEGACY[0]
 
 
-class set_lazy_legacy(ModeSwitch):  # noqa: N801 - public name of the tensordict API
+class set_lazy_legacy:  # noqa: N801 - public name of the tensordict API
     """Makes ``torch.stack`` of TensorDicts lazy (``True``) or dense (``False``, the default).
 
-    Used as a context manager or a decorator, it sets the mode for the block (or the
-    call) and restores the previous one after; ``set_lazy_legacy(mode).set()`` sets it
-    process-wide until ``.unset()``. Creating the object alone changes nothing.
-
-    Args:
-        mode (bool): ``True`` for lazy stacks.
+    Usable as a function call (sets the mode globally), a context manager or a
+    decorator (both restore the previous mode on exit).
 
     Examples:
         >>> import torch
@@ -223,11 +210,29 @@ class set_lazy_legacy(ModeSwitch):  # noqa: N801 - public name of the tensordict
     """
 
     def __init__(self, mode: bool) -> None:
-        super().__init__()
         self.mode = bool(mode)
+        self._prev = _LAZY_LEGACY[0]
+        _LAZY_LEGACY[0] = self.mode
 
-    def _read(self) -> bool:
-        return _LAZY_LEGACY[0]
+    def __enter__(self) -> set_lazy_legacy:
+        return self
 
-    def _write(self, value: bool) -> None:
-        _LAZY_LEGACY[0] = value
+    def __exit__(self, *exc: Any) -> None:
+        _LAZY_LEGACY[0] = self._prev
+
+    def __call__(self, func: Any) -> Any:
+        import functools
+
+        _LAZY_LEGACY[0] = self._prev
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            prev = _LAZY_LEGACY[0]
+            _LAZY_LEGACY[0] = mode
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _LAZY_LEGACY[0] = prev
+
+        return wrapper

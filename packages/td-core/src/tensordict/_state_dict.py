@@ -25,6 +25,10 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
+from tensordict._errors import locked_error
+from tensordict._nontensor import NonTensorData, NonTensorStack
+
 __all__ = ["StateDictMixin"]
 
 _BS = "__batch_size"
@@ -34,11 +38,8 @@ _NON_TENSOR = "__non_tensor"
 _RESERVED = frozenset((_BS, _DEVICE, _NAMES, _NON_TENSOR))
 
 
-def _classes() -> tuple:
-    from tensordict._base import TensorDictBase
-    from tensordict._nontensor import NonTensorData, NonTensorStack
-
-    return TensorDictBase, NonTensorData, NonTensorStack
+def _leaf_classes() -> tuple:
+    return _classes.TensorDictBase, NonTensorData, NonTensorStack
 
 
 def _nested_state(td: Any, keep_vars: bool, classes: tuple) -> OrderedDict:
@@ -147,7 +148,6 @@ def _meta(sd: Mapping, path: tuple) -> tuple:
 
 def _new_from_state(sd: Mapping, path: tuple, classes: tuple) -> Any:
     """A new TensorDict holding a nested state dict (with its batch size and device)."""
-    from tensordict._td import TensorDict
 
     base = classes[0]
     bs, device, names, non_tensor = _meta(sd, path)
@@ -162,7 +162,7 @@ def _new_from_state(sd: Mapping, path: tuple, classes: tuple) -> Any:
             source[key] = _new_from_state(value, (*path, key), classes)
         else:
             source[key] = value
-    out = TensorDict(source, batch_size=bs, names=names)
+    out = _classes.TensorDict(source, batch_size=bs, names=names)
     if device is not None and _all_on(out, torch.device(device)):
         out._set_device_tree(torch.device(device))
     return out
@@ -297,7 +297,7 @@ class StateDictMixin:
             >>> td2.load_state_dict(sd)["s"]
             'hi'
         """
-        nested = _nested_state(self, keep_vars, _classes())
+        nested = _nested_state(self, keep_vars, _leaf_classes())
         if destination is None:
             destination = OrderedDict()
         if flatten:
@@ -352,7 +352,7 @@ class StateDictMixin:
             raise TypeError(msg)
         if from_flatten:
             state_dict = _unflatten_state(state_dict)
-        classes = _classes()
+        classes = _leaf_classes()
         ops: list = []
         report: dict = {"missing": [], "unexpected": []}
         _plan_load(self, state_dict, assign, strict, (), ops, report, classes)
@@ -368,8 +368,6 @@ class StateDictMixin:
             raise RuntimeError(msg)
         for kind, node, key, _ in ops:
             if kind == "set" and node.is_locked:
-                from tensordict._errors import locked_error
-
                 raise locked_error("load a state dict that replaces or adds entries", key)
         with torch.no_grad():
             for kind, node, key, value in ops:

@@ -11,6 +11,9 @@ from typing import Any
 
 import torch
 
+from tensordict._ops import _torch_function_table
+from tensordict._stack import cat, stack
+
 __all__ = ["register_torch_function", "dispatch", "TD_HANDLED_FUNCTIONS"]
 
 TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
@@ -34,9 +37,6 @@ def dispatch(func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _register_defaults() -> None:
-    from tensordict._ops import _torch_function_table
-    from tensordict._stack import cat, stack
-
     reg = TD_HANDLED_FUNCTIONS
     reg.update(_torch_function_table())  # leaf-wise math and reductions (_ops.py)
     reg[torch.stack] = stack

@@ -10,8 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from tensordict._base import TensorDictBase
+from tensordict._convert import from_dict
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._lazy_funcs import dense_stack_tds as _dense_stack_tds
+from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
 from tensordict._td import TensorDict
 
 __all__ = ["dense_stack_tds", "make_tensordict", "merge_tensordicts", "pad", "pad_sequence"]
@@ -206,8 +208,6 @@ def pad_sequence(
 
 
 def _stack_non_tensor_padded(values: list, pad_dim: int, batched_pad: bool, new_bs: list) -> Any:
-    from tensordict._nontensor import _stack_non_tensor
-
     if batched_pad:
         widened = []
         for v in values:
@@ -309,7 +309,6 @@ def make_tensordict(
         >>> make_tensordict(a=torch.zeros(3, 4), auto_batch_size=False).batch_size
         torch.Size([])
     """
-    from tensordict._convert import from_dict
 
     data = dict(input_dict) if input_dict is not None else {}
     data.update(kwargs)
@@ -322,7 +321,7 @@ def dense_stack_tds(
     td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
 ) -> TensorDictBase:
     """Densely stacks TensorDicts (or the TensorDicts of a lazy stack); see
-    ``tensordict._lazy.dense_stack_tds``.
+    ``tensordict.LazyStackedTensorDict``.
 
     Examples:
         >>> import torch
@@ -331,8 +330,6 @@ def dense_stack_tds(
         >>> dense_stack_tds(tds).batch_size
         torch.Size([3, 2])
     """
-    from tensordict import _lazy
-
     if dim is None:
-        return _lazy.dense_stack_tds(td_list)
-    return _lazy.dense_stack_tds(td_list, dim)
+        return _dense_stack_tds(td_list)
+    return _dense_stack_tds(td_list, dim)

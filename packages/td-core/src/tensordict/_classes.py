@@ -1,0 +1,100 @@
+"""The container classes, bound once: the ground floor of td-core's module graph.
+
+The concern mixins (``_apply.py``, ``_shape.py``, ``_ops.py``, ...) are base classes of
+:class:`~tensordict.TensorDictBase`, so they cannot import ``_base.py``, ``_td.py`` or
+``_lazy.py`` at the top of their file. They import this module instead and read the
+classes from it when a method runs (``_classes.TensorDict(...)``). The modules that
+define the classes fill them in once, at the end of their own import:
+
+* ``_base.py``: :class:`TensorDictBase` (and the non-tensor leaf classes, which
+  ``_base.py`` imports);
+* ``_td.py``: :class:`TensorDict`;
+* ``_lazy.py``: :class:`LazyStackedTensorDict`.
+
+``import tensordict`` imports ``_base.py`` and ``_td.py``, so those attributes are set
+before user code runs. The lazy-stack modules are not imported by ``import tensordict``
+(import time): the first read of ``_classes.LazyStackedTensorDict`` loads
+``tensordict._lazy`` (module ``__getattr__``), which binds the class here. This module
+has no import statement for a td-core module; ``tests/test_architecture.py`` pins that,
+and that td-core's top-level imports form a DAG.
+
+:func:`is_tensor_collection` lives here too: it only asks which class a value has.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
+    from tensordict._lazy import LazyStackedTensorDict
+    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict._td import TensorDict
+else:
+    TensorDictBase = None  # filled by _base.py
+    NonTensorData = None  # filled by _base.py
+    NonTensorStack = None  # filled by _base.py
+    TensorDict = None  # filled by _td.py
+    # LazyStackedTensorDict: filled by _lazy.py, loaded on first read (``__getattr__``)
+
+__all__ = ["is_tensor_collection"]
+
+# the classes ``is_tensor_collection`` accepts (filled by _base.py, extended by siblings
+# through ``tensordict.ext.register_tensor_collection``)
+_COLLECTIONS: tuple = ()
+_EXTRA_COLLECTIONS: list[type] = []
+
+
+def _register_tensor_collection(cls: type) -> None:
+    """Lets a sibling (e.g. tensorclasses) declare its type a tensor collection."""
+    global _COLLECTIONS
+    if cls not in _EXTRA_COLLECTIONS:
+        _EXTRA_COLLECTIONS.append(cls)
+        _COLLECTIONS = (*_COLLECTIONS, cls)
+
+
+def _bind(**classes: Any) -> None:
+    """Called once by ``_base.py``, ``_td.py`` and ``_lazy.py`` with the classes they define."""
+    global _COLLECTIONS
+    for name, cls in classes.items():
+        if name not in ("TensorDictBase", "NonTensorData", "NonTensorStack", "TensorDict", "LazyStackedTensorDict"):
+            msg = f"_classes._bind: unknown class name {name!r}."
+            raise ValueError(msg)
+        globals()[name] = cls
+        if name in ("TensorDictBase", "NonTensorData", "NonTensorStack") and cls not in _COLLECTIONS:
+            _COLLECTIONS = (cls, *_COLLECTIONS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LazyStackedTensorDict":
+        importlib.import_module("tensordict._lazy")  # binds it through _bind()
+        return globals()[name]
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def is_tensor_collection(datatype: Any) -> bool:
+    """``True`` if ``datatype`` (an instance or a type) is a tensor collection.
+
+    Tensor collections are TensorDicts of every kind, tensorclasses and non-tensor
+    leaves.
+
+    Args:
+        datatype (object or type): the value (or its class) to test.
+
+    Returns:
+        ``True`` for a tensor collection, ``False`` otherwise.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict, is_tensor_collection
+        >>> is_tensor_collection(TensorDict({}, []))
+        True
+        >>> is_tensor_collection(torch.zeros(3))
+        False
+    """
+    cls = datatype if isinstance(datatype, type) else type(datatype)
+    if issubclass(cls, _COLLECTIONS):
+        return True
+    return bool(getattr(cls, "_is_tensorclass", False))
