@@ -62,7 +62,7 @@ class TestInteraction:
 
     def test_from_str(self):
         assert InteractionType.from_str("MeAn") is InteractionType.MEAN
-        with pytest.raises(ValueError, match="Unknown interaction type"):
+        with pytest.raises(ValueError, match="is not a valid InteractionType"):
             InteractionType.from_str("nope")
 
     def test_empirical_mean_and_median(self):
@@ -88,7 +88,7 @@ class TestModule:
     def test_log_prob(self):
         td = _normal_module(return_log_prob=True)(_td())
         expected = d.Normal(td["loc"], td["scale"]).log_prob(td["action"])
-        torch.testing.assert_close(td["sample_log_prob"], expected)
+        torch.testing.assert_close(td["action_log_prob"], expected)
 
     def test_log_prob_key_and_out_keys(self):
         module = _normal_module(return_log_prob=True, log_prob_key=("lp", "action"))
@@ -106,7 +106,7 @@ class TestModule:
     def test_default_delta(self):
         module = ProbabilisticTensorDictModule(in_keys=["param"], out_keys=["x"], return_log_prob=True)
         td = module(TensorDict(param=torch.randn(3, 2), batch_size=[3]))
-        assert torch.equal(td["x"], td["param"]) and (td["sample_log_prob"] == 0).all()
+        assert torch.equal(td["x"], td["param"]) and (td["x_log_prob"] == 0).all()
 
     def test_distribution_kwargs(self):
         module = ProbabilisticTensorDictModule(["loc", "scale"], ["x"], distribution_class=d.Normal,
@@ -181,14 +181,22 @@ class TestSequence:
         assert isinstance(dist, d.Normal) and dist.batch_shape == (5, 2)
         td = policy(td)
         assert td["action"].shape == (5, 2)
-        torch.testing.assert_close(policy.log_prob(td), td["sample_log_prob"])
+        torch.testing.assert_close(policy.log_prob(td), td["action_log_prob"])
         assert policy.in_keys == ["obs"]
-        assert policy.out_keys == ["params", "loc", "scale", "action", "sample_log_prob"]
+        assert policy.out_keys == ["params", "loc", "scale", "action", "action_log_prob"]
         assert policy.dist_sample_keys == ["action"]
 
-    def test_last_must_be_probabilistic(self):
+    def test_last_must_be_probabilistic_without_composite(self):
+        policy = self._policy()
+        tail = TensorDictModule(nn.Linear(2, 2), in_keys=["action"], out_keys=["out"])
         with pytest.raises(ValueError, match="last step must be a ProbabilisticTensorDictModule"):
-            ProbabilisticTensorDictSequential(TensorDictModule(nn.Linear(3, 4), in_keys=["obs"], out_keys=["p"]))
+            ProbabilisticTensorDictSequential(*policy, tail, return_composite=False)
+
+    def test_without_probabilistic_steps_is_a_sequence(self):
+        seq = ProbabilisticTensorDictSequential(TensorDictModule(nn.Linear(3, 4), in_keys=["obs"], out_keys=["p"]))
+        assert seq.return_composite and not seq._requires_sample
+        td = TensorDict(obs=torch.randn(2, 3), batch_size=[2])
+        assert seq(td) is td and td["p"].shape == (2, 4)
 
     def test_subsequence_falls_back_to_sequential(self):
         sub = self._policy().select_subsequence(out_keys=["loc"])
@@ -198,5 +206,80 @@ class TestSequence:
         policy = self._policy()
         with set_interaction_type(InteractionType.RANDOM):
             td = policy(TensorDict(obs=torch.randn(5, 3), batch_size=[5]))
-        td["sample_log_prob"].sum().backward()
+        td["action_log_prob"].sum().backward()
         assert policy[0].module.weight.grad is not None
+
+
+class TestUpstreamSurface:
+    """Names, values and options as tensordict 0.15 spells them."""
+
+    def test_interaction_type_values(self):
+        assert InteractionType.MODE.value == "mode" and str(InteractionType.RANDOM) == "random"
+        assert InteractionType.from_str("MeAn") is InteractionType.MEAN
+
+    def test_deterministic_of_transformed_distribution(self):
+        module = ProbabilisticTensorDictModule(
+            in_keys=[], out_keys=["out"], distribution_class=lambda: d.LogisticNormal(torch.zeros(1), torch.ones(1))
+        )
+        torch.testing.assert_close(module(TensorDict())["out"], torch.tensor([0.5, 0.5]))
+        lkj = ProbabilisticTensorDictModule(in_keys=[], out_keys=["out"], distribution_class=lambda: d.LKJCholesky(3, 5.0))
+        with pytest.raises(RuntimeError, match="DETERMINISTIC, MEAN and MODE"):
+            lkj(TensorDict())
+
+    def test_log_prob_keys_follow_sample_keys(self):
+        from tensordict.nn import set_composite_lp_aggregate
+
+        module = _normal_module(return_log_prob=True)
+        assert module.log_prob_keys == ["action_log_prob"] and module.log_prob_key == "action_log_prob"
+        with set_composite_lp_aggregate(True):
+            assert module.log_prob_key == "sample_log_prob"
+
+    @pytest.mark.parametrize("num_samples", [2, (2, 3)])
+    def test_num_samples(self, num_samples):
+        module = _normal_module(return_log_prob=True, num_samples=num_samples, default_interaction_type="random")
+        shape = (num_samples,) if isinstance(num_samples, int) else num_samples
+        out = module(_td())
+        assert out.batch_size == (*shape, *_td().batch_size)
+        assert out["action"].shape == (*shape, *_td()["loc"].shape)
+        assert out["action_log_prob"].shape == out["action"].shape
+
+    def test_generator_object_and_seed(self):
+        make = lambda g: _normal_module(default_interaction_type="random", generator=g)  # noqa: E731
+        torch.manual_seed(5)
+        state = torch.get_rng_state()
+        a = make(torch.Generator().manual_seed(0))(_td())["action"]
+        assert torch.equal(torch.get_rng_state(), state)  # global RNG untouched
+        b = make(0)(_td())["action"]
+        assert torch.equal(a, b)
+        with pytest.raises(TypeError, match="generator must be"):
+            make(1.5)
+
+    def test_generator_key_seed_is_advanced(self):
+        from tensordict import NonTensorData
+
+        module = _normal_module(default_interaction_type="random", generator=("meta", "rng"))
+        td = _td()
+        td["meta", "rng"] = NonTensorData(3)
+        first = module(td)["action"].clone()
+        assert td["meta", "rng"] != 3
+        second = module(td)["action"]
+        assert not torch.equal(first, second)
+
+    def test_return_composite_over_intermediate_steps(self):
+        from tensordict.nn import CompositeDistribution
+
+        seq = ProbabilisticTensorDictSequential(
+            TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["loc"]),
+            ProbabilisticTensorDictModule(["loc"], ["y"], distribution_class=d.Normal,
+                                          distribution_kwargs={"scale": 1.0}, default_interaction_type="random"),
+            TensorDictModule(nn.Linear(4, 5), in_keys=["y"], out_keys=["loc2"]),
+            return_composite=True,
+        )
+        assert seq.default_interaction_type is InteractionType.RANDOM
+        dist = seq.get_dist(TensorDict(x=torch.randn(10, 3)))
+        assert isinstance(dist, CompositeDistribution)
+        out = seq(TensorDict(x=torch.randn(10, 3)))
+        assert set(out.keys()) == {"x", "loc", "y", "loc2"}
+        lp = seq.log_prob(out)
+        torch.testing.assert_close(lp["y_log_prob"], d.Normal(out["loc"], 1.0).log_prob(out["y"]))
+        assert type(seq[:1]) is TensorDictSequential

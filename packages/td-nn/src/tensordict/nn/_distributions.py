@@ -424,6 +424,59 @@ class CompositeDistribution(D.Distribution):
         self.entropy_key = unravel_key(entropy_key)
         super().__init__(params.batch_size, validate_args=False)
 
+    @classmethod
+    def from_distributions(
+        cls,
+        params: TensorDictBase,
+        distributions: Mapping,
+        *,
+        name_map: Mapping | None = None,
+        aggregate_probabilities: bool | None = None,
+        log_prob_key: NestedKey = "sample_log_prob",
+        entropy_key: NestedKey = "entropy",
+    ) -> CompositeDistribution:
+        """A composite of distributions already built, one per sampled key.
+
+        Args:
+            params (TensorDictBase): the parameters they were built from; its batch
+                size is the batch shape.
+            distributions (dict): key -> ``torch.distributions.Distribution``.
+
+        Keyword Args:
+            name_map, aggregate_probabilities, log_prob_key, entropy_key: as in the
+                constructor.
+
+        Returns:
+            a :class:`CompositeDistribution`.
+
+        Examples:
+            >>> import torch
+            >>> from torch import distributions as d
+            >>> from tensordict import TensorDict
+            >>> dist = CompositeDistribution.from_distributions(
+            ...     TensorDict(batch_size=[3]),
+            ...     {"a": d.Normal(torch.zeros(3), torch.ones(3)), ("b", "c"): d.Bernoulli(torch.full((3,), 0.5))})
+            >>> dist.sample()["b", "c"].shape
+            torch.Size([3])
+        """
+        if not isinstance(params, TensorDictBase):
+            msg = f"CompositeDistribution.from_distributions: params must be a TensorDict, got {type(params).__name__}."
+            raise TypeError(msg)
+        obj = cls.__new__(cls)
+        names = {unravel_key(k): unravel_key(v) for k, v in (name_map or {}).items()}
+        obj.dists = {}
+        obj.name_map = {}
+        for key, dist in distributions.items():
+            key = unravel_key(key)
+            obj.dists[key] = dist
+            obj.name_map[key] = names.get(key, key)
+        obj.params = params
+        obj.aggregate_probabilities = aggregate_probabilities
+        obj.log_prob_key = unravel_key(log_prob_key)
+        obj.entropy_key = unravel_key(entropy_key)
+        D.Distribution.__init__(obj, params.batch_size, validate_args=False)
+        return obj
+
     def _aggregate(self) -> bool:
         agg = self.aggregate_probabilities
         return composite_lp_aggregate() if agg is None else agg

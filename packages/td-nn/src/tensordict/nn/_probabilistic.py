@@ -13,8 +13,10 @@ from typing import Any
 
 import torch
 from torch import distributions as D  # noqa: N812
+from torch.distributions.relaxed_bernoulli import LogitRelaxedBernoulli as _LogitRelaxedBernoulli
+from torch.distributions.relaxed_categorical import ExpRelaxedCategorical as _ExpRelaxedCategorical
 
-from tensordict import TensorDictBase
+from tensordict import NonTensorData, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
 from tensordict.nn._common import (
     _NOTSET,
@@ -26,7 +28,12 @@ from tensordict.nn._common import (
     _missing_in_key_error,
     _normalize_keys,
 )
-from tensordict.nn._distributions import CompositeDistribution, Delta
+from tensordict.nn._distributions import (
+    CompositeDistribution,
+    Delta,
+    _suffixed,
+    composite_lp_aggregate,
+)
 from tensordict.nn._sequence import TensorDictSequential
 from tensordict.utils import ModeSwitch
 
@@ -47,31 +54,36 @@ class InteractionType(Enum):
     - ``MEAN``: ``dist.mean`` (or an empirical mean);
     - ``RANDOM``: ``dist.rsample()`` when available, else ``dist.sample()``;
     - ``DETERMINISTIC``: ``dist.deterministic_sample`` if defined, else the mean,
-      else the mode.
+      else the mode, else (for a transformed distribution) the transformed
+      deterministic value of its base distribution.
+
+    The values are the lower-case names (``InteractionType("mode")``), which is also
+    what ``str()`` gives.
 
     Examples:
-        >>> InteractionType.from_str("random")
-        <InteractionType.RANDOM: 4>
+        >>> InteractionType.from_str("RanDom")
+        <InteractionType.RANDOM: 'random'>
+        >>> str(InteractionType.MODE)
+        'mode'
     """
 
-    MODE = 1
-    MEDIAN = 2
-    MEAN = 3
-    RANDOM = 4
-    DETERMINISTIC = 5
+    MODE = "mode"
+    MEDIAN = "median"
+    MEAN = "mean"
+    RANDOM = "random"
+    DETERMINISTIC = "deterministic"
+
+    def __str__(self) -> str:
+        return self.value
 
     @classmethod
     def from_str(cls, type_str: str) -> InteractionType:
         """The member named ``type_str`` (case insensitive).
 
         Raises:
-            ValueError: no member has that name.
+            ValueError: ``'<type_str>' is not a valid InteractionType``.
         """
-        for member in cls:
-            if member.name == type_str.upper():
-                return member
-        msg = f"Unknown interaction type {type_str!r}; expected one of {[m.name for m in cls]}."
-        raise ValueError(msg)
+        return cls(type_str.lower())
 
 
 _INTERACTION_TYPE: list = [None]
@@ -100,7 +112,7 @@ class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tenso
     Examples:
         >>> with set_interaction_type(InteractionType.RANDOM):
         ...     interaction_type()
-        <InteractionType.RANDOM: 4>
+        <InteractionType.RANDOM: 'random'>
     """
 
     def __init__(self, type: InteractionType | str | None = InteractionType.DETERMINISTIC) -> None:  # noqa: A002
@@ -120,42 +132,102 @@ class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tenso
         _INTERACTION_TYPE[0] = value
 
 
-def _draw(dist: D.Distribution, itype: InteractionType, n_empirical: int) -> Any:
-    """Draws from ``dist`` according to ``itype``."""
-    if itype is InteractionType.RANDOM:
-        return dist.rsample() if dist.has_rsample else dist.sample()
-    if itype is InteractionType.DETERMINISTIC:
+def _deterministic(dist: D.Distribution) -> Any:
+    """``deterministic_sample``, else the mean, else the mode, else the transformed base value."""
+    for attr in ("deterministic_sample", "mean", "mode"):
         try:
-            return dist.deterministic_sample
+            value = getattr(dist, attr)
         except (AttributeError, NotImplementedError):
-            pass
+            continue
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.isnan().any():
+            continue  # e.g. the mean of a Cauchy
+        return value
+    if isinstance(dist, _LogitRelaxedBernoulli):
+        return dist.logits / dist.temperature  # the noise-free relaxed logit
+    if isinstance(dist, _ExpRelaxedCategorical):
+        scores = dist.logits / dist.temperature  # the noise-free relaxed log-probabilities
+        return scores - scores.logsumexp(-1, keepdim=True)
+    if isinstance(dist, D.TransformedDistribution):
+        value = _deterministic(dist.base_dist)
+        for transform in dist.transforms:
+            value = transform(value)
+        return value
+    msg = (
+        f"Cannot draw a DETERMINISTIC value from {type(dist).__name__}: neither a "
+        "deterministic_sample nor a mean nor a mode is defined (DETERMINISTIC, MEAN and MODE "
+        "all fail). Use InteractionType.RANDOM, or set the module's default_interaction_type."
+    )
+    raise RuntimeError(msg)
+
+
+def _empirical(dist: D.Distribution, n: int) -> torch.Tensor:
+    return dist.rsample((n,)) if dist.has_rsample else dist.sample((n,))
+
+
+_NO_SHAPE = torch.Size()
+
+
+def _draw(dist: D.Distribution, itype: InteractionType, n_empirical: int, shape: torch.Size = _NO_SHAPE) -> Any:
+    """Draws from ``dist`` according to ``itype`` (``shape`` extra leading sample dims)."""
+    if itype is InteractionType.RANDOM:
+        return dist.rsample(shape) if dist.has_rsample else dist.sample(shape)
+    if itype is InteractionType.DETERMINISTIC:
+        value = _deterministic(dist)
+    elif itype is InteractionType.MODE:
         try:
-            return dist.mean
-        except NotImplementedError:
-            return dist.mode
-    if itype is InteractionType.MODE:
-        try:
-            return dist.mode
+            value = dist.mode
         except NotImplementedError:
             msg = f"{type(dist).__name__} has no mode; use another InteractionType (e.g. RANDOM or MEAN)."
             raise NotImplementedError(msg) from None
-    if itype is InteractionType.MEAN:
+    elif itype is InteractionType.MEAN:
         try:
-            return dist.mean
+            value = dist.mean
         except NotImplementedError:
-            samples = dist.rsample((n_empirical,)) if dist.has_rsample else dist.sample((n_empirical,))
-            return samples.mean(0)
-    if itype is InteractionType.MEDIAN:
-        median = getattr(type(dist), "median", None)
-        if median is not None:
-            return dist.median
-        try:
-            return dist.icdf(torch.full(dist.batch_shape + dist.event_shape, 0.5))
-        except NotImplementedError:
-            samples = dist.rsample((n_empirical,)) if dist.has_rsample else dist.sample((n_empirical,))
-            return samples.median(0).values
-    msg = f"Unknown interaction type {itype!r}."
-    raise ValueError(msg)
+            value = _empirical(dist, n_empirical).mean(0)
+    elif itype is InteractionType.MEDIAN:
+        if getattr(type(dist), "median", None) is not None:
+            value = dist.median
+        else:
+            try:
+                value = dist.icdf(torch.full(dist.batch_shape + dist.event_shape, 0.5))
+            except NotImplementedError:
+                value = _empirical(dist, n_empirical).median(0).values
+    else:
+        msg = f"Unknown interaction type {itype!r}."
+        raise ValueError(msg)
+    if shape:
+        value = value.expand(*shape, *value.shape)
+    return value
+
+
+def _lp_name(key: NestedKey) -> NestedKey:
+    """``"action"`` -> ``"action_log_prob"``, ``("a", "b")`` -> ``("a", "b_log_prob")``."""
+    return _suffixed(key, "_log_prob")
+
+
+def _check_generator(generator: Any, owner: str) -> Any:
+    if generator is None or isinstance(generator, torch.Generator):
+        return generator
+    if isinstance(generator, int) and not isinstance(generator, bool):
+        return torch.Generator().manual_seed(generator)
+    if isinstance(generator, (str, tuple)):
+        return unravel_key(generator)
+    msg = (
+        f"{owner}: generator must be a torch.Generator, an int seed, a tensordict key "
+        f"(NestedKey) or None, got {type(generator).__name__} ({generator!r})."
+    )
+    raise TypeError(msg)
+
+
+def _run_with_generator(generator: torch.Generator | None, fn: Any) -> Any:
+    """Runs ``fn`` with the global CPU RNG drawing from ``generator`` (advanced in place)."""
+    if generator is None:
+        return fn()
+    with torch.random.fork_rng(devices=[]):
+        torch.set_rng_state(generator.get_state())
+        out = fn()
+        generator.set_state(torch.get_rng_state())
+    return out
 
 
 class ProbabilisticTensorDictModule(TensorDictModuleBase):
@@ -170,23 +242,35 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             written. For a :class:`CompositeDistribution`, defaults to the sampled keys.
 
     Keyword Args:
-        default_interaction_type (InteractionType, optional): how the value is drawn
-            when no :class:`set_interaction_type` is active. Defaults to
+        default_interaction_type (InteractionType or str, optional): how the value is
+            drawn when no :class:`set_interaction_type` is active. Defaults to
             ``InteractionType.DETERMINISTIC``.
         distribution_class (type, optional): a ``torch.distributions.Distribution``
-            class. Defaults to :class:`~tensordict.nn.distributions.Delta`.
+            class (or a callable returning one). Defaults to
+            :class:`~tensordict.nn.distributions.Delta`.
         distribution_kwargs (dict, optional): extra keyword arguments of the class.
         return_log_prob (bool, optional): also write the log-probability of the
-            value at ``log_prob_key``. Defaults to ``False``.
-        log_prob_key (NestedKey, optional): defaults to ``"sample_log_prob"``.
+            value at :attr:`log_prob_keys`. Defaults to ``False``.
+        log_prob_key (NestedKey, optional): where the log-probability goes. Defaults
+            to ``"<sample key>_log_prob"`` (``"sample_log_prob"`` while
+            :func:`~tensordict.nn.composite_lp_aggregate` is on).
+        log_prob_keys (list of NestedKey, optional): one key per sampled key (for
+            composite distributions).
         cache_dist (bool, optional): keep the last distribution in ``self._dist``.
             Defaults to ``False``.
         n_empirical_estimate (int, optional): samples used for empirical means and
             medians. Defaults to ``1000``.
+        num_samples (int or tuple of int, optional): draw this many samples; the
+            output is the input expanded to ``[*num_samples, *batch_size]``.
+        generator (torch.Generator, int, NestedKey or None, optional): the random
+            stream of ``RANDOM`` draws. A generator is advanced in place and the
+            global RNG is untouched; an int seeds a new generator; a key reads the
+            generator (or an int / int tensor seed, then replaced by the next seed)
+            from the input TensorDict.
 
     Raises:
         ValueError: no ``out_keys`` (and they cannot be inferred).
-        TypeError: a key is not a str / tuple of str.
+        TypeError: a key is not a str / tuple of str, or ``generator`` has a wrong type.
 
     When every key of ``out_keys`` is already present and :func:`skip_existing` is
     on, nothing is drawn.
@@ -203,7 +287,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         tensor([[0., 0.],
                 [0., 0.],
                 [0., 0.]])
-        >>> td["sample_log_prob"].shape
+        >>> td["action_log_prob"].shape
         torch.Size([3, 2])
     """
 
@@ -219,8 +303,11 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         distribution_kwargs: dict | None = None,
         return_log_prob: bool = False,
         log_prob_key: NestedKey | None = None,
+        log_prob_keys: Sequence[NestedKey] | None = None,
         cache_dist: bool = False,
         n_empirical_estimate: int = 1000,
+        num_samples: int | Sequence[int] | None = None,
+        generator: torch.Generator | int | NestedKey | None = None,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -240,17 +327,52 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             if not out_keys:
                 msg = f"{owner}: out_keys is required (where to write the drawn value)."
                 raise ValueError(msg)
+        self.generator = _check_generator(generator, owner)
         self.in_keys = td_keys
         self.dist_sample_keys = _normalize_keys(out_keys, "out_keys", owner)
         if isinstance(default_interaction_type, str):
             default_interaction_type = InteractionType.from_str(default_interaction_type)
         self.default_interaction_type = default_interaction_type
         self.return_log_prob = bool(return_log_prob)
-        self.log_prob_key = log_prob_key if log_prob_key is not None else "sample_log_prob"
-        self.out_keys = list(self.dist_sample_keys) + ([self.log_prob_key] if self.return_log_prob else [])
+        if log_prob_keys is not None:
+            self._given_lp_keys = _normalize_keys(log_prob_keys, "log_prob_keys", owner)
+        elif log_prob_key is not None:
+            self._given_lp_keys = [unravel_key(log_prob_key)]
+        else:
+            self._given_lp_keys = None
+        self.out_keys = list(self.dist_sample_keys) + (list(self.log_prob_keys) if self.return_log_prob else [])
         self.cache_dist = cache_dist
         self.n_empirical_estimate = n_empirical_estimate
+        if num_samples is not None and not isinstance(num_samples, (tuple, list, torch.Size)):
+            num_samples = (int(num_samples),)
+        self.num_samples = torch.Size(num_samples) if num_samples is not None else None
         self._dist = None
+
+    @property
+    def log_prob_keys(self) -> list:
+        """Where log-probabilities are written: the given keys, ``["sample_log_prob"]``
+        while :func:`composite_lp_aggregate` is on, else ``"<key>_log_prob"`` per sampled key."""
+        if self._given_lp_keys is not None:
+            return list(self._given_lp_keys)
+        if composite_lp_aggregate(nowarn=True):
+            return ["sample_log_prob"]
+        return [_lp_name(k) for k in self.dist_sample_keys]
+
+    @property
+    def log_prob_key(self) -> NestedKey:
+        """The single log-probability key (see :attr:`log_prob_keys`).
+
+        Raises:
+            RuntimeError: there are several (a composite distribution without aggregation).
+        """
+        keys = self.log_prob_keys
+        if len(keys) != 1:
+            msg = (
+                f"{type(self).__name__}.log_prob_key: the module writes {len(keys)} log-probabilities "
+                f"({keys}); read log_prob_keys, or aggregate them with set_composite_lp_aggregate(True)."
+            )
+            raise RuntimeError(msg)
+        return keys[0]
 
     @property
     def dist_params_keys(self) -> list:
@@ -283,13 +405,40 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             self._dist = dist
         return dist
 
-    def log_prob(self, tensordict: TensorDictBase, *, dist: D.Distribution | None = None) -> Any:
-        """Log-probability of the values stored at ``out_keys`` under the distribution."""
+    def log_prob(self, tensordict: TensorDictBase, *, dist: D.Distribution | None = None, **kwargs: Any) -> Any:
+        """Log-probability of the values stored at ``out_keys`` under the distribution.
+
+        Returns:
+            a tensor, or for a :class:`CompositeDistribution` what its ``log_prob`` returns.
+        """
         if dist is None:
             dist = self.get_dist(tensordict)
         if isinstance(dist, CompositeDistribution):
             return dist.log_prob(tensordict)
         return dist.log_prob(*[tensordict.get(k) for k in self.dist_sample_keys])
+
+    def _generator_for(self, tensordict: TensorDictBase) -> tuple[torch.Generator | None, Any]:
+        """(generator, write-back) for this call; write-back stores the next seed of a key seed."""
+        gen = self.generator
+        if gen is None or isinstance(gen, torch.Generator):
+            return gen, None
+        raw = tensordict.get(gen)
+        if isinstance(raw, NonTensorData):
+            raw = raw.data
+        if isinstance(raw, torch.Generator):
+            return raw, None
+        is_tensor = isinstance(raw, torch.Tensor)
+        seeded = torch.Generator().manual_seed(int(raw))
+        key = gen
+
+        def write_back() -> None:
+            nxt = int(torch.randint(0, 2**62, (), generator=seeded))
+            if is_tensor:
+                tensordict.set(key, torch.tensor(nxt, dtype=raw.dtype, device=raw.device))
+            else:
+                tensordict.set(key, NonTensorData(nxt))
+
+        return seeded, write_back
 
     @_handles_kwargs
     def forward(
@@ -302,7 +451,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         """Builds the distribution, draws a value and writes it at ``out_keys``.
 
         Returns:
-            the TensorDict holding the value (``tensordict`` itself by default).
+            the TensorDict holding the value (``tensordict`` itself by default; with
+            ``num_samples``, the input expanded to ``[*num_samples, *batch_size]``).
 
         Raises:
             KeyError: a parameter entry is missing (nothing is written).
@@ -316,7 +466,16 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         dist = self.get_dist(tensordict)
         if _requires_sample:
             itype = _INTERACTION_TYPE[0] or self.default_interaction_type
-            value = _draw(dist, itype, self.n_empirical_estimate)
+            shape = self.num_samples or torch.Size()
+            if itype is InteractionType.RANDOM and self.generator is not None:
+                gen, write_back = self._generator_for(tensordict)
+                value = _run_with_generator(gen, lambda: _draw(dist, itype, self.n_empirical_estimate, shape))
+                if write_back is not None:
+                    write_back()
+            else:
+                value = _draw(dist, itype, self.n_empirical_estimate, shape)
+            if shape:
+                dest = dest.expand(*shape, *dest.batch_size)
             if isinstance(value, TensorDictBase):
                 dest.update(value)
                 values = [value]
@@ -340,26 +499,43 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                 if isinstance(lp, TensorDictBase):
                     dest.update(lp)
                 else:
-                    dest.set(self.log_prob_key, lp)
+                    dest.set(self.log_prob_keys[0], lp)
             else:
-                dest.set(self.log_prob_key, dist.log_prob(*values))
+                dest.set(self.log_prob_keys[0], dist.log_prob(*values))
         return dest
 
 
-class ProbabilisticTensorDictSequential(TensorDictSequential):
-    """A :class:`TensorDictSequential` whose last step is a :class:`ProbabilisticTensorDictModule`.
+def _is_prob(module: Any) -> bool:
+    return isinstance(module, (ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential))
 
-    Adds :meth:`get_dist` (run every step but the last, then build the distribution)
-    and :meth:`log_prob`.
+
+class ProbabilisticTensorDictSequential(TensorDictSequential):
+    """A :class:`TensorDictSequential` whose steps include probabilistic modules.
+
+    By default the last step is a :class:`ProbabilisticTensorDictModule` and
+    :meth:`get_dist` runs every step but the last, then builds that step's
+    distribution. With ``return_composite=True`` (required when probabilistic steps
+    sit in the middle of the sequence, or when the last step is not probabilistic),
+    :meth:`get_dist` runs the whole sequence and returns a
+    :class:`CompositeDistribution` over every probabilistic step's samples. Without
+    any probabilistic step the sequence behaves as a :class:`TensorDictSequential`.
 
     Args:
-        *modules: the steps; the last must be a ``ProbabilisticTensorDictModule``.
+        *modules: the steps (or one ordered dict of named steps).
 
     Keyword Args:
         partial_tolerant (bool, optional): see :class:`TensorDictSequential`.
+        return_composite (bool, optional): see above. Defaults to ``False`` when the
+            last step is probabilistic, ``True`` otherwise.
+        aggregate_probabilities (bool, optional): sum the log-probabilities of a
+            composite distribution. Defaults to :func:`composite_lp_aggregate`.
+        include_sum (bool, optional): kept for compatibility; the composite sum is
+            written by :meth:`CompositeDistribution.log_prob_composite`.
+        inplace (bool, optional): see :class:`TensorDictSequential`.
+        selected_out_keys (list of NestedKey, optional): see :class:`TensorDictSequential`.
 
     Raises:
-        ValueError: the last step is not probabilistic.
+        ValueError: the last step is not probabilistic and ``return_composite=False``.
 
     Examples:
         >>> import torch
@@ -378,13 +554,87 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         torch.Size([5, 2])
     """
 
-    def __init__(self, *modules: Any, partial_tolerant: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *modules: Any,
+        partial_tolerant: bool = False,
+        return_composite: bool | None = None,
+        aggregate_probabilities: bool | None = None,
+        include_sum: bool | None = None,
+        inplace: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
         mods = list(modules[0].values()) if len(modules) == 1 and isinstance(modules[0], Mapping) else list(modules)
-        if not mods or not isinstance(mods[-1], ProbabilisticTensorDictModule):
-            last = type(mods[-1]).__name__ if mods else "nothing"
-            msg = f"ProbabilisticTensorDictSequential: the last step must be a ProbabilisticTensorDictModule, got {last}."
-            raise ValueError(msg)
+        prob = [m for m in mods if _is_prob(m)]
+        last_is_prob = bool(mods) and _is_prob(mods[-1])
+        if not prob:
+            return_composite = True
+        elif not last_is_prob:
+            if return_composite is False:
+                last = type(mods[-1]).__name__ if mods else "nothing"
+                msg = (
+                    "ProbabilisticTensorDictSequential: the last step must be a ProbabilisticTensorDictModule "
+                    f"when return_composite=False, got {last}."
+                )
+                raise ValueError(msg)
+            return_composite = True
+        elif return_composite is None:
+            return_composite = False
+        if inplace is not None:
+            kwargs["inplace"] = inplace
         super().__init__(*modules, partial_tolerant=partial_tolerant, **kwargs)
+        self.return_composite = bool(return_composite)
+        self.aggregate_probabilities = aggregate_probabilities
+        self.include_sum = include_sum
+        self._requires_sample = bool(prob)
+        self._det_part = TensorDictSequential(*mods[:-1]) if prob and not self.return_composite and mods[:-1] else None
+
+    def _new_like(self, mods: list) -> TensorDictSequential:
+        """A sub-sequence: probabilistic while it ends with a probabilistic step (or the
+        sequence returns composites), else a plain :class:`TensorDictSequential`."""
+        if self.return_composite and any(_is_prob(m) for m in mods):
+            return type(self)(*mods, partial_tolerant=self.partial_tolerant, return_composite=True)
+        if mods and _is_prob(mods[-1]):
+            return type(self)(*mods, partial_tolerant=self.partial_tolerant)
+        return TensorDictSequential(*mods, partial_tolerant=self.partial_tolerant)
+
+    # -------------------------------------------------------------- distributions
+    def _prob_modules(self) -> list:
+        return [m for m in self._modules_list() if _is_prob(m)]
+
+    @property
+    def default_interaction_type(self) -> InteractionType:
+        """The last probabilistic step's default interaction type (``DETERMINISTIC`` without one)."""
+        prob = self._prob_modules()
+        return prob[-1].default_interaction_type if prob else InteractionType.DETERMINISTIC
+
+    @property
+    def dist_sample_keys(self) -> list:
+        """The keys the probabilistic steps write their draws to."""
+        if not self.return_composite:
+            return self._modules_list()[-1].dist_sample_keys
+        return [k for m in self._prob_modules() for k in m.dist_sample_keys]
+
+    @property
+    def dist_params_keys(self) -> list:
+        """The keys the probabilistic steps build their distributions from."""
+        if not self.return_composite:
+            return self._modules_list()[-1].dist_params_keys
+        return [k for m in self._prob_modules() for k in m.dist_params_keys]
+
+    @property
+    def log_prob_keys(self) -> list:
+        """Where the probabilistic steps write log-probabilities."""
+        return [k for m in self._prob_modules() for k in m.log_prob_keys]
+
+    @property
+    def log_prob_key(self) -> NestedKey:
+        """The single log-probability key (the last probabilistic step's)."""
+        prob = self._prob_modules()
+        if not prob:
+            msg = "ProbabilisticTensorDictSequential.log_prob_key: the sequence has no probabilistic step."
+            raise RuntimeError(msg)
+        return prob[-1].log_prob_key
 
     def get_dist_params(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Runs every step but the last (writing the distribution parameters)."""
@@ -392,19 +642,51 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             tensordict = m(tensordict)
         return tensordict
 
+    def _composite(self, tensordict: TensorDictBase) -> CompositeDistribution:
+        """Runs the sequence (sampling only keys not yet present) and gathers every step's distribution."""
+        dists: dict = {}
+        for m in self._modules_list():
+            if _is_prob(m):
+                dist = m.get_dist(tensordict)
+                if isinstance(dist, CompositeDistribution):
+                    for key, sub in dist.dists.items():
+                        dists[dist.name_map[key]] = sub
+                else:
+                    dists[m.dist_sample_keys[0]] = dist
+                if not _all_present(tensordict, m.dist_sample_keys):
+                    tensordict = m(tensordict)
+            else:
+                tensordict = m(tensordict)
+        return CompositeDistribution.from_distributions(
+            tensordict, dists, aggregate_probabilities=self.aggregate_probabilities
+        )
+
     def get_dist(self, tensordict: TensorDictBase) -> D.Distribution:
-        """The distribution of the last step, after running the previous ones on ``tensordict``."""
+        """The distribution of the sequence.
+
+        Returns:
+            the last step's distribution (after running the previous steps), or with
+            ``return_composite`` a :class:`CompositeDistribution` over every
+            probabilistic step.
+        """
+        if self.return_composite:
+            return self._composite(tensordict)
         tensordict = self.get_dist_params(tensordict)
         return self._modules_list()[-1].get_dist(tensordict)
 
     build_dist_from_params = get_dist
 
-    def log_prob(self, tensordict: TensorDictBase) -> Any:
-        """Log-probability of the values at the last step's ``out_keys``."""
-        dist = self.get_dist(tensordict)
-        return self._modules_list()[-1].log_prob(tensordict, dist=dist)
+    def log_prob(self, tensordict: TensorDictBase, *, dist: D.Distribution | None = None, **kwargs: Any) -> Any:
+        """Log-probability of the samples stored in ``tensordict``.
 
-    @property
-    def dist_sample_keys(self) -> list:
-        """The keys the last step writes its draw to."""
-        return self._modules_list()[-1].dist_sample_keys
+        Returns:
+            a tensor (one probabilistic last step, or aggregated), else a TensorDict
+            of ``"<key>_log_prob"`` entries.
+        """
+        if self.return_composite:
+            if dist is None:
+                dist = self._composite(tensordict.copy())
+            return dist.log_prob(tensordict)
+        if dist is None:
+            dist = self.get_dist(tensordict)
+        return self._modules_list()[-1].log_prob(tensordict, dist=dist)
