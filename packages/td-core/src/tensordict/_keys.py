@@ -128,14 +128,22 @@ class _KeysView:
         nested = self.include_nested
         append = out.append
         tdb = _classes.TensorDictBase
-        for key, value in td._items_raw():
-            full = prefix + (key,) if prefix else key
-            is_coll = isinstance(value, tdb)
-            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
-            if not leaves_only or leaf:
-                append((full, value))
-            if nested and is_coll:
-                self._collect(value, prefix + (key,), out)
+        # depth-first, parents before children, with an explicit stack: no recursion limit
+        # on the nesting depth
+        stack = [(prefix, iter(td._items_raw()))]
+        while stack:
+            pre, items = stack[-1]
+            for key, value in items:
+                full = pre + (key,) if pre else key
+                is_coll = isinstance(value, tdb)
+                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if not leaves_only or leaf:
+                    append((full, value))
+                if nested and is_coll:
+                    stack.append((pre + (key,), iter(value._items_raw())))
+                    break
+            else:
+                stack.pop()
 
     def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
         if not self.include_nested and not self.leaves_only:
@@ -158,13 +166,15 @@ class _KeysView:
         is_leaf = self.is_leaf
         n = 0
         tdb = _classes.TensorDictBase
-        for _, value in td._items_raw():
-            is_coll = isinstance(value, tdb)
-            leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
-            if not self.leaves_only or leaf:
-                n += 1
-            if self.include_nested and is_coll:
-                n += self._count(value)
+        todo = [td]  # an explicit stack: no recursion limit on the nesting depth
+        while todo:
+            for _, value in todo.pop()._items_raw():
+                is_coll = isinstance(value, tdb)
+                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if not self.leaves_only or leaf:
+                    n += 1
+                if self.include_nested and is_coll:
+                    todo.append(value)
         return n
 
     def __contains__(self, key: object) -> bool:

@@ -28,14 +28,7 @@ import torch
 from tensordict import _classes
 from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error, missing_key_error
-from tensordict._keys import (
-    _MISSING,
-    NO_DEFAULT,
-    NestedKey,
-    _as_tuple,
-    _KeysView,
-    unravel_key,
-)
+from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, _KeysView, unravel_key
 from tensordict._lazy_dense import LazyDenseMixin
 from tensordict._lazy_funcs import dense_stack_tds, lazy_stack, maybe_dense_stack
 from tensordict._lazy_index import LazyIndexMixin
