@@ -58,11 +58,30 @@ class TestOverviewExample:
         expected = module(TensorDict({"input": x}, [32]))
         assert (out == expected).all()
 
-    def test_positional_tensor_call(self):
+    def test_positional_tensor_call_returns_tensors(self):
         module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
         out = module(torch.randn(5, 3))
-        assert out.batch_size == torch.Size([5])
-        assert out["y"].shape == (5, 4)
+        assert isinstance(out, torch.Tensor) and out.shape == (5, 4)
+        two = TensorDictModule(lambda x: (x + 1, x - 1), in_keys=["x"], out_keys=["a", "b"])
+        a, b = two(torch.zeros(2))
+        assert (a == 1).all() and (b == -1).all()
+
+    def test_keyword_calls_return_tensors_switch(self):
+        from tensordict.nn import keyword_calls_return_tensors, set_keyword_calls_return_tensors
+
+        module = TensorDictModule(lambda x: (x + 1, x - 1), in_keys=["x"], out_keys=["a", "b"])
+        assert not keyword_calls_return_tensors()
+        with set_keyword_calls_return_tensors(True):
+            a, b = module(x=torch.zeros(2))
+            assert (a == 1).all() and (b == -1).all()
+        assert isinstance(module(x=torch.zeros(2)), TensorDict)
+        switch = set_keyword_calls_return_tensors(True)
+        switch.set()
+        try:
+            assert isinstance(module(x=torch.zeros(2)), tuple)
+        finally:
+            switch.unset()
+        assert isinstance(module(x=torch.zeros(2)), TensorDict)
 
 
 class TestKeys:
@@ -175,7 +194,7 @@ class TestSelectOutKeys:
 
     def test_select_unknown_key(self):
         mod = TensorDictModule(lambda x: x, in_keys=["a"], out_keys=["b"])
-        with pytest.raises(ValueError, match="'zz' is not one of the module's out_keys"):
+        with pytest.raises(ValueError, match="Can't select non existent key 'zz'"):
             mod.select_out_keys("zz")
 
     def test_generic_subclass_selection_keeps_preexisting(self):

@@ -8,7 +8,9 @@ Provided by the ``td-nn`` distribution. Every module declares the keys it reads
 from tensordict.nn._common import (
     TensorDictModuleBase,
     dispatch,
+    keyword_calls_return_tensors,
     make_tensordict,
+    set_keyword_calls_return_tensors,
     set_skip_existing,
     skip_existing,
 )
@@ -91,6 +93,8 @@ __all__ = [
     # utilities
     "dispatch",
     "make_tensordict",
+    "keyword_calls_return_tensors",
+    "set_keyword_calls_return_tensors",
     "set_skip_existing",
     "skip_existing",
     "__version__",

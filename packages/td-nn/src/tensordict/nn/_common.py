@@ -442,13 +442,95 @@ def _wrap_forward(fwd: Callable) -> Callable:
         out = fwd(self, td)
         if isinstance(out, TensorDictBase):
             _infer_batch_size_(out)
-        return out
+        return _tensor_call_output(self, out, tensordict is not None or bool(args))
 
     forward._td_handles_kwargs = True  # type: ignore[attr-defined]
     return forward
 
 
 # ---------------------------------------------------------------------------- base class
+
+
+def _instance_keys(name: str, declared: Any) -> property:
+    """A property holding keys declared as a class attribute in ``self._<name>``."""
+    private = "_" + name
+
+    def fget(self: Any) -> list:
+        keys = self.__dict__.get(private)
+        if keys is None:
+            keys = self.__dict__[private] = _normalize_keys(declared, name, type(self).__name__)
+        return keys
+
+    def fset(self: Any, value: Any) -> None:
+        self.__dict__[private] = _normalize_keys(value, name, type(self).__name__)
+
+    return property(fget, fset, doc=f"The module's {name} (declared on the class).")
+
+
+#: whether keyword-tensor calls (``module(x=tensor)``) return the ``out_keys`` tensors,
+#: as tensordict 0.15 does, instead of the TensorDict the seeds' overview shows.
+#: Switched by :class:`set_keyword_calls_return_tensors` or, for a whole process, the
+#: environment variable ``TD_NN_KEYWORD_CALLS_RETURN_TENSORS=1``.
+_KEYWORD_CALLS_RETURN_TENSORS = [
+    __import__("os").environ.get("TD_NN_KEYWORD_CALLS_RETURN_TENSORS", "0").lower() in ("1", "true", "yes")
+]
+
+
+def keyword_calls_return_tensors() -> bool:
+    """Whether ``module(x=tensor)`` returns the output tensors (tensordict 0.15) or a TensorDict.
+
+    Defaults to ``False``: a keyword call returns the TensorDict (the behaviour the
+    project's overview documents); calls with positional tensors return the tensors
+    either way. See :class:`set_keyword_calls_return_tensors`.
+
+    Examples:
+        >>> keyword_calls_return_tensors()
+        False
+    """
+    return _KEYWORD_CALLS_RETURN_TENSORS[0]
+
+
+class set_keyword_calls_return_tensors(ModeSwitch):  # noqa: N801 - switch naming of the tensordict API
+    """Makes keyword-tensor calls return tensors, as in tensordict 0.15.
+
+    A context manager, a decorator, or ``set_keyword_calls_return_tensors(True).set()``
+    for the whole process (the environment variable
+    ``TD_NN_KEYWORD_CALLS_RETURN_TENSORS=1`` sets it at import). With it on,
+    ``module(x=tensor)`` returns the tensor at the single out_key (a tuple for several
+    out_keys) instead of the TensorDict.
+
+    Args:
+        mode (bool, optional): defaults to ``True``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> mod = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"])
+        >>> with set_keyword_calls_return_tensors(True):
+        ...     mod(x=torch.zeros(2))
+        tensor([1., 1.])
+        >>> mod(x=torch.zeros(2))["y"]
+        tensor([1., 1.])
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self.mode = bool(mode)
+
+    def _read(self) -> bool:
+        return _KEYWORD_CALLS_RETURN_TENSORS[0]
+
+    def _write(self, value: bool) -> None:
+        _KEYWORD_CALLS_RETURN_TENSORS[0] = value
+
+
+def _tensor_call_output(module: Any, out: Any, positional: bool) -> Any:
+    """What a call with tensors returns: the out_keys' tensors for positional calls (and
+    keyword calls under :class:`set_keyword_calls_return_tensors`), else the TensorDict."""
+    if not isinstance(out, TensorDictBase) or not (positional or _KEYWORD_CALLS_RETURN_TENSORS[0]):
+        return out
+    values = tuple(out.get(key) for key in module.out_keys)
+    return values[0] if len(values) == 1 else values
 
 def _global_hooks_check() -> bool:
     return bool(_global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks)  # noqa: F821
@@ -492,6 +574,12 @@ class TensorDictModuleBase(nn.Module):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        for name in ("in_keys", "out_keys"):
+            declared = cls.__dict__.get(name)
+            if isinstance(declared, (list, tuple, str)):
+                # keys declared on the class become per-instance lists ``self._in_keys`` /
+                # ``self._out_keys`` (so select_out_keys on one instance leaves others alone)
+                setattr(cls, name, _instance_keys(name, declared))
         fwd = cls.__dict__.get("forward")
         if fwd is not None and callable(fwd) and not getattr(fwd, "_td_handles_kwargs", False):
             cls.forward = _wrap_forward(fwd)
@@ -536,15 +624,21 @@ class TensorDictModuleBase(nn.Module):
         return list(src) if src is not None else list(self.out_keys)
 
     def _check_selection(self, out_keys: tuple) -> list:
-        if len(out_keys) == 1 and isinstance(out_keys[0], list):
-            out_keys = tuple(out_keys[0])
+        for key in out_keys:
+            if not isinstance(key, (str, tuple)):
+                msg = (
+                    f"{type(self).__name__}.select_out_keys: key should be a str or a tuple of str "
+                    f"(a nested key), got {type(key).__name__} ({key!r}); pass several keys unpacked: "
+                    "select_out_keys(*keys)."
+                )
+                raise ValueError(msg)
         selected = _normalize_keys(list(out_keys), "out_keys", type(self).__name__)
         available = self.out_keys_source
         for key in selected:
             if key not in available:
                 msg = (
-                    f"{type(self).__name__}.select_out_keys: {key!r} is not one of the module's "
-                    f"out_keys {available}."
+                    f"Can't select non existent key {key!r}: {type(self).__name__}.select_out_keys "
+                    f"accepts the module's out_keys {available}."
                 )
                 raise ValueError(msg)
         return selected

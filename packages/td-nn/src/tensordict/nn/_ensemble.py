@@ -10,7 +10,12 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn._common import TensorDictModuleBase, _handles_kwargs, _infer_batch_size_
+from tensordict.nn._common import (
+    TensorDictModuleBase,
+    _handles_kwargs,
+    _infer_batch_size_,
+    _tensor_call_output,
+)
 from tensordict.nn._functional import _strip, _swap_params
 
 __all__ = ["EnsembleModule"]
@@ -100,7 +105,8 @@ class EnsembleModule(TensorDictModuleBase):
         """
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
-            return _infer_batch_size_(self.forward(td))
+            out = _infer_batch_size_(self.forward(td))
+            return _tensor_call_output(self, out, tensordict is not None or bool(args))
         if self.expand_input:
             tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
         elif not tensordict.batch_size or tensordict.batch_size[0] != self.num_copies:

@@ -27,6 +27,7 @@ from tensordict.nn._common import (
     _module_label,
     _normalize_keys,
     _ReadableKeyError,
+    _tensor_call_output,
 )
 from tensordict.nn._common import _SKIP_EXISTING as _SKIP
 
@@ -392,8 +393,8 @@ class TensorDictModule(TensorDictModuleBase):
             return tensordict
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
-            out = self.forward(td, tensordict_out=tensordict_out)
-            return _infer_batch_size_(out)
+            out = _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+            return _tensor_call_output(self, out, tensordict is not None or bool(args))
         if self._skips(tensordict):
             return tensordict
         fn = self._fn

@@ -27,6 +27,7 @@ from tensordict.nn._common import (
     _infer_batch_size_,
     _missing_in_key_error,
     _normalize_keys,
+    _tensor_call_output,
 )
 from tensordict.nn._distributions import (
     CompositeDistribution,
@@ -459,7 +460,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         """
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, (), kwargs)
-            return _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+            out = _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+            return _tensor_call_output(self, out, tensordict is not None)
         if _SKIP_EXISTING[0] and _all_present(tensordict, self.dist_sample_keys):
             return tensordict
         dest = tensordict if tensordict_out is None else tensordict_out

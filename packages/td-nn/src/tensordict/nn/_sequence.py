@@ -21,6 +21,7 @@ from tensordict.nn._common import (
     _infer_batch_size_,
     _missing_in_key_error,
     _normalize_keys,
+    _tensor_call_output,
 )
 from tensordict.nn._module import TensorDictModule, WrapModule
 
@@ -365,7 +366,8 @@ class TensorDictSequential(TensorDictModule):
         """
         if not isinstance(tensordict, TensorDictBase):
             td = self._td_from_call(tensordict, args, kwargs)
-            return _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+            out = _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
+            return _tensor_call_output(self, out, tensordict is not None or bool(args))
         if self._skips(tensordict):
             return tensordict
         pre = self._precheck
