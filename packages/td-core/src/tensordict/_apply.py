@@ -284,7 +284,10 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
             elif n and _breaks(res, n, b0, bs):
                 raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
         elif isinstance(value, tdb):
-            res = _apply_simple(value, fn, filter_empty, prefix + (key,))
+            if isinstance(value, _classes.LazyStackedTensorDict):
+                res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
+            else:
+                res = _apply_simple(value, fn, filter_empty, prefix + (key,))
             if res is None:
                 continue
         elif _is_tensorclass(value, tdb):
@@ -476,6 +479,27 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
             and not ctx.call_on_nested
             and (ctx.is_leaf is None or not ctx.is_leaf(type(first)))
         )
+        if (
+            nested
+            and wrapper is None
+            and out is None
+            and not ctx.named
+            and isinstance(first, _classes.LazyStackedTensorDict)
+            and all(isinstance(v, TensorDictBase) for v in values)
+        ):
+            # a lazy stack walks its own stacked TensorDicts (they may be heterogeneous)
+            kw: dict = {"inplace": inplace, "call_on_nested": False, "is_leaf": ctx.is_leaf}
+            kw["filter_empty"] = ctx.filter_empty
+            if default is not NO_DEFAULT:
+                kw["default"] = default
+            if device is not NO_DEFAULT:
+                kw["device"] = device
+            if new_bs is not None:
+                kw["batch_size"] = _Size((*new_bs, *first.batch_size[nd:]))
+            res = first.apply(fn, *values[1:], **kw)
+            if source is not None and res is not None:
+                source[key] = res
+            continue
         if nested:
             if wrapper is not None:
                 values = [

@@ -39,6 +39,7 @@ from tensordict._keys import (
 )
 from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._module_params import ModuleParamsMixin
+from tensordict._names import refine, renamed, sync_child_names
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
@@ -71,6 +72,28 @@ def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
 def _is_numpy(value: Any) -> bool:
     mod = type(value).__module__
     return mod == "numpy" or mod.startswith("numpy.")
+
+
+def _plan_lazy_write_at(dest: Any, index: tuple, value: Any, plan: list) -> bool:
+    """Plans ``dest[index] = value`` for a lazy stack ``dest`` whose stack dim ``index``
+    does not reach: each stacked TensorDict gets its part of ``value`` (so stacks of
+    heterogeneous shapes are written without stacking them). ``False`` if it does not apply."""
+    consumed = 0
+    for idx in index:
+        if idx is None:
+            continue
+        consumed += idx.ndim if isinstance(idx, torch.Tensor) and idx.dtype is torch.bool else 1
+    sd = dest.stack_dim
+    tds = dest.tensordicts
+    if consumed > sd or not tds:
+        return False
+    vsd = value.batch_dims - (dest.batch_dims - sd)
+    if vsd < 0 or value.batch_size[vsd] != len(tds):
+        return False
+    parts = value.unbind(vsd)
+    for td, part in zip(tds, parts):
+        td._plan_write_at(index, part, plan)
+    return True
 
 
 class TensorDictBase(
@@ -360,6 +383,8 @@ class TensorDictBase(
             device = self.device
             if device is not None and value.device != device:
                 value = value.to(device)
+            if self._has_names() or value._has_names():
+                sync_child_names(self, value)
             return value
         if isinstance(value, (NonTensorData, NonTensorStack)):
             if value.batch_size != self.batch_size:
@@ -368,7 +393,9 @@ class TensorDictBase(
                 raise batch_mismatch_error(key, value.batch_size, self.batch_size)
             return value
         if isinstance(value, Mapping) and not getattr(type(value), "_is_tensorclass", False):
-            return _classes.TensorDict(value, batch_size=self.batch_size, device=self.device)
+            return _classes.TensorDict(
+                value, batch_size=self.batch_size, device=self.device, names=self.names if self._has_names() else None
+            )
         if is_tensor_collection(value):
             bs = self.batch_size
             if value.batch_size[: len(bs)] != bs:
@@ -561,6 +588,8 @@ class TensorDictBase(
                 plan.append((self, key, None, v, vbd))
                 continue
             if isinstance(dest, TensorDictBase) and isinstance(v, TensorDictBase):
+                if isinstance(dest, _classes.LazyStackedTensorDict) and _plan_lazy_write_at(dest, index, v, plan):
+                    continue
                 dest._plan_write_at(index, v, plan)
                 continue
             if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
@@ -997,6 +1026,63 @@ class TensorDictBase(
 
     def _has_names(self) -> bool:
         return False
+
+    def refine_names(self, *names: Any) -> TensorDictBase:
+        """Names the unnamed batch dims in place; ``...`` stands for the dims not listed.
+
+        Args:
+            *names (str, None or ...): one entry per batch dim (``None`` keeps the
+                current name), or fewer with one ``...``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: a name would replace a different existing name.
+            ValueError: the names are not unique, or too many are given.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(batch_size=[3, 4])
+            >>> td.refine_names(..., "time").names
+            [None, 'time']
+        """
+        self.names = refine(self.names, names)
+        return self
+
+    def rename_(self, *names: Any, **rename_map: Any) -> TensorDictBase:
+        """Renames the batch dims in place: every name positionally, or ``old=new`` keywords.
+
+        Nested TensorDicts are renamed too (their first ``batch_dims`` names follow).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: a keyword names no batch dim, or the result repeats a name.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(batch_size=[3, 4], names=["a", "b"])
+            >>> td.rename_(b="c").names
+            ['a', 'c']
+        """
+        self.names = renamed(self.names, names, rename_map)
+        return self
+
+    def rename(self, *names: Any, **rename_map: Any) -> TensorDictBase:
+        """A shallow copy (leaves shared) with renamed batch dims; see :meth:`rename_`.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(batch_size=[3, 4], names=["a", "b"])
+            >>> td.rename("x", "y").names, td.names
+            (['x', 'y'], ['a', 'b'])
+        """
+        new = renamed(self.names, names, rename_map)
+        out = self.clone(recurse=False)
+        out.names = new
+        return out
 
     def __repr__(self) -> str:
         return td_repr(self)

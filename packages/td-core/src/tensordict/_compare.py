@@ -99,8 +99,11 @@ class CompareMixin:
                 source[key] = fn(value)
         bs = list(self.batch_size)
         del bs[dim]
-        return self._new_like(source, batch_size=torch.Size(bs))
-
+        names = None
+        if self._has_names():
+            names = self.names
+            del names[dim]
+        return self._new_like(source, batch_size=torch.Size(bs), names=names)
 
 
 def _is_td(value: Any) -> bool:

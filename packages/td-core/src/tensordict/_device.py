@@ -55,6 +55,13 @@ class DeviceMixin:
             >>> td.to("cpu").device
             device(type='cpu')
         """
+        if kwargs:
+            kwargs = dict(kwargs)
+            inplace = kwargs.pop("inplace", False)
+            kwargs.pop("num_threads", None)  # leaves are moved by torch's own copy engine
+            pin = kwargs.pop("non_blocking_pin", False)
+            if inplace or pin:
+                return self._to_with_options(args, kwargs, inplace, pin)
         device, dtype, non_blocking, batch_size = _parse_to(args, dict(kwargs))
         if device is not None:
             device = torch.device(device)
@@ -87,6 +94,34 @@ class DeviceMixin:
         if batch_size is not None:
             out.batch_size = batch_size
         return out
+
+    def _to_with_options(self, args: tuple, kwargs: dict, inplace: bool, pin: bool) -> Any:
+        """``to`` with ``inplace=True`` (leaves replaced in ``self``) or ``non_blocking_pin=True``
+        (leaves pinned, then copied without blocking)."""
+        if pin:
+            device, dtype, _, batch_size = _parse_to(args, dict(kwargs))
+            device = _to_device(device)
+            if batch_size is not None or dtype is not None or device is None:
+                msg = "to(non_blocking_pin=True) takes a device only (no dtype or batch_size)."
+                raise ValueError(msg)
+            if device.type == "cpu":
+                out = self.to(device)
+            else:
+                out = self._map_leaves(
+                    lambda t: t.pin_memory().to(device, non_blocking=True), keep_non_tensor=True, device=device
+                )
+                out._set_device_tree(device)
+        else:
+            out = self.to(*args, **kwargs)
+        if not inplace or out is self:
+            return out
+        if out.batch_size != self.batch_size:
+            msg = "to(inplace=True) cannot change the batch_size; call it without inplace=True."
+            raise RuntimeError(msg)
+        for key, value in out._items_raw():
+            self._set_raw(key, value)
+        self._set_device_tree(out.device)
+        return self
 
     def _set_device_tree(self, device: Any) -> None:
         self._device = device

@@ -36,6 +36,7 @@ from tensordict._lazy_math import LazyMathMixin
 from tensordict._lazy_ops import LazyOpsMixin
 from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._lazy_write import LazyWriteMixin, _td_has
+from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
 from tensordict._td import TensorDict
 
@@ -120,6 +121,19 @@ class _LazyKeysView(_KeysView):
         return self.is_leaf(LazyStackedTensorDict if is_coll else type(first))
 
 
+def _check_stack_name(td: Any, prefix: list, sd: int, stack_name: str) -> None:
+    """Raises if naming the stack dim ``stack_name`` repeats a name in ``td``'s nested TensorDicts."""
+    for _, value in td._items_raw():
+        if isinstance(value, TensorDictBase):
+            names = list(prefix) + value.names[len(prefix) :]
+            if stack_name in names:
+                full = list(names)
+                full.insert(sd, stack_name)
+                msg = f"dim names must be unique: naming the stack dim {stack_name!r} gives a nested TensorDict the names {full}."
+                raise ValueError(msg)
+            _check_stack_name(value, names, sd, stack_name)
+
+
 class LazyStackedTensorDict(
     LazyMathMixin,
     LazyShapeMixin,
@@ -178,7 +192,7 @@ class LazyStackedTensorDict(
     _fast: bool | None = None
     _bs_cache: dict | None = None
     _lock_flag: bool = False
-    _names: list | None = None
+    _stack_name: str | None = None
 
     def __init__(
         self,
@@ -297,6 +311,8 @@ class LazyStackedTensorDict(
     ) -> LazyStackedTensorDict:
         obj = _new_object(LazyStackedTensorDict)
         obj.tensordicts = tds
+        if self._stack_name is not None:
+            obj._stack_name = self._stack_name
         obj.stack_dim = stack_dim = self.stack_dim if stack_dim is None else stack_dim
         if batch_size is None:
             td_bs = tds[0].batch_size
@@ -376,8 +392,6 @@ class LazyStackedTensorDict(
             td.batch_size = td_bs
         self._batch_size = new_size
         self._bs_cache = None
-        if self._names is not None and len(self._names) != len(new_size):
-            self._names = None
 
     @property
     def device(self) -> torch.device | None:
@@ -407,29 +421,52 @@ class LazyStackedTensorDict(
         return self
 
     def _has_names(self) -> bool:
-        return self._names is not None
+        if self._stack_name is not None:
+            return True
+        tds = self.tensordicts
+        return bool(tds) and tds[0]._has_names()
 
     @property
     def names(self) -> list:
-        """Names of the batch dims (``None`` for unnamed dims)."""
-        if self._names is not None:
-            return list(self._names)
-        return [None] * len(self._batch_size)
+        """Names of the batch dims (``None`` for unnamed dims).
+
+        The stack dim's name is the stack's own; the other names are the stacked
+        TensorDicts' names (setting ``names`` renames them).
+
+        Raises:
+            ValueError: (setter) wrong length or repeated names, also once the stack
+                dim's name is added to the names of nested TensorDicts.
+        """
+        tds = self.tensordicts
+        inner = tds[0].names if tds else [None] * (len(self._batch_size) - 1)
+        inner.insert(self.stack_dim, self._stack_name)
+        return inner
 
     @names.setter
     def names(self, value: Any) -> None:
-        if value is None:
-            self._names = None
+        new = None if value is None else check_names(value, self._batch_size)
+        sd = self.stack_dim
+        if new is None:
+            for td in self.tensordicts:
+                if td._has_names():
+                    td.names = None
+            self._stack_name = None
             return
-        value = list(value)
-        if len(value) != len(self._batch_size):
-            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)} (batch_size {tuple(self._batch_size)})."
-            raise ValueError(msg)
-        named = [v for v in value if v is not None]
-        if len(set(named)) != len(named):
-            msg = f"names must be unique, got {value}."
-            raise ValueError(msg)
-        self._names = value if named else None
+        stack_name = new[sd]
+        inner = new[:sd] + new[sd + 1 :]
+        if stack_name is not None and self.tensordicts:
+            _check_stack_name(self.tensordicts[0], inner, sd, stack_name)
+        for td in self.tensordicts:
+            td.names = inner
+        self._stack_name = stack_name
+
+    @property
+    def _names(self) -> list | None:
+        return self.names if self._has_names() else None
+
+    @_names.setter
+    def _names(self, value: Any) -> None:
+        self.names = value
 
     # ------------------------------------------------------------------ locking
     @property
@@ -512,7 +549,10 @@ class LazyStackedTensorDict(
                 if not isinstance(v, TensorDictBase):
                     raise self._type_error(key, first, v, i)
             try:
-                return LazyStackedTensorDict._from_list(values, sd)
+                out = LazyStackedTensorDict._from_list(values, sd)
+                if self._stack_name is not None:
+                    out._stack_name = self._stack_name
+                return out
             except RuntimeError as err:
                 msg = f"cannot lazily stack the nested TensorDicts under key {key!r}: {err}"
                 raise RuntimeError(msg) from None

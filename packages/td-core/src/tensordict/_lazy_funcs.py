@@ -67,7 +67,10 @@ def lazy_stack(
     else:
         result = _classes.LazyStackedTensorDict._from_list(tds, dim)
     if out is not None:
-        out.update_(result)
+        # written TensorDict by TensorDict, so heterogeneous nested stacks are never stacked
+        lead = (slice(None),) * result.stack_dim
+        for i, td in enumerate(tds):
+            out[(*lead, i)] = td
         return out
     return result
 

@@ -32,7 +32,21 @@ class LazyShapeMixin:
     def _batch_transform(
         self, fn: Callable[[Any, int], Any], nd: int | None = None, names: Any = None
     ) -> Any:
-        """Generic batch transform: runs on a dense copy (see :meth:`contiguous`)."""
+        """Generic batch transform.
+
+        When the op acts only on dims before the stack dim (``nd <= stack_dim``, e.g.
+        a parent TensorDict transforming its own batch dims), it runs on each stacked
+        TensorDict and the result stays lazy (stacks of heterogeneous shapes included).
+        Otherwise it runs on a dense copy (see :meth:`contiguous`).
+        """
+        tds = self.tensordicts
+        if nd is not None and nd <= self.stack_dim and tds:
+            if names is None:
+                new_tds = [td._batch_transform(fn, nd) for td in tds]
+            else:
+                new_tds = [td._batch_transform(fn, nd, names=names) for td in tds]
+            shift = new_tds[0].batch_dims - tds[0].batch_dims
+            return self._new_lazy(new_tds, self.stack_dim + shift)
         return self.contiguous()._batch_transform(fn, nd, names=names)
 
     def _regroup(self, columns: list, new_sd: int, sizes: list) -> tuple:

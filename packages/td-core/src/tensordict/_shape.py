@@ -14,10 +14,22 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 
 _Tensor = torch.Tensor
 
 __all__ = ["ShapeMixin"]
+
+
+def _keep_names(names: list) -> list:
+    return names
+
+
+def _keep_lock(td: Any, out: Any) -> Any:
+    """Locks ``out`` (a view-like result of a shape op) when ``td`` is locked."""
+    if td.is_locked and out is not td and not out.is_locked:
+        out.lock_()
+    return out
 
 
 def _norm_dim(dim: int, nd: int, what: str = "dim") -> int:
@@ -118,7 +130,7 @@ class ShapeMixin:
                 if new_bs is None:
                     new_bs = out.shape[: out.ndim - (value.ndim - bd)]
             elif isinstance(value, _classes.TensorDictBase):
-                out = value._batch_transform(fn, nd)
+                out = value._batch_transform(fn, nd) if names is None else value._batch_transform(fn, nd, names=names)
                 if new_bs is None:
                     new_bs = out.batch_size[: out.batch_dims - (value.batch_dims - bd)]
             else:
@@ -126,6 +138,8 @@ class ShapeMixin:
             source[key] = out
         if new_bs is None:
             new_bs = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd).shape
+        if names is not None:
+            names = derive_names(self, names, nd)
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     def _index(self, index: Any) -> Any:
@@ -137,10 +151,13 @@ class ShapeMixin:
                 msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
                 raise IndexError(msg)
             new_bs = bs[1:]
+            names = self.names[1:] if self._has_names() else None
         elif cls is slice and bs:
             new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
+            names = self.names if self._has_names() else None
         else:
             index = self._normalize_index(index)
+            names = None if not self._has_names() else index_names(self.names, index, len(bs))
             if len(index) == 1:
                 index = index[0]
             new_bs = None
@@ -153,7 +170,7 @@ class ShapeMixin:
                     source[key] = value._index(index)
                 else:
                     source[key] = value[index]
-            return self._new_like(source, batch_size=new_bs, names=None)
+            return self._new_like(source, batch_size=new_bs, names=names)
         bd = len(bs)
         for key, value in self._items_raw():
             out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
@@ -162,7 +179,7 @@ class ShapeMixin:
             source[key] = out
         if new_bs is None:
             new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
-        return self._new_like(source, batch_size=torch.Size(new_bs), names=None)
+        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     # -------------------------------------------------------------- reshaping
     def view(self, *shape: Any, size: Any = None) -> Any:
@@ -188,7 +205,7 @@ class ShapeMixin:
         if new == self.batch_size:
             return self
         nd = len(self.batch_size)
-        return self._batch_transform(lambda t, n: t.view(*new, *t.shape[n:]), nd)
+        return _keep_lock(self, self._batch_transform(lambda t, n: t.view(*new, *t.shape[n:]), nd))
 
     def reshape(self, *shape: Any, size: Any = None) -> Any:
         """Like :meth:`view` but copies when a view is impossible."""
@@ -217,18 +234,22 @@ class ShapeMixin:
         if sorted(dims) != list(range(nd)):
             msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims."
             raise RuntimeError(msg)
-        names = [self.names[d] for d in dims] if self._has_names() else None
-        return self._batch_transform(lambda t, n: t.permute(*dims, *range(n, t.ndim)), nd, names=names)
+        return _keep_lock(
+            self,
+            self._batch_transform(
+                lambda t, n: t.permute(*dims, *range(n, t.ndim)), nd, names=lambda ns: [ns[d] for d in dims]
+            ),
+        )
 
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swaps two batch dims."""
         nd = len(self.batch_size)
         d0, d1 = _norm_dim(dim0, nd), _norm_dim(dim1, nd)
-        names = None
-        if self._has_names():
-            names = list(self.names)
-            names[d0], names[d1] = names[d1], names[d0]
-        return self._batch_transform(lambda t, n: t.transpose(d0, d1), nd, names=names)
+        order = list(range(nd))
+        order[d0], order[d1] = d1, d0
+        return _keep_lock(
+            self, self._batch_transform(lambda t, n: t.transpose(d0, d1), nd, names=lambda ns: [ns[d] for d in order])
+        )
 
     def squeeze(self, dim: int | None = None) -> Any:
         """Removes batch dims of size 1 (only ``dim`` when given)."""
@@ -240,13 +261,13 @@ class ShapeMixin:
             dims = (d,) if self.batch_size[d] == 1 else ()
         if not dims:
             return self
-        return self._batch_transform(lambda t, n: t.squeeze(dims), nd)
+        return _keep_lock(self, self._batch_transform(lambda t, n: t.squeeze(dims), nd, names=drop_dims(dims)))
 
     def unsqueeze(self, dim: int) -> Any:
         """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd + 1)
-        return self._batch_transform(lambda t, n: t.unsqueeze(d), nd)
+        return _keep_lock(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
 
     def expand(self, *shape: Any) -> Any:
         """Expands the batch dims to ``shape`` (new leading dims allowed); no copy."""
@@ -258,7 +279,9 @@ class ShapeMixin:
         shape = tuple(
             self.batch_size[i - (len(shape) - nd)] if s == -1 else s for i, s in enumerate(shape)
         )
-        return self._batch_transform(lambda t, n: t.expand(*shape, *t.shape[n:]), nd)
+        return self._batch_transform(
+            lambda t, n: t.expand(*shape, *t.shape[n:]), nd, names=insert_dim(0, len(shape) - nd)
+        )
 
     def expand_as(self, other: Any) -> Any:
         """Expands to ``other.batch_size`` (a TensorDict) or ``other.shape`` (a tensor)."""
@@ -271,13 +294,18 @@ class ShapeMixin:
         s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
         if e <= s:
             return self
-        return self._batch_transform(lambda t, n: t.flatten(s, e), nd)
+        return self._batch_transform(
+            lambda t, n: t.flatten(s, e), nd, names=lambda ns: [*ns[:s], None, *ns[e + 1 :]]
+        )
 
     def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
         """Splits batch dim ``dim`` into ``unflattened_size``."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return self._batch_transform(lambda t, n: t.unflatten(d, unflattened_size), nd)
+        k = len(unflattened_size)
+        return self._batch_transform(
+            lambda t, n: t.unflatten(d, unflattened_size), nd, names=lambda ns: [*ns[:d], *([None] * k), *ns[d + 1 :]]
+        )
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
         """Moves batch dims (``torch.movedim`` restricted to the batch dims)."""
@@ -304,14 +332,16 @@ class ShapeMixin:
         """Repeats each element along batch dim ``dim``."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return self._batch_transform(lambda t, n: t.repeat_interleave(repeats, d, output_size=output_size), nd)
+        return self._batch_transform(
+            lambda t, n: t.repeat_interleave(repeats, d, output_size=output_size), nd, names=_keep_names
+        )
 
     def flip(self, dims: Any) -> Any:
         """Reverses the order along the given batch dims."""
         nd = len(self.batch_size)
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
         dims = tuple(_norm_dim(d, nd) for d in dims)
-        return self._batch_transform(lambda t, n: t.flip(dims), nd)
+        return self._batch_transform(lambda t, n: t.flip(dims), nd, names=_keep_names)
 
     def roll(self, shifts: Any, dims: Any) -> Any:
         """Rolls along the given batch dims."""
@@ -320,13 +350,13 @@ class ShapeMixin:
             dims = _norm_dim(dims, nd)
         else:
             dims = tuple(_norm_dim(d, nd) for d in dims)
-        return self._batch_transform(lambda t, n: t.roll(shifts, dims), nd)
+        return self._batch_transform(lambda t, n: t.roll(shifts, dims), nd, names=_keep_names)
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """A view of ``length`` elements from ``start`` along batch dim ``dim``."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return self._batch_transform(lambda t, n: t.narrow(d, start, length), nd)
+        return self._batch_transform(lambda t, n: t.narrow(d, start, length), nd, names=_keep_names)
 
     def gather(self, dim: int, index: torch.Tensor, out: Any = None) -> Any:
         """Gathers along batch dim ``dim`` with ``index`` (shape = new batch shape)."""
@@ -340,21 +370,21 @@ class ShapeMixin:
             idx = index.reshape(*index.shape, *([1] * (t.ndim - n))).expand(*index.shape, *t.shape[n:])
             return torch.gather(t, d, idx)
 
-        res = self._batch_transform(fn, nd)
+        res = self._batch_transform(fn, nd, names=_keep_names)
         if out is not None:
             out.update_(res)
             return out
         return res
 
     # -------------------------------------------------------------- splitting
-    def _split_leaves(self, fn: Callable[[Any, int], Sequence[Any]], nd: int) -> list:
+    def _split_leaves(self, fn: Callable[[Any, int], Sequence[Any]], nd: int, names: Any = None) -> list:
         bd = len(self.batch_size)
         keys = []
         columns = []
         shapes = None
         for key, value in self._items_raw():
             if isinstance(value, _classes.TensorDictBase):
-                parts = value._split_leaves(fn, nd)
+                parts = value._split_leaves(fn, nd) if names is None else value._split_leaves(fn, nd, names)
                 if shapes is None and parts:
                     shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]
             elif isinstance(value, torch.Tensor):
@@ -375,8 +405,10 @@ class ShapeMixin:
             probe = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd)
             shapes = [p.shape for p in probe]
         new_like = self._new_like
+        if names is not None:
+            names = derive_names(self, names, nd)
         return [
-            new_like(dict(zip(keys, [c[i] for c in columns])), batch_size=torch.Size(shapes[i]), names=None)
+            new_like(dict(zip(keys, [c[i] for c in columns])), batch_size=torch.Size(shapes[i]), names=names)
             for i in range(len(shapes))
         ]
 
@@ -392,7 +424,7 @@ class ShapeMixin:
         """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.unbind(d), nd))
+        return tuple(self._split_leaves(lambda t, n: t.unbind(d), nd, drop_dims((d,))))
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
         """Splits along batch dim ``dim`` into chunks of ``split_size`` (or the given sizes)."""
@@ -403,16 +435,16 @@ class ShapeMixin:
             if sum(split_size) != self.batch_size[d]:
                 msg = f"split sizes {split_size} do not add up to batch dim {d} of size {self.batch_size[d]}."
                 raise RuntimeError(msg)
-        return tuple(self._split_leaves(lambda t, n: t.split(split_size, d), nd))
+        return tuple(self._split_leaves(lambda t, n: t.split(split_size, d), nd, _keep_names))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """Splits into ``chunks`` pieces along batch dim ``dim``."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.chunk(chunks, d), nd))
+        return tuple(self._split_leaves(lambda t, n: t.chunk(chunks, d), nd, _keep_names))
 
     def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
         """``torch.tensor_split`` along batch dim ``dim``."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd))
+        return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names))

@@ -14,6 +14,7 @@ from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase
 from tensordict._device import _to_device
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey
+from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData
 
 __all__ = ["TensorDict"]
@@ -216,8 +217,10 @@ class TensorDict(TensorDictBase):
                 value._batch_size = new_size
             elif value.batch_size[:n] != new_size:
                 raise batch_mismatch_error(key, value.batch_size, new_size)
-        if self._names is not None and len(self._names) != n:
-            self._names = None
+        names = self._names
+        if names is not None and len(names) != n:
+            names = names[:n] + [None] * (n - len(names))
+            self._names = names if any(v is not None for v in names) else None
         self._batch_size = new_size
 
     @property
@@ -243,51 +246,15 @@ class TensorDict(TensorDictBase):
 
     @names.setter
     def names(self, value: Any) -> None:
-        if value is None:
-            self._names = None
-            return
-        value = list(value)
-        if len(value) != len(self._batch_size):
-            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)} (batch_size {tuple(self._batch_size)})."
-            raise ValueError(msg)
-        named = [v for v in value if v is not None]
-        if len(set(named)) != len(named):
-            msg = f"names must be unique, got {value}."
-            raise ValueError(msg)
-        self._names = value if named else None
-
-    def refine_names(self, *names: Any) -> TensorDict:
-        """Fills unnamed batch dims with ``names`` in place (``...`` keeps names as they are).
-
-        Raises:
-            RuntimeError: a name would replace a different existing name.
-        """
+        new = None if value is None else check_names(value, self._batch_size)
         nd = len(self._batch_size)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            names = (*names[:i], *([None] * (nd - len(names) + 1)), *names[i + 1 :])
-        current = self.names
-        new = []
-        for old, name in zip(current, names):
-            if old is not None and name is not None and old != name:
-                msg = f"refine_names: cannot rename dim named {old!r} to {name!r}."
-                raise RuntimeError(msg)
-            new.append(old if name is None else name)
-        self.names = new
-        return self
-
-    def rename(self, *names: Any, **rename_map: Any) -> TensorDict:
-        """A shallow copy with renamed batch dims."""
-        out = self.clone(recurse=False)
-        return out.rename_(*names, **rename_map)
-
-    def rename_(self, *names: Any, **rename_map: Any) -> TensorDict:
-        """Renames batch dims in place (positional names, or ``old=new`` keywords)."""
-        if names:
-            self.names = list(names)
-        else:
-            self.names = [rename_map.get(n, n) for n in self.names]
-        return self
+        for sub in self._tensordict.values():
+            if isinstance(sub, TensorDictBase) or getattr(sub, "_is_tensorclass", False):
+                cur = sub.names
+                if new is None and all(n is None for n in cur):
+                    continue
+                sub.names = (new or [None] * nd) + cur[nd:]
+        self._names = new
 
     # ------------------------------------------------------------------ hot paths
     def get(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:  # noqa: D102
