@@ -26,7 +26,7 @@ import torch.distributed as dist
 from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
-from tensordict._consolidate import _copy
+from tensordict.ext import copy_leaves as _copy
 from tensordict.distributed._decode import (
     build_from_payload,
     describe_differences,
@@ -147,7 +147,7 @@ def _check_same_structure(op: str, template: Template, group: Any, device: torch
 
 
 # ---------------------------------------------------------------------- broadcast
-def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None) -> Any:
+def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None, _tensorclass: str | None = None) -> Any:
     """Sends the TensorDict of rank ``src`` to every rank of the group.
 
     Every rank calls it. Rank ``src`` sends its header, then its metadata and packed
@@ -189,7 +189,7 @@ def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None) -> An
     dev, _ = comm_mode(group)
     op = "broadcast"
     if me == src:
-        out = Outgoing(td, device=dev)
+        out = Outgoing(td, device=dev, tensorclass=_tensorclass)
         _blocking(op, group, dist.broadcast, out.stream[:HEADER_SIZE], gsrc)
         if out.stream.numel() > HEADER_SIZE:
             _blocking(op, group, dist.broadcast, out.stream[HEADER_SIZE:], gsrc)

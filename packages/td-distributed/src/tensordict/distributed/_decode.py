@@ -247,7 +247,32 @@ def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
         raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
     td, skeleton = _build(skeleton, views, None, TensorDict, False, False)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
+    name = meta.get("tensorclass")
+    if name is not None:
+        return _as_tensorclass(td, name, who)
     return td
+
+
+def _as_tensorclass(td: Any, name: Any, who: str) -> Any:
+    """``td`` wrapped in the registered tensorclass ``name`` (the class is looked up in
+    td-tensorclass's registry, never imported by name); ``td`` itself, with a warning,
+    when no tensorclass of that name is registered in this process."""
+    import warnings
+
+    if not isinstance(name, str):
+        raise WireError(f"{who} sent an invalid tensorclass name {name!r}.")
+    try:
+        from tensordict.tensorclass import get_tensorclass
+
+        cls = get_tensorclass(name)
+    except (ImportError, KeyError, LookupError, ValueError):
+        warnings.warn(
+            f"{who} sent a {name!r} tensorclass, which is not registered in this process (import the "
+            "module that defines it first); received as a TensorDict.",
+            stacklevel=4,
+        )
+        return td
+    return cls.from_tensordict(td)
 
 
 def set_values(td: Any, meta: dict, who: str) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from tensordict import TensorDict
 from tensordict.distributed._decode import (
     build_from_payload,
     describe_differences,
@@ -43,8 +44,10 @@ from tensordict.distributed._decode import (
     structure_of,
     tensor_bytes,
 )
+from tensordict.distributed._lazy_view import plain_view
 from tensordict.distributed._transport import (
     check_initialized,
+    check_peer_args,
     comm_error,
     comm_mode,
     resolve_peer,
@@ -67,9 +70,9 @@ FIRST_CAP = 1 << 20
 
 # ---------------------------------------------------------------------- sending
 def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool,
-                reuse: bool = False) -> tuple[list, int, float]:
+                reuse: bool = False, tensorclass: str | None = None) -> tuple[list, int, float]:
     device, exact = comm_mode(group)
-    out = Outgoing(td, device=device, reuse=reuse)
+    out = Outgoing(plain_view(td), device=device, reuse=reuse, tensorclass=tensorclass)
     tag = tag_sequence(init_tag, pseudo_rand)
     stream = out.stream
     first_len = HEADER_SIZE if exact else min(stream.numel(), FIRST_CAP)
@@ -94,7 +97,7 @@ def _check_not_self(op: str, peer: int, name: str) -> None:
 
 
 def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
-         init_tag: int = 0, pseudo_rand: bool = False) -> None:
+         init_tag: int = 0, pseudo_rand: bool = False, consolidated: bool = False) -> None:
     """Sends the TensorDict to rank ``dst``, which receives it with :meth:`recv` (or :meth:`irecv`).
 
     The leaves travel in as few messages as the data allows: the small leaves,
@@ -115,6 +118,10 @@ def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int |
             Defaults to ``0``.
         pseudo_rand (bool): draw the tags from a generator seeded by ``init_tag``
             (the receiver must pass the same). Defaults to ``False``.
+        consolidated (bool): send the TensorDict's consolidated storage as one
+            message (the TensorDict is consolidated first if it is not); the
+            receiver passes ``consolidated=True`` to :meth:`recv` with a consolidated
+            template (e.g. from :meth:`from_remote_init`). Defaults to ``False``.
 
     Raises:
         RuntimeError: torch.distributed is not initialized; the transfer failed
@@ -139,16 +146,20 @@ def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int |
             else:
                 td.recv(0)  # td["obs"] is all ones, td["info"] == "step 1"
     """
+    check_peer_args("send", dst, group, group_dst, "dst")
     check_initialized("send")
     gdst, _ = resolve_peer("send", dst, group, group_dst, "dst")
     _check_not_self("send", gdst, "dst")
+    if consolidated:
+        td = _as_consolidated(td)
     # the call waits for its messages: a consolidated TensorDict may reuse its send buffer
     works, _, started = _post_sends("send", td, gdst, group, init_tag, pseudo_rand, reuse=True)
     wait_all(works, "send", f"rank {gdst}", group, started)
 
 
 def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
-          init_tag: int = 0, pseudo_rand: bool = False, return_early: bool = False) -> int | list:
+          init_tag: int = 0, pseudo_rand: bool = False, return_early: bool = False,
+          consolidated: bool = False) -> int | list:
     """Sends the TensorDict asynchronously: every message is posted at once.
 
     Same transfer as :meth:`send` (the receiver calls :meth:`recv` or :meth:`irecv`).
@@ -157,7 +168,7 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
         dst (int): the global rank of the receiver. Exclusive with ``group_dst``.
 
     Keyword Args:
-        group, group_dst, init_tag, pseudo_rand: as in :meth:`send`.
+        group, group_dst, init_tag, pseudo_rand, consolidated: as in :meth:`send`.
         return_early (bool): return the list of ``torch.distributed.Work`` objects
             at once; call ``wait()`` on each before modifying the TensorDict.
             Defaults to ``False`` (wait here).
@@ -183,8 +194,11 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
                 for f in futures:
                     f.wait()
     """
+    check_peer_args("isend", dst, group, group_dst, "dst")
     check_initialized("isend")
     gdst, _ = resolve_peer("isend", dst, group, group_dst, "dst")
+    if consolidated:
+        td = _as_consolidated(td)
     _check_not_self("isend", gdst, "dst")
     works, next_tag, started = _post_sends("isend", td, gdst, group, init_tag, pseudo_rand)
     if return_early:
@@ -194,7 +208,8 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
 
 
 def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any = None, *,
-                group_dst: int | None = None, init_tag: int = 0, pseudo_rand: bool = False) -> None:
+                group_dst: int | None = None, init_tag: int = 0, pseudo_rand: bool = False,
+                use_broadcast: bool = False, tensorclass: str | None = None) -> None:
     """Sends the TensorDict to a rank that has no template: it calls :meth:`from_remote_init`.
 
     The metadata goes first (length-prefixed JSON in a ``uint8`` buffer: keys,
@@ -212,6 +227,14 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
 
     Keyword Args:
         group_dst, init_tag, pseudo_rand: as in :meth:`send`.
+        use_broadcast (bool): send to every other rank of ``group`` at once with
+            broadcasts (``dst`` is then not needed); each receiver calls
+            ``from_remote_init(src=<this rank>, use_broadcast=True)``. Defaults to ``False``.
+        tensorclass (str, optional): the registered name of the tensorclass the
+            TensorDict holds the fields of (``tensordict.tensorclass.tensorclass_name``);
+            the receiver rebuilds an instance of it if that class is registered there
+            (it is looked up, never imported). A tensorclass's own ``init_remote``
+            passes it. Defaults to ``None``.
 
     Raises:
         RuntimeError, ValueError, TypeError: as in :meth:`send`.
@@ -230,10 +253,18 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
                 for _ in range(10):
                     batch.recv(0)                        # straight into its one storage
     """
+    if use_broadcast:
+        from tensordict.distributed._collectives import broadcast
+
+        check_initialized("init_remote")
+        broadcast(td, dist.get_rank(group) if group is not None else dist.get_rank(), group=group,
+                  _tensorclass=tensorclass)
+        return
+    check_peer_args("init_remote", dst, group, group_dst, "dst")
     check_initialized("init_remote")
     gdst, _ = resolve_peer("init_remote", dst, group, group_dst, "dst")
     _check_not_self("init_remote", gdst, "dst")
-    works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand)
+    works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand, tensorclass=tensorclass)
     wait_all(works, "init_remote", f"rank {gdst}", group, started)
 
 
@@ -343,6 +374,13 @@ class _Incoming:
         return build_from_payload(meta, storage, self.who)
 
 
+def _as_consolidated(td: Any) -> Any:
+    """``td`` if consolidated, else its consolidated copy (one storage: one message)."""
+    if td.is_consolidated():
+        return td
+    return td.consolidate()
+
+
 def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, init_tag: int,
           pseudo_rand: bool) -> int:
     check_initialized(op)
@@ -350,6 +388,7 @@ def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, 
     _check_not_self(op, gsrc, "src")
     tag = tag_sequence(init_tag, pseudo_rand)
     incoming = _Incoming(op, gsrc, group, tag)
+    td = plain_view(td)
     template = Template(td)
     incoming.read_prefix()
     if incoming.header.digest == template.digest and template.plain:
@@ -372,7 +411,7 @@ def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, 
 
 
 def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
-         init_tag: int = 0, pseudo_rand: bool = False) -> int:
+         init_tag: int = 0, pseudo_rand: bool = False, consolidated: bool = False) -> int:
     """Receives what :meth:`send`/:meth:`isend` sends into this TensorDict, in place.
 
     The TensorDict is the template: the sender's TensorDict must have the same
@@ -389,6 +428,10 @@ def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int |
         group_src (int, optional): the sender's rank in ``group``'s own numbering.
         init_tag (int): the ``init_tag`` the sender passed. Defaults to ``0``.
         pseudo_rand (bool): the ``pseudo_rand`` the sender passed. Defaults to ``False``.
+        consolidated (bool): the sender passed ``consolidated=True``. A consolidated
+            TensorDict (:meth:`consolidate`, :meth:`from_remote_init`) receives the
+            payload straight into its storage (one message) with or without the flag;
+            any other receives it leaf by leaf. Defaults to ``False``.
 
     Returns:
         the next free tag (``init_tag`` plus the number of tag slots used).
@@ -416,11 +459,14 @@ def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int |
             else:
                 td.recv(0)  # td["obs"] is all ones, td["info"] == "step 1"
     """
+    check_peer_args("recv", src, group, group_src, "src")
+    del consolidated  # a consolidated template receives into its storage either way
     return _recv("recv", td, src, group, group_src, init_tag, pseudo_rand)
 
 
 def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
-          return_premature: bool = False, init_tag: int = 0, pseudo_rand: bool = False) -> Any:
+          return_premature: bool = False, init_tag: int = 0, pseudo_rand: bool = False,
+          consolidated: bool = False) -> Any:
     """Receives asynchronously what :meth:`send`/:meth:`isend` sends into this TensorDict.
 
     The transfer (see :meth:`recv`) runs in a background thread; its blocking waits
@@ -430,7 +476,7 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
         src (int): the global rank of the sender. Exclusive with ``group_src``.
 
     Keyword Args:
-        group, group_src, init_tag, pseudo_rand: as in :meth:`recv`.
+        group, group_src, init_tag, pseudo_rand, consolidated: as in :meth:`recv`.
         return_premature (bool): return ``[future]`` at once (a
             ``torch.futures.Future`` whose ``wait()`` returns the next tag or raises
             the transfer's error); do not read the TensorDict before it completes.
@@ -457,6 +503,8 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
                 for f in futures:
                     f.wait()
     """
+    check_peer_args("irecv", src, group, group_src, "src")
+    del consolidated  # as in recv
     check_initialized("irecv")
     resolve_peer("irecv", src, group, group_src, "src")  # argument errors surface here, not in the thread
     future: Any = torch.futures.Future()
@@ -476,7 +524,8 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
 
 
 def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device: Any = None, *,
-                     group_src: int | None = None, init_tag: int = 0, pseudo_rand: bool = False) -> Any:
+                     group_src: int | None = None, init_tag: int = 0, pseudo_rand: bool = False,
+                     use_broadcast: bool = False) -> Any:
     """Receives a TensorDict that :meth:`init_remote` sends, without a template.
 
     The metadata arrives first (checked, JSON, never unpickled), then the content.
@@ -492,6 +541,9 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
 
     Keyword Args:
         group_src, init_tag, pseudo_rand: as in :meth:`recv`.
+        use_broadcast (bool): the sender called ``init_remote(use_broadcast=True)``:
+            receive its broadcast (``src`` is the sender's rank in ``group``).
+            Defaults to ``False``.
 
     Returns:
         a new ``TensorDict`` with the sender's keys, batch sizes, dim names, dtypes,
@@ -515,6 +567,17 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
                 for _ in range(10):
                     batch.recv(0)                        # straight into its one storage
     """
+    if use_broadcast:
+        from tensordict.distributed._collectives import broadcast
+
+        check_initialized("from_remote_init")
+        root = src if src is not None else group_src
+        if root is None:
+            msg = "from_remote_init(use_broadcast=True): pass src, the rank that calls init_remote."
+            raise ValueError(msg)
+        td = broadcast(TensorDict(), root, group=group)
+        return td.to(device) if device is not None else td
+    check_peer_args("from_remote_init", src, group, group_src, "src")
     check_initialized("from_remote_init")
     gsrc, _ = resolve_peer("from_remote_init", src, group, group_src, "src")
     _check_not_self("from_remote_init", gsrc, "src")

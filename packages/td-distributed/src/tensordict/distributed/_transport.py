@@ -76,19 +76,35 @@ def global_rank(group: Any, rank: int, op: str, what: str) -> int:
     return dist.get_global_rank(group, rank)
 
 
+def check_peer_args(op: str, peer: int | None, group: Any, group_peer: int | None, name: str) -> None:
+    """Validates how the peer of a point-to-point call is named (no process group needed).
+
+    Raises:
+        ValueError: ``group_<name>`` without ``group``; both ``<name>`` and
+            ``group_<name>``; neither.
+    """
+    if group_peer is not None and group is None:
+        msg = (
+            f"{op}: group_{name} requires `group` (it is a rank in that group's numbering); pass "
+            f"group=... too, or use {name}=<global rank>."
+        )
+        raise ValueError(msg)
+    if peer is not None and group_peer is not None:
+        msg = f"{op}: {name} and group_{name} are mutually exclusive ({name}={peer}, group_{name}={group_peer})."
+        raise ValueError(msg)
+    if peer is None and group_peer is None:
+        msg = f"{op}: Exactly one of {name} (global rank) and group_{name} (rank in `group`) must be given."
+        raise ValueError(msg)
+
+
 def resolve_peer(op: str, peer: int | None, group: Any, group_peer: int | None, name: str) -> tuple[int, int]:
     """``(global rank, group rank)`` of the peer of a point-to-point call.
 
     ``peer`` is a global rank (as in ``torch.distributed.send``); ``group_peer`` is
     the same peer in ``group``'s numbering. Exactly one must be given.
     """
-    if (peer is None) == (group_peer is None):
-        msg = f"{op}: pass exactly one of {name} (global rank) and group_{name} (rank in `group`)."
-        raise ValueError(msg)
+    check_peer_args(op, peer, group, group_peer, name)
     if group_peer is not None:
-        if group is None:
-            msg = f"{op}: group_{name} is a rank in `group`; pass the group too (or use {name}=<global rank>)."
-            raise ValueError(msg)
         g = global_rank(group, group_peer, op, f"group_{name}")
         return g, group_peer
     world = dist.get_world_size()

@@ -316,9 +316,12 @@ class Plan:
         return _prefix(flags, self.digest, self.total, seg_sizes, meta)
 
 
-def _encode_meta(root: dict | None, specs: list) -> bytes:
+def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None) -> bytes:
+    doc = {"root": root, "leaves": specs}
+    if tensorclass is not None:
+        doc["tensorclass"] = tensorclass
     try:
-        return json.dumps({"root": root, "leaves": specs}, separators=(",", ":")).encode("utf-8")
+        return json.dumps(doc, separators=(",", ":")).encode("utf-8")
     except (TypeError, ValueError) as err:
         msg = (
             f"the non-tensor data of this TensorDict is not JSON-serializable ({err}); only JSON values "
@@ -538,14 +541,15 @@ class Outgoing:
 
     __slots__ = ("stream", "segments", "digest")
 
-    def __init__(self, td: Any, *, inline: bool = False, device: Any = None, reuse: bool = False) -> None:
+    def __init__(self, td: Any, *, inline: bool = False, device: Any = None, reuse: bool = False,
+                 tensorclass: str | None = None) -> None:
         leaves, plan, has_values, _, storage = _analyse(td)
         device = torch.device(device) if device is not None else torch.device("cpu")
         self.digest = plan.digest
         meta = None
-        if has_values:
+        if has_values or tensorclass is not None:
             skeleton = _collect(td, [], TensorDictBase, TensorDict)
-            meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs)
+            meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass)
         flags = FLAG_VALUES if has_values else 0
         if storage is not None and storage.device != device:
             storage = None

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensordict._base import TensorDictBase
-from tensordict._nontensor import NonTensorData
-from tensordict._td import TensorDict
+from tensordict.ext import TensorDictBase
+from tensordict.ext import NonTensorData
+from tensordict.ext import TensorDict
 from tensordict.tensorclass._storage import _resync, _Slots
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -328,7 +328,14 @@ class _IOMixin:
     # td-distributed's point-to-point and collective methods see every field (nested
     # instances and non-tensor fields included); received values are written back.
     def init_remote(self, *args: Any, **kwargs: Any) -> None:
-        """Sends the instance to a rank that calls :meth:`from_remote_init` (td-distributed)."""
+        """Sends the instance to a rank that calls :meth:`from_remote_init` (td-distributed).
+
+        The class's registered name travels with the data: a receiver that calls
+        ``TensorDict.from_remote_init`` gets an instance of this class when the class
+        is registered (defined or imported) in its process."""
+        from tensordict.tensorclass._registry import tensorclass_name
+
+        kwargs.setdefault("tensorclass", tensorclass_name(type(self)))
         return _call_full(self, "init_remote", *args, **kwargs)
 
     def send(self, *args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,115 @@
+"""Upstream call forms: peer-argument validation, ``consolidated=``, ``use_broadcast``,
+lazy stacks and tensorclasses through the transfers (real 2-rank gloo groups)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _dist_harness import run_ranks
+
+from tensordict import LazyStackedTensorDict, TensorDict
+
+
+def test_peer_arguments_are_validated_before_anything_else():
+    td = TensorDict(a=torch.zeros(1))
+    for call in (td.send, td.isend, td.recv, td.irecv):
+        name = "dst" if call.__name__ in ("send", "isend") else "src"
+        with pytest.raises(ValueError, match="requires `group`"):
+            call(**{f"group_{name}": 0})
+        with pytest.raises(ValueError, match="mutually exclusive"):
+            call(0, group=object(), **{f"group_{name}": 0})
+        with pytest.raises(ValueError, match="Exactly one"):
+            call()
+
+
+def consolidated_job(rank: int, world: int) -> dict:
+    if rank == 0:
+        td = TensorDict({("a", "b"): torch.ones(2), "c": torch.ones(2, 3)}, [2])
+        td.init_remote(dst=1)
+        td["a", "b"] = torch.full((2,), 2.0)
+        td["c"] = torch.full((2, 3), 2.0)
+        td.send(dst=1, consolidated=True)
+        return {}
+    got = TensorDict.from_remote_init(src=0)
+    first = bool((got == 1).all())
+    got.recv(src=0, consolidated=True)
+    return {"first": first, "second": bool((got == 2).all()), "consolidated": got.is_consolidated()}
+
+
+@pytest.mark.timeout(120)
+def test_send_recv_consolidated(tmp_path):
+    _, receiver = run_ranks(consolidated_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert receiver == {"first": True, "second": True, "consolidated": True}
+
+
+def broadcast_init_job(rank: int, world: int) -> dict:
+    if rank == 0:
+        TensorDict({("a", "b"): torch.ones(2), "c": torch.ones(2)}, [2]).init_remote(use_broadcast=True)
+        return {}
+    got = TensorDict.from_remote_init(src=0, use_broadcast=True)
+    return {"keys": sorted(got.keys()), "ones": bool((got == 1).all()), "consolidated": got.is_consolidated()}
+
+
+@pytest.mark.timeout(120)
+def test_init_remote_use_broadcast(tmp_path):
+    _, receiver = run_ranks(broadcast_init_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert receiver == {"keys": ["a", "c"], "ones": True, "consolidated": True}
+
+
+def _lazy(fill: float) -> LazyStackedTensorDict:
+    td1 = TensorDict({("a", "b"): torch.full((2,), fill), "c": torch.full((2, 3), fill)}, [2])
+    td2 = td1.clone()
+    td2["c"] = torch.full((2, 3, 4), fill)
+    td2["g"] = torch.full((2, 5), fill)
+    return LazyStackedTensorDict.maybe_dense_stack([td1, td2], 0)
+
+
+def lazy_job(rank: int, world: int) -> dict:
+    root = _lazy(float(rank == 1))
+    nested = TensorDict({"ls": _lazy(float(rank == 1))}, [2, 2])
+    if rank == 1:
+        root.send(0)
+        nested.isend(0)
+        return {}
+    root.recv(1)
+    nested.recv(1)
+    return {"root": bool((root == 1).all()), "nested": bool((nested == 1).all())}
+
+
+@pytest.mark.timeout(120)
+def test_lazy_stacks_as_root_and_nested(tmp_path):
+    receiver, _ = run_ranks(lazy_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert receiver == {"root": True, "nested": True}
+
+
+def tensorclass_job(rank: int, world: int) -> dict:
+    from tensordict.testing import MyDistData
+
+    tc = MyDistData(a=torch.full((3,), float(rank)), b=torch.full((3, 2), float(rank + 10)), batch_size=[3])
+    gathered = tc.all_gather()
+    out = {"gather": [float(g["a"][0]) for g in gathered]}
+    tc.all_reduce()
+    out["reduced"] = float(tc.a[0])
+    if rank == 0:
+        src = MyDistData(a=torch.ones(3), b=torch.ones(3, 2), batch_size=[3])
+        src.init_remote(dst=1)
+        src.a = torch.full((3,), 42.0)
+        src.send(dst=1, consolidated=True)
+        bc = src.broadcast(src=0)
+    else:
+        got = TensorDict.from_remote_init(src=0)
+        out["type"] = type(got).__name__
+        got.recv(src=0, consolidated=True)
+        out["a"] = float(got.a[0])
+        bc = MyDistData(a=torch.zeros(1), b=torch.zeros(1), batch_size=[]).broadcast(src=0)
+    out["bc_type"] = type(bc).__name__
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_tensorclass_through_collectives_and_p2p(tmp_path):
+    r0, r1 = run_ranks(tensorclass_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert r0["gather"] == r1["gather"] == [0.0, 1.0]
+    assert r0["reduced"] == r1["reduced"] == 1.0
+    assert r1["type"] == "MyDistData" and r1["a"] == 42.0
+    assert r0["bc_type"] == r1["bc_type"] == "MyDistData"
