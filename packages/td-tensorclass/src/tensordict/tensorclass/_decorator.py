@@ -23,7 +23,36 @@ __all__ = ["tensorclass", "TensorClass"]
 T = TypeVar("T", bound=type)
 
 
-class _TensorClassBase(_TensorClassCore, _OpsMixin, _StateMixin, _IOMixin):
+def _no_such_attribute(*args: Any) -> Any:
+    """``SomeTensorClass.__getattr__``: the fallback that finds nothing.
+
+    Called as ``(instance, name)`` by code that chains onto a tensorclass's
+    ``__getattr__``, and as ``(name,)`` by the metaclass hook when a class attribute
+    is missing; both raise ``AttributeError``.
+    """
+    if len(args) == 2:
+        obj, name = args
+        msg = f"{type(obj).__name__!r} object has no attribute {name!r}"
+    else:
+        (name,) = args
+        msg = f"tensorclass type object has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+class _TensorClassType(type):
+    """Metaclass of tensorclasses: ``SomeTensorClass.__getattr__`` exists, as upstream's does.
+
+    Downstream code chains onto it (TorchRL's ``Trajectory`` reads
+    ``Trajectory.__getattr__`` and installs its own fallback that calls it). It lives
+    on the metaclass, not in the class: a ``__getattr__`` in the class would take every
+    instance attribute read off CPython's fast path. A class that sets its own
+    ``__getattr__`` gets it as usual.
+    """
+
+    __getattr__ = staticmethod(_no_such_attribute)
+
+
+class _TensorClassBase(_TensorClassCore, _OpsMixin, _StateMixin, _IOMixin, metaclass=_TensorClassType):
     """Behaviour shared by every tensorclass instance (decorated or subclassed)."""
 
     __slots__ = ()
