@@ -86,7 +86,7 @@ def test_to_module_context_restores(device):
     params.zero_()
     x = torch.randn(5, 3, device=device)
     model.eval()
-    with params.to_module(model) as swap:
+    with params.to_module(model, preserve_module_state=False) as swap:
         y = model(x)
         assert model[0].weight is params["0", "weight"]
         assert not isinstance(model[0].weight, nn.Parameter)  # plain tensors are not wrapped
@@ -102,7 +102,7 @@ def test_to_module_restores_on_exception():
     weight = model.weight
     params = TensorDict({"weight": torch.zeros(2, 2), "bias": torch.zeros(2)})
     with pytest.raises(ValueError, match="boom"):
-        with params.to_module(model):
+        with params.to_module(model, preserve_module_state=False):
             assert model.weight is params["weight"]
             raise ValueError("boom")
     assert model.weight is weight
@@ -137,7 +137,7 @@ def test_to_module_return_swap_false_and_swap_dest():
     model = nn.Linear(2, 2)
     weight = model.weight
     new = TensorDict({"weight": torch.zeros(2, 2)})
-    assert new.to_module(model, return_swap=False) is None
+    assert new.to_module(model, return_swap=False, preserve_module_state=False) is None
     assert model.weight is new["weight"]
     dest = TensorDict()
     back = TensorDict({"weight": weight})
@@ -146,6 +146,46 @@ def test_to_module_return_swap_false_and_swap_dest():
         assert dest["weight"] is new["weight"]
         assert model.weight is weight
     assert model.weight is new["weight"]
+
+
+def test_to_module_preserves_module_state_by_default():
+    model = nn.Linear(4, 2)
+    model.weight.requires_grad_(False)
+    keys = set(model.state_dict())
+    values = TensorDict.from_module(model).detach().clone().zero_()
+    values.to_module(model)
+    assert set(model.state_dict()) == keys
+    assert isinstance(model.weight, nn.Parameter) and isinstance(model.bias, nn.Parameter)
+    assert not model.weight.requires_grad and model.bias.requires_grad
+    assert (model.weight == 0).all()
+
+
+def test_to_module_without_preserving_state_sets_plain_attributes():
+    model = nn.Linear(4, 2)
+    values = TensorDict.from_module(model).detach().clone()
+    with values.to_module(model, preserve_module_state=False):
+        assert "weight" not in model.state_dict()
+        assert not isinstance(model.weight, nn.Parameter)
+    assert isinstance(model.weight, nn.Parameter) and "weight" in model.state_dict()
+
+
+def test_to_module_parameter_into_buffer_slot_stays_buffer():
+    module = nn.Module()
+    module.register_buffer("buffer", torch.ones(3))
+    TensorDict({"buffer": nn.Parameter(torch.zeros(3))}).to_module(module)
+    assert "buffer" in dict(module.named_buffers())
+    assert "buffer" not in dict(module.named_parameters())
+    assert not isinstance(module.buffer, nn.Parameter)
+    assert (module.buffer == 0).all()
+
+
+def test_to_module_keeps_autograd_history():
+    model = nn.Linear(2, 2)
+    weight = torch.ones(2, 2, requires_grad=True)
+    scaled = {"weight": weight * 2}
+    with TensorDict(scaled).to_module(model):
+        model(torch.ones(2)).sum().backward()
+    assert weight.grad is not None
 
 
 def test_to_module_partial_td():

@@ -297,9 +297,12 @@ def _plan(td: Any, module: nn.Module, path: tuple, plan: list, extra: list, td_c
         cls = value.__class__
         if cls is _Tensor or cls is _Parameter or isinstance(value, _Tensor):
             if key in params:
-                plan.append((params, key, value, src))
+                plan.append((params, key, value, src, module))
             elif key in buffers:
-                plan.append((buffers, key, value, src))
+                plan.append((buffers, key, value, src, module))
+            elif isinstance(module.__dict__.get(key), _Tensor):
+                # a plain attribute left by a ``preserve_module_state=False`` swap
+                plan.append((module.__dict__, key, value, src, module))
             else:
                 extra.append((*path, key))
                 continue
@@ -413,6 +416,7 @@ class ModuleParamsMixin(StateDictMixin):
         use_state_dict: bool = False,
         non_blocking: bool = False,
         memo: Any = None,
+        preserve_module_state: bool = True,
     ) -> Any:
         """Writes the tensors of the TensorDict into the parameters and buffers of ``module``.
 
@@ -453,6 +457,16 @@ class ModuleParamsMixin(StateDictMixin):
                 place). Cannot be combined with ``inplace``. Defaults to ``False``.
             non_blocking (bool, optional): non-blocking copies (in-place modes).
             memo: deprecated and ignored.
+            preserve_module_state (bool, optional): keep what the module registers
+                (swap modes). A plain tensor that carries no autograd history and
+                replaces an ``nn.Parameter`` is wrapped in one (with the parameter's
+                ``requires_grad``), and an ``nn.Parameter`` written into a buffer slot
+                stays a buffer, so ``state_dict()`` and ``named_parameters()`` are
+                unchanged. Tensors with autograd history or batched by ``torch.vmap``
+                are swapped in as they are, so gradients reach them. With ``False``,
+                each attribute is deleted and set again with ``setattr`` (a plain
+                tensor then becomes a plain attribute, out of ``state_dict()``).
+                Defaults to ``True``.
 
         Returns:
             a ``TensorDict`` of the previous parameters and buffers (``batch_size=[]``),
@@ -486,7 +500,7 @@ class ModuleParamsMixin(StateDictMixin):
                 raise ValueError(msg)
             swap = self._to_module_state_dict(module, return_swap, non_blocking)
         else:
-            swap = self._to_module_swap(module, bool(inplace), return_swap, non_blocking)
+            swap = self._to_module_swap(module, bool(inplace), return_swap, non_blocking, preserve_module_state)
         if swap is None:
             return None
         if swap_dest is not None:
@@ -496,7 +510,9 @@ class ModuleParamsMixin(StateDictMixin):
             return swap_dest
         return swap
 
-    def _to_module_swap(self, module: nn.Module, inplace: bool, return_swap: bool, non_blocking: bool) -> Any:
+    def _to_module_swap(
+        self, module: nn.Module, inplace: bool, return_swap: bool, non_blocking: bool, preserve: bool = True
+    ) -> Any:
         plan: list = []
         extra: list = []
         td_cls = _classes.TensorDict
@@ -507,7 +523,7 @@ class ModuleParamsMixin(StateDictMixin):
         if inplace:
             saved = []
             with torch.no_grad():
-                for store, name, value, src in plan:
+                for store, name, value, src, _ in plan:
                     dest = store[name]
                     if dest is None:
                         store[name] = value
@@ -529,21 +545,48 @@ class ModuleParamsMixin(StateDictMixin):
                         else:
                             store[name].copy_(old, non_blocking=non_blocking)
 
-        else:
+        elif not preserve:
             olds = []
-            append = olds.append
-            for store, name, value, src in plan:
+            for store, name, value, src, owner in plan:
                 old = store[name]
                 if old is None:
                     has_none = True
+                olds.append((store, old))
+                src[name] = old
+                delattr(owner, name)
+                setattr(owner, name, value)
+            if not return_swap:
+                return None
+
+            def restore() -> None:
+                for (_, name, _, _, owner), (store, old) in zip(plan, olds):
+                    if hasattr(owner, name):
+                        delattr(owner, name)
+                    store[name] = old
+
+        else:
+            olds = []
+            append = olds.append
+            for store, name, value, src, owner in plan:
+                old = store[name]
                 append(old)
                 src[name] = old
+                if store is owner.__dict__:  # a plain attribute: set it as setattr does
+                    delattr(owner, name)
+                    setattr(owner, name, value)
+                    continue
+                if old is None:
+                    has_none = True
+                elif value.__class__ is not old.__class__:
+                    value = _same_kind(old, value)
                 store[name] = value
             if not return_swap:
                 return None
 
             def restore() -> None:
-                for (store, name, _, _), old in zip(plan, olds):
+                for (store, name, _, _, owner), old in zip(plan, olds):
+                    if store is owner.__dict__ and hasattr(owner, name):
+                        delattr(owner, name)
                     store[name] = old
 
         if has_none:  # a slot that held None (e.g. ``bias=False``) has no previous value
@@ -572,6 +615,22 @@ class ModuleParamsMixin(StateDictMixin):
 
         swap._push_op(("callback", restore))
         return swap
+
+
+def _same_kind(old: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``value`` registered as ``old`` was (see ``to_module(preserve_module_state=True)``)."""
+    if isinstance(old, _Parameter):
+        if (
+            not isinstance(value, _Parameter)
+            and value.grad_fn is None
+            and not value.requires_grad
+            and not torch._C._functorch.is_functorch_wrapped_tensor(value)
+        ):
+            return _Parameter(value, requires_grad=old.requires_grad)
+        return value
+    if isinstance(value, _Parameter):
+        return value.view_as(value)  # a buffer slot keeps a plain tensor (autograd intact)
+    return value
 
 
 def _drop_none(td: Any) -> None:

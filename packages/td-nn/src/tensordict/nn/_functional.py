@@ -21,8 +21,12 @@ __all__ = ["get_functional", "is_functional", "make_functional", "repopulate_mod
 
 
 def _swap_params(module: nn.Module, params: TensorDictBase) -> Any:
-    """Context manager: ``params`` replace the module's parameters and buffers inside the block."""
-    return params.to_module(module)
+    """Context manager: ``params`` replace the module's parameters and buffers inside the block.
+
+    The tensors go in as they are (functional-call semantics: a plain tensor is not
+    wrapped into an ``nn.Parameter``).
+    """
+    return params.to_module(module, preserve_module_state=False)
 
 
 def _strip(module: nn.Module) -> None:
@@ -171,5 +175,5 @@ def repopulate_module(model: nn.Module, tensordict: TensorDictBase) -> nn.Module
         >>> model.weight.shape
         torch.Size([2, 2])
     """
-    tensordict.to_module(model, return_swap=False)
+    tensordict.to_module(model, return_swap=False, preserve_module_state=False)
     return model

@@ -18,6 +18,7 @@ kept for what an enclosing module relies on (``state_dict``, ``load_state_dict``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,8 +26,7 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._errors import batch_mismatch_error, locked_error
-from tensordict._keys import NO_DEFAULT
+from tensordict.ext import INPLACE_METHODS, NO_DEFAULT, batch_mismatch_error, locked_error
 from tensordict.nn._common import _NOTSET
 
 __all__ = ["TensorDictParams"]
@@ -307,3 +307,30 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     def __hash__(self) -> int:
         return id(self)
+
+
+# In-place TensorDict ops rewrite the parameters' data, as optimisers and
+# initialisers do: they run under ``torch.no_grad()`` (a leaf parameter that requires
+# grad cannot be written in place otherwise), so ``params.zero_()`` or
+# ``params.copy_(other)`` work on a TensorDictParams as on its parameters' ``.data``.
+_DATA_WRITES = INPLACE_METHODS | {
+    "zero_", "copy_", "fill_", "update_", "update_at_", "set_", "set_at_", "copy_at_",
+    "uniform_", "normal_", "data_ptr_", "masked_fill_",
+}
+
+
+def _no_grad_write(name: str) -> Any:
+    base = getattr(TensorDictBase, name)
+
+    @functools.wraps(base)
+    def write(self: TensorDictParams, *args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            return base(self, *args, **kwargs)
+
+    return write
+
+
+for _name in sorted(_DATA_WRITES):
+    if callable(getattr(TensorDictBase, _name, None)) and _name not in TensorDictParams.__dict__:
+        setattr(TensorDictParams, _name, _no_grad_write(_name))
+del _name
