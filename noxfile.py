@@ -4,6 +4,7 @@
   in-repo distributions it declares installed as built wheels (so an undeclared import of
   a sibling fails). ``device`` is ``cpu`` or ``cuda``; cuda sessions skip without a GPU.
 - ``tests_all(<device>)``: every suite with every distribution installed editable.
+- ``downstream``: TorchRL 0.14.1 (``--no-deps``) on the full stack, ``tests/downstream``.
 - ``wheels``: builds every wheel and fails if two ship the same file.
 - ``lint`` (ruff), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
   ``bench_chart`` (the docs' chart from the benchmark JSON), ``demo`` (the end-to-end
@@ -161,6 +162,25 @@ def tests_all(session: nox.Session, device: str) -> None:
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     env = _device_env(session, device)
     session.run(*PYTEST, *(str(d / "tests") for d in DISTS.values()), "tests", *session.posargs, env=env)
+
+
+#: TorchRL, the main downstream framework, as a tested client. It pins ``tensordict<0.15``,
+#: so it is installed with ``--no-deps``; these are the other requirements it declares.
+TORCHRL = "torchrl==0.14.1"
+TORCHRL_DEPS = ("pyvers==0.2.3", "hoptorch==0.1.4", "numpy", "packaging", "cloudpickle")
+
+
+@nox.session(tags=["tests"])
+def downstream(session: nox.Session) -> None:
+    """TorchRL 0.14.1 on the full stack (all six wheels): ``tests/downstream``."""
+    _install_torch(session)
+    session.install(*CONSTRAINTS, "pytest", "pytest-timeout", *TORCHRL_DEPS)
+    stack = [str(d) for d in DISTS.values()]
+    session.install(*CONSTRAINTS, *stack)
+    # a reused environment already has version 0.1.0: rebuild the wheels from the tree
+    session.install(*CONSTRAINTS, "--force-reinstall", "--no-deps", *stack)
+    session.install(*CONSTRAINTS, "--no-deps", TORCHRL)
+    session.run(*PYTEST, str(ROOT / "tests" / "downstream"), *session.posargs)
 
 
 @nox.session(tags=["tests"])

@@ -27,7 +27,8 @@ def test_leaf_shape_mismatch_on_set_construct_setter():
 
 def test_missing_keys():
     td = make()
-    for op in (lambda: td.get("zz"), lambda: td.set_("zz", torch.zeros(3)), lambda: td.__delitem__("zz"), lambda: td.pop("zz")):
+    assert td.get("zz") is None
+    for op in (lambda: td["zz"], lambda: td.set_("zz", torch.zeros(3)), lambda: td.__delitem__("zz"), lambda: td.pop("zz")):
         with pytest.raises(KeyError, match="zz"):
             op()
 

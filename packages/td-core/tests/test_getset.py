@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tensordict import TensorDict, get_defaults_to_none
+from tensordict import TensorDict, get_defaults_to_none, set_get_defaults_to_none
 
 
 def make():
@@ -14,11 +14,26 @@ def test_get_default_and_missing():
     td = make()
     assert td.get("zz", None) is None
     assert td.get(("b", "zz"), 1) == 1
-    assert get_defaults_to_none() is False
+    # tensordict 0.15: get() of a missing key gives None, td[missing] raises
+    assert get_defaults_to_none() is True
+    assert td.get("zz") is None
+    assert td.get(("b", "zz")) is None
+    assert td.get(("a", "zz")) is None
     with pytest.raises(KeyError, match="zz"):
-        td.get("zz")
+        td["zz"]
     with pytest.raises(KeyError, match="zz"):
         td["b", "zz"]
+    try:
+        set_get_defaults_to_none(False)
+        assert get_defaults_to_none() is False
+        with pytest.raises(KeyError, match="zz"):
+            td.get("zz")
+        with pytest.raises(KeyError, match="zz"):
+            td.get(("b", "zz"))
+        set_get_defaults_to_none(None)
+        assert get_defaults_to_none() is False
+    finally:
+        set_get_defaults_to_none(True)
 
 
 def test_set_inplace():

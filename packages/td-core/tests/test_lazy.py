@@ -16,6 +16,7 @@ from tensordict import (
     lazy_legacy,
     lazy_stack,
     maybe_dense_stack,
+    set_get_defaults_to_none,
     set_lazy_legacy,
 )
 from tensordict._lazy import dense_stack_tds
@@ -148,8 +149,12 @@ def test_missing_key_names_indices():
     s = lazy_stack(tds)
     with pytest.raises(KeyError, match=r"\[1, 3\]"):
         s["a"]
-    with pytest.raises(KeyError, match=r"\[1, 3\]"):
-        s.get("a")
+    set_get_defaults_to_none(False)
+    try:
+        with pytest.raises(KeyError, match=r"\[1, 3\]"):
+            s.get("a")
+    finally:
+        set_get_defaults_to_none(True)
     assert s.get("a", None) is None
     with pytest.raises(KeyError, match="'zz' not found"):
         s["zz"]

@@ -596,7 +596,7 @@ def _device_arg(device: Any) -> Any:
     return _to_device(device)
 
 
-_CONSTRUCTOR_KWARGS = frozenset({"lock", "non_blocking", "checked", "nested_keys_only"})
+_CONSTRUCTOR_KWARGS = frozenset({"lock", "non_blocking", "checked", "nested_keys_only", "num_threads", "pool"})
 
 
 class ApplyMixin:
@@ -616,6 +616,9 @@ class ApplyMixin:
         call_on_nested: bool = False,
         is_leaf: Callable[[type], bool] | None = None,
         out: Any = None,
+        named: bool = False,
+        nested_keys: bool = False,
+        prefix: tuple = (),
         **constructor_kwargs: Any,
     ) -> Any:
         """Applies ``fn`` to every tensor leaf and returns a TensorDict of the results.
@@ -650,7 +653,12 @@ class ApplyMixin:
                 it accepts is handed to ``fn`` whole.
             out (TensorDictBase, optional): write the results into ``out`` (in place
                 where ``out`` has the key) and return it.
-            **constructor_kwargs: ``lock=True`` locks the result.
+            named (bool): call ``fn(key, leaf, *other_leaves)`` as :meth:`named_apply`.
+            nested_keys (bool): with ``named=True``, pass full nested keys.
+            prefix (tuple): with ``named=True``, prepended to the keys passed.
+            **constructor_kwargs: ``lock=True`` locks the result. ``num_threads``,
+                ``pool`` and ``checked`` are accepted for compatibility; the leaves are
+                always visited in the calling thread.
 
         Returns:
             a new TensorDict with the batch size of ``self`` (or ``batch_size``),
@@ -678,9 +686,9 @@ class ApplyMixin:
         return self._apply_call(
             fn,
             others,
-            False,
-            False,
-            (),
+            named,
+            nested_keys,
+            tuple(prefix),
             batch_size,
             device,
             names,

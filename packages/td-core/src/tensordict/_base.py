@@ -27,6 +27,9 @@ from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
+from tensordict._cumulative import CumulativeMixin
+from tensordict._factories import FactoryMixin
+from tensordict._grad import GradMixin
 from tensordict._keys import (
     _MISSING,
     NO_DEFAULT,
@@ -48,25 +51,44 @@ from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 from tensordict._torch_fn import dispatch
 
-__all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection"]
+__all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "set_get_defaults_to_none"]
 
-_GET_DEFAULTS_TO_NONE = [False]
+_GET_DEFAULTS_TO_NONE = [True]
 _ABSENT: Any = object()
 
 
 def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
     """Returns (and optionally sets) whether ``td.get(missing_key)`` returns ``None``.
 
-    By default a missing key raises ``KeyError`` (``False`` is returned). Pass
-    ``set_to_none=True`` to make ``get`` return ``None`` for missing keys instead.
+    By default a missing key makes ``get`` return ``None`` (``True`` is returned), as in
+    tensordict 0.15; ``td[missing_key]`` always raises ``KeyError``. Passing
+    ``set_to_none`` is the same as :func:`set_get_defaults_to_none`.
 
     Examples:
         >>> get_defaults_to_none()
-        False
+        True
     """
     if set_to_none is not None:
         _GET_DEFAULTS_TO_NONE[0] = bool(set_to_none)
     return _GET_DEFAULTS_TO_NONE[0]
+
+
+def set_get_defaults_to_none(set_to_none: bool | None = True) -> None:
+    """Chooses what ``td.get(missing_key)`` does when no default is given.
+
+    Args:
+        set_to_none (bool or None): ``True`` returns ``None``; ``False`` (or ``None``)
+            raises ``KeyError``. Defaults to ``True``.
+
+    Examples:
+        >>> set_get_defaults_to_none(False)
+        >>> get_defaults_to_none()
+        False
+        >>> set_get_defaults_to_none(True)
+        >>> get_defaults_to_none()
+        True
+    """
+    _GET_DEFAULTS_TO_NONE[0] = bool(set_to_none)
 
 
 def _is_numpy(value: Any) -> bool:
@@ -108,6 +130,9 @@ class TensorDictBase(
     ConsolidateMixin,
     SiblingMixin,
     LazyStackMethodsMixin,
+    GradMixin,
+    CumulativeMixin,
+    FactoryMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 
@@ -332,7 +357,9 @@ class TensorDictBase(
             the non-tensor object.
 
         Raises:
-            KeyError: ``key`` is missing and no default is given.
+            KeyError: ``key`` is missing, no default is given and
+                :func:`set_get_defaults_to_none` was set to ``False`` (by default a
+                missing key gives ``None``).
             TypeError: ``key`` is not a str or tuple of str.
 
         Examples:
@@ -361,10 +388,8 @@ class TensorDictBase(
 
     def __getitem__(self, index: Any) -> Any:
         cls = index.__class__
-        if cls is str:
-            return self.get(index)
-        if cls is tuple and index and all(i.__class__ is str or i.__class__ is tuple for i in index):
-            return self.get(index)
+        if cls is str or (cls is tuple and index and all(i.__class__ is str or i.__class__ is tuple for i in index)):
+            return self._unwrap_leaf(self._get_any_raw(index))
         return self._index(index)
 
     # ------------------------------------------------------------------ set
@@ -954,11 +979,6 @@ class TensorDictBase(
     def data(self) -> TensorDictBase:
         """A TensorDict of the leaves' ``.data`` (same storage, no autograd history)."""
         return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
-
-    @property
-    def grad(self) -> TensorDictBase:
-        """A TensorDict of the leaves' ``.grad`` (leaves without a gradient are left out)."""
-        return self.apply(lambda t: t.grad)
 
     def detach(self) -> TensorDictBase:
         """A TensorDict of detached leaves (same storage)."""

@@ -15,6 +15,7 @@ name                      upstream path                   imported by
 ``_unravel_key_to_tuple`` ``tensordict.utils``            TorchRL ``envs.transforms._reward``
 ``_is_non_tensor``        ``tensordict.utils``            TorchRL ``data.datasets.openx``
 ``_is_tensorclass``       ``tensordict.utils``            TorchRL ``data.tensor_specs``
+``_shape``                ``tensordict.utils``            TorchRL ``data.tensor_specs``
 ``_is_leaf_nontensor``    ``tensordict.base``             TorchRL ``envs.common``, ``collectors.utils``
 ``_default_is_leaf``      ``tensordict.base``             TorchRL ``envs.utils``
 ``_NESTED_TENSORS_AS_LISTS`` ``tensordict.base``          TorchRL replay-buffer storages, specs, collectors
@@ -42,6 +43,7 @@ __all__ = [
     "_is_non_tensor",
     "_is_tensorclass",
     "_maybe_correct_neg_dim",
+    "_shape",
     "_unravel_key_to_tuple",
     "_zip_strict",
 ]
@@ -91,6 +93,25 @@ def _maybe_correct_neg_dim(dim: int, shape: Sequence[int] | None, ndim: int | No
         msg = f"dim {dim} is out of range for a batch of {ndim} dims."
         raise IndexError(msg)
     return new
+
+
+def _shape(value: Any, nested_shape: bool = False) -> torch.Size:
+    """The shape of a tensor, or the ``batch_size`` of a tensor collection.
+
+    A nested (jagged) tensor gives ``-1`` for its ragged dims (its nested shape with
+    ``nested_shape=True``).
+    """
+    if is_tensor_collection(value) and not isinstance(value, torch.Tensor):
+        return value.batch_size
+    if isinstance(value, torch.Tensor) and value.is_nested:
+        if nested_shape:
+            return value._nested_tensor_size()
+        sizes = value._nested_tensor_size()
+        dims = [value.size(0)]
+        for column in sizes.unbind(1):
+            dims.append(int(column[0]) if bool((column == column[0]).all()) else -1)
+        return torch.Size(dims)
+    return value.shape
 
 
 def _unravel_key_to_tuple(key: Any) -> tuple:

@@ -13,6 +13,7 @@ import torch
 from tensordict import _classes
 from tensordict._keys import _MISSING, NO_DEFAULT
 from tensordict._nontensor import _stack_non_tensor
+from tensordict._printoptions import get_printoptions
 from tensordict._repr import fields_repr, leaf_repr
 
 __all__ = ["LazyDenseMixin"]
@@ -217,14 +218,15 @@ class LazyDenseMixin:
             exclusive = "exclusive_fields={\n" + textwrap.indent(",\n".join(blocks), "    ") + "}"
         else:
             exclusive = "exclusive_fields={\n}"
-        parts = [
-            fields,
-            exclusive,
-            f"batch_size={self._batch_size}",
-            f"device={self.device}",
-            f"is_shared={self.is_shared() if common else False}",
-            f"stack_dim={self.stack_dim}",
-        ]
+        opts = get_printoptions()
+        parts = [fields, exclusive]
+        if opts["show_batch_size"]:
+            parts.append(f"batch_size={self._batch_size}")
+        if opts["show_device"]:
+            parts.append(f"device={self.device}")
+        if opts["show_is_shared"]:
+            parts.append(f"is_shared={self.is_shared() if common else False}")
+        parts.append(f"stack_dim={self.stack_dim}")
         body = textwrap.indent(",\n".join(parts), " " * 4)
         return f"{type(self).__name__}(\n{body})"
 

@@ -21,6 +21,7 @@ Non-tensor entries: ``NonTensorData`` follows the new batch size; a ``NonTensorS
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -284,6 +285,75 @@ def _minmax_op(fn: Callable, afn: Callable) -> Callable:
     return op
 
 
+def _write_out(out: Any, result: Any) -> Any:
+    """Copies ``result`` into ``out`` (tensor leaves already in ``out`` are written in
+    place, the others are set) and returns ``out``."""
+    if isinstance(result, _Tensor):
+        if not isinstance(out, _Tensor):
+            msg = f"out must be a Tensor for a reduction with reduce=True, got {type(out).__name__}."
+            raise TypeError(msg)
+        out.resize_(result.shape).copy_(result)
+        return out
+    if isinstance(result, tuple):  # (values, indices) return types
+        if len(out) != len(result):
+            msg = f"out must hold {len(result)} TensorDicts (values, indices), got {len(out)}."
+            raise ValueError(msg)
+        for o, r in zip(out, result):
+            _write_out(o, r)
+        return out
+    if not isinstance(out, _classes.TensorDictBase):
+        msg = f"out must be a TensorDict, got {type(out).__name__}."
+        raise TypeError(msg)
+    if out.batch_size != result.batch_size:
+        if out.is_empty():
+            out.batch_size = result.batch_size
+        else:
+            msg = f"out has batch_size {tuple(out.batch_size)}, the result has {tuple(result.batch_size)}."
+            raise RuntimeError(msg)
+    for key, value in result.items(include_nested=True, leaves_only=True):
+        existing = out._get_any_raw(key, None)
+        if isinstance(existing, _Tensor) and isinstance(value, _Tensor) and existing.shape == value.shape:
+            existing.copy_(value)
+        else:
+            out.set(key, value)
+    return out
+
+
+def _with_out(method: Callable) -> Callable:
+    """Adds the ``out=`` keyword to a reduction: the result is written into ``out``
+    (see :func:`_write_out`), which is returned."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        result = method(self, *args, **kwargs)
+        if out is None:
+            return result
+        return _write_out(out, result)
+
+    return wrapper
+
+
+def _quantile_op(q: Any, interpolation: str) -> Callable:
+    def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
+        if not x.is_floating_point():
+            x = x.float()
+        qq = q.to(device=x.device, dtype=x.dtype) if isinstance(q, _Tensor) else q
+        if dims is None:
+            return torch.quantile(x.reshape(-1), qq, interpolation=interpolation)
+        if len(dims) == 1:
+            return torch.quantile(x, qq, dim=dims[0], keepdim=keepdim, interpolation=interpolation)
+        rest = [d for d in range(x.ndim) if d not in dims]
+        moved = x.permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], -1)
+        res = torch.quantile(moved, qq, dim=-1, interpolation=interpolation)
+        if keepdim:
+            lead = res.shape[: res.ndim - len(rest)]
+            shape = [1 if d in dims else x.shape[d] for d in range(x.ndim)]
+            res = res.reshape(*lead, *shape)
+        return res
+
+    return op
+
+
 def _return_type(name: str, values: Any, indices: Any) -> Any:
     return getattr(torch.return_types, name)((values, indices))
 
@@ -309,6 +379,7 @@ def _shape_preserving(td: Any, fn: Callable) -> Any:
 class ReductionMixin:
     """Reductions over batch dims, feature dims or all elements (see module docs)."""
 
+    @_with_out
     def sum(
         self,
         dim: Any = NO_DEFAULT,
@@ -353,6 +424,7 @@ class ReductionMixin:
             self, "sum", _sum_op(torch.sum, dtype), dim, keepdim, reduce, combine=torch.sum
         )
 
+    @_with_out
     def nansum(
         self,
         dim: Any = NO_DEFAULT,
@@ -374,6 +446,7 @@ class ReductionMixin:
             self, "nansum", _sum_op(torch.nansum, dtype), dim, keepdim, reduce, combine=torch.nansum
         )
 
+    @_with_out
     def mean(
         self,
         dim: Any = NO_DEFAULT,
@@ -396,6 +469,7 @@ class ReductionMixin:
         """
         return _reduce(self, "mean", _sum_op(torch.mean, dtype), dim, keepdim, reduce)
 
+    @_with_out
     def nanmean(
         self,
         dim: Any = NO_DEFAULT,
@@ -415,6 +489,7 @@ class ReductionMixin:
         """
         return _reduce(self, "nanmean", _sum_op(torch.nanmean, dtype), dim, keepdim, reduce)
 
+    @_with_out
     def prod(
         self,
         dim: Any = NO_DEFAULT,
@@ -436,6 +511,7 @@ class ReductionMixin:
         """
         return _reduce(self, "prod", _prod_op(dtype), dim, keepdim, reduce, combine=torch.prod)
 
+    @_with_out
     def std(
         self,
         dim: Any = NO_DEFAULT,
@@ -458,6 +534,7 @@ class ReductionMixin:
         """
         return _reduce(self, "std", _stat_op(torch.std, correction), dim, keepdim, reduce)
 
+    @_with_out
     def var(
         self,
         dim: Any = NO_DEFAULT,
@@ -512,6 +589,7 @@ class ReductionMixin:
         values, indices = _reduce(self, name, _minmax_op(fn, afn), d, keepdim, None, nout=2)
         return _return_type(name, values, indices)
 
+    @_with_out
     def max(
         self,
         dim: Any = NO_DEFAULT,
@@ -552,6 +630,7 @@ class ReductionMixin:
         """
         return self._minmax("max", dim, keepdim, reduce, return_indices)
 
+    @_with_out
     def min(
         self,
         dim: Any = NO_DEFAULT,
@@ -571,6 +650,7 @@ class ReductionMixin:
         """
         return self._minmax("min", dim, keepdim, reduce, return_indices)
 
+    @_with_out
     def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """Maximum values of every leaf over ``dim`` (int, tuple, "feature" or all).
 
@@ -583,6 +663,7 @@ class ReductionMixin:
         """
         return _reduce(self, "amax", _dims_op(torch.amax), dim, keepdim, reduce, combine=torch.amax)
 
+    @_with_out
     def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """Minimum values of every leaf over ``dim`` (int, tuple, "feature" or all).
 
@@ -595,6 +676,7 @@ class ReductionMixin:
         """
         return _reduce(self, "amin", _dims_op(torch.amin), dim, keepdim, reduce, combine=torch.amin)
 
+    @_with_out
     def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """``log(sum(exp(x)))`` of every leaf over ``dim`` (forms as in :meth:`sum`).
 
@@ -615,6 +697,46 @@ class ReductionMixin:
             combine=lambda t: torch.logsumexp(t, 0),
         )
 
+    @_with_out
+    def quantile(
+        self,
+        q: Any,
+        dim: Any = NO_DEFAULT,
+        keepdim: bool = False,
+        *,
+        interpolation: str = "linear",
+        reduce: Any = None,
+    ) -> Any:
+        """The ``q``-th quantile of every leaf over ``dim`` (forms as in :meth:`sum`).
+
+        Args:
+            q (float or Tensor): quantile(s) in ``[0, 1]``; a 1-d tensor of ``k``
+                quantiles adds a leading dim of size ``k`` to each leaf, as
+                ``torch.quantile`` does.
+            dim (int, tuple of int or "feature", optional): see :meth:`sum`.
+            keepdim (bool): keep the reduced batch dims with size 1.
+
+        Keyword Args:
+            interpolation (str): ``"linear"``, ``"lower"``, ``"higher"``, ``"midpoint"``
+                or ``"nearest"``.
+            reduce (bool, optional): one quantile of all the leaves together.
+            out (TensorDictBase, optional): write the result into it.
+
+        Returns:
+            a TensorDict (integer leaves become float), or a tensor with ``reduce=True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.arange(5.0)}, [5])
+            >>> td.quantile(0.5)["a"]
+            tensor(2.)
+            >>> td.quantile(0.5, reduce=True)
+            tensor(2.)
+        """
+        return _reduce(self, "quantile", _quantile_op(q, interpolation), dim, keepdim, reduce)
+
+    @_with_out
     def norm(
         self,
         p: Any = 2,

@@ -20,38 +20,97 @@ import torch
 
 from tensordict import _classes
 from tensordict._nontensor import NonTensorData
+from tensordict._printoptions import _options, get_printoptions, set_printoptions
 
-__all__ = ["td_repr", "leaf_repr", "fields_repr", "parse_tensor_dict_string"]
+__all__ = [
+    "fields_repr",
+    "get_printoptions",
+    "leaf_repr",
+    "parse_tensor_dict_string",
+    "set_printoptions",
+    "td_repr",
+]
 
 
-def leaf_repr(value: Any) -> str:
-    """One field's repr: ``Tensor(shape=..., device=..., dtype=..., is_shared=...)``."""
-    if isinstance(value, torch.Tensor):
-        name = type(value).__name__
+def _tensor_repr(value: torch.Tensor, opts: dict) -> str:
+    name = type(value).__name__
+    parts = []
+    if opts["show_shape"]:
+        parts.append(f"shape={value.shape}")
+    if opts["plain"] and value.is_floating_point() and value.numel() and value.device.type != "meta":
+        with torch.no_grad():
+            parts.append(f"mean={value.mean().item():.4g}")
+            if value.numel() > 1:
+                parts.append(f"std={value.std().item():.4g}")
+        if opts["show_dtype"]:
+            parts.append(f"dtype={value.dtype}")
+        return f"{name}({', '.join(parts)})"
+    if opts["show_field_device"]:
+        parts.append(f"device={value.device}")
+    if opts["show_dtype"]:
+        parts.append(f"dtype={value.dtype}")
+    if opts["show_field_is_shared"]:
         try:
             shared = value.is_shared() or value.is_cuda
         except Exception:  # meta / fake tensors
             shared = False
-        return f"{name}(shape={value.shape}, device={value.device}, dtype={value.dtype}, is_shared={shared})"
+        parts.append(f"is_shared={shared}")
+    if opts["show_grad"]:
+        parts.append(f"requires_grad={value.requires_grad}")
+    if opts["show_is_contiguous"]:
+        parts.append(f"is_contiguous={value.is_contiguous()}")
+    if opts["show_is_view"]:
+        parts.append(f"is_view={value._is_view()}")
+    if opts["show_storage_size"]:
+        try:
+            size = value.untyped_storage().nbytes()
+        except Exception:  # meta / fake tensors
+            size = 0
+        parts.append(f"storage_size={size}")
+    return f"{name}({', '.join(parts)})"
+
+
+def leaf_repr(value: Any) -> str:
+    """One field's repr: ``Tensor(shape=..., device=..., dtype=..., is_shared=...)``.
+
+    What it shows follows :func:`tensordict.set_printoptions`.
+    """
+    if isinstance(value, torch.Tensor):
+        return _tensor_repr(value, _options())
     return repr(value)
 
 
+def _sorted_items(items: Any) -> list:
+    order = _options()["sort_keys"]
+    if order == "insertion":
+        return list(items)
+    if callable(order):
+        return sorted(items, key=lambda kv: order(str(kv[0])))
+    return sorted(items, key=lambda kv: str(kv[0]))
+
+
 def fields_repr(items: Any, name: str = "fields") -> str:
-    """``fields={...}`` block for ``(key, value)`` pairs, sorted by key."""
+    """``fields={...}`` block for ``(key, value)`` pairs, sorted by key (see
+    ``set_printoptions(sort_keys=...)``)."""
     lines = []
-    for key, value in sorted(items, key=lambda kv: str(kv[0])):
+    for key, value in _sorted_items(items):
         lines.append(f"{key}: {leaf_repr(value)}")
     body = textwrap.indent(",\n".join(lines), " " * 4)
     return f"{name}={{\n{body}}}" if lines else f"{name}={{\n}}"
 
 
 def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | None = None) -> str:
-    """Full repr of a TensorDict-like ``td``."""
+    """Full repr of a TensorDict-like ``td`` (the lines shown follow
+    :func:`tensordict.set_printoptions`)."""
+    opts = _options()
     parts = [fields_repr(td._items_raw())]
     parts.extend(extra_fields or [])
-    parts.append(f"batch_size={td.batch_size}")
-    parts.append(f"device={td.device}")
-    parts.append(f"is_shared={td.is_shared() if list(td._keys_raw()) else False}")
+    if opts["show_batch_size"]:
+        parts.append(f"batch_size={td.batch_size}")
+    if opts["show_device"]:
+        parts.append(f"device={td.device}")
+    if opts["show_is_shared"]:
+        parts.append(f"is_shared={td.is_shared() if list(td._keys_raw()) else False}")
     parts.extend(tail or [])
     body = textwrap.indent(",\n".join(parts), " " * 4)
     return f"{type(td).__name__}(\n{body})"

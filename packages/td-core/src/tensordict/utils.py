@@ -15,6 +15,7 @@ from tensordict._compat_upstream import (  # noqa: F401 - upstream private names
     _is_non_tensor,
     _is_tensorclass,
     _maybe_correct_neg_dim,
+    _shape,
     _unravel_key_to_tuple,
     _zip_strict,
 )

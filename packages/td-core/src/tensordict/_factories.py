@@ -1,0 +1,242 @@
+"""TensorDicts made after another one: ``new_zeros``, ``new_ones``, ``new_empty``,
+``new_full``, ``new_tensor`` and ``as_tensor``.
+
+The ``new_*`` factories replace the batch dims of every leaf with a new size and keep
+its feature dims, dtype and device, through the shape engine (``_batch_transform``):
+each leaf's ``fn(value, nd)`` builds the new tensor, and the new batch size is read off
+the first result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tensordict import _classes
+
+__all__ = ["FactoryMixin"]
+
+
+def _size_arg(size: tuple) -> torch.Size:
+    if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)):
+        size = tuple(size[0])
+    return torch.Size(size)
+
+
+def _factory(
+    td: Any,
+    make: Callable[..., torch.Tensor],
+    size: torch.Size,
+    dtype: Any,
+    device: Any,
+    requires_grad: bool,
+    pin_memory: bool | None,
+) -> Any:
+    def fn(value: torch.Tensor, nd: int) -> torch.Tensor:
+        shape = (*size, *value.shape[nd:])
+        out = make(
+            value,
+            shape,
+            dtype=value.dtype if dtype is None else dtype,
+            device=value.device if device is None else device,
+        )
+        if pin_memory:
+            out = out.pin_memory()
+        if requires_grad:
+            out.requires_grad_()
+        return out
+
+    out = td._batch_transform(fn)
+    if device is not None:
+        out = out.to(device)
+    return out
+
+
+_FACTORY_DOC = """A TensorDict of the same structure whose every leaf is ``{what}``; the batch
+        dims are replaced by ``size`` and the feature dims kept.
+
+        Args:
+            *size (int or sequence of int): the new batch size.{extra_args}
+
+        Keyword Args:
+            dtype (torch.dtype, optional): the leaves' dtype (each leaf's own by default).
+            device (torch.device, optional): the device (each leaf's own by default).
+            requires_grad (bool): leaves that require gradients. Defaults to ``False``.
+            pin_memory (bool): leaves in pinned memory. Defaults to ``False``.
+
+        Returns:
+            a TensorDict with ``batch_size=size``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({{"a": torch.ones(3, 2)}}, [3])
+            >>> {example}
+        """
+
+
+class FactoryMixin:
+    """Mixed into TensorDictBase: the ``new_*`` factories and ``as_tensor``."""
+
+    def new_zeros(
+        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+    ) -> Any:
+        return _factory(
+            self,
+            lambda v, s, **kw: v.new_zeros(s, **kw),
+            _size_arg(size),
+            dtype,
+            device,
+            requires_grad,
+            pin_memory,
+        )
+
+    new_zeros.__doc__ = _FACTORY_DOC.format(
+        what="zeros", extra_args="", example='td.new_zeros(2, 5)["a"].shape\n            torch.Size([2, 5, 2])'
+    )
+
+    def new_ones(
+        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+    ) -> Any:
+        return _factory(
+            self,
+            lambda v, s, **kw: v.new_ones(s, **kw),
+            _size_arg(size),
+            dtype,
+            device,
+            requires_grad,
+            pin_memory,
+        )
+
+    new_ones.__doc__ = _FACTORY_DOC.format(
+        what="ones", extra_args="", example='td.new_ones([4])["a"].sum()\n            tensor(8.)'
+    )
+
+    def new_empty(
+        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+    ) -> Any:
+        return _factory(
+            self,
+            lambda v, s, **kw: v.new_empty(s, **kw),
+            _size_arg(size),
+            dtype,
+            device,
+            requires_grad,
+            pin_memory,
+        )
+
+    new_empty.__doc__ = _FACTORY_DOC.format(
+        what="uninitialised", extra_args="", example="td.new_empty(0).batch_size\n            torch.Size([0])"
+    )
+
+    def new_full(
+        self,
+        size: Any,
+        fill_value: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool | None = None,
+    ) -> Any:
+        return _factory(
+            self,
+            lambda v, s, **kw: v.new_full(s, fill_value, **kw),
+            _size_arg((size,)),
+            dtype,
+            device,
+            requires_grad,
+            pin_memory,
+        )
+
+    new_full.__doc__ = _FACTORY_DOC.format(
+        what="``fill_value``",
+        extra_args="\n            fill_value (number): the value of every element.",
+        example='td.new_full((2,), 7.0)["a"][0]\n            tensor([7., 7.])',
+    )
+
+    def new_tensor(
+        self,
+        data: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool | None = None,
+    ) -> Any:
+        """A copy of ``data`` built like ``Tensor.new_tensor``.
+
+        Args:
+            data (TensorDictBase or tensor-like): with a TensorDict, every leaf is copied
+                (``leaf.new_tensor(leaf)``) onto ``device`` (``self.device`` when it
+                has one); anything else gives a tensor, as ``Tensor.new_tensor`` does.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): the dtype of the copy.
+            device (torch.device, optional): its device.
+            requires_grad (bool): leaves that require gradients.
+            pin_memory (bool): leaves in pinned memory.
+
+        Returns:
+            a TensorDict with ``data``'s batch size, or a tensor.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(3)}, [3])
+            >>> import warnings
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore")
+            ...     td.new_tensor(td[0] * 2)["a"]
+            tensor(2.)
+        """
+        if device is None:
+            device = self.device
+        if _classes.is_tensor_collection(data):
+
+            def copy(t: torch.Tensor) -> torch.Tensor:
+                out = t.new_tensor(t, dtype=dtype, device=t.device if device is None else device)
+                if pin_memory:
+                    out = out.pin_memory()
+                if requires_grad:
+                    out.requires_grad_()
+                return out
+
+            out = data.apply(copy)
+            if device is not None and out.device != device:
+                out = out.to(device)
+            return out
+        template = torch.empty((), device=device) if device is not None else torch.empty(())
+        out = template.new_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        if pin_memory:
+            out = out.pin_memory()
+        return out
+
+    def as_tensor(self) -> Any:
+        """A TensorDict whose leaves are plain ``torch.Tensor`` objects.
+
+        Tensor subclasses (``MemoryMappedTensor``, ``Parameter``, ...) are given back as
+        plain tensors on the same storage; plain tensors are kept as they are.
+
+        Returns:
+            a TensorDict with the batch size and device of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.nn.Parameter(torch.zeros(3))}, [3])
+            >>> type(td.as_tensor()["a"]) is torch.Tensor
+            True
+        """
+
+        def plain(t: torch.Tensor) -> torch.Tensor:
+            if t.__class__ is torch.Tensor:
+                return t
+            method = getattr(t, "as_tensor", None)
+            if callable(method):
+                return method()
+            return t.as_subclass(torch.Tensor)
+
+        return self._map_leaves(plain, keep_non_tensor=True)

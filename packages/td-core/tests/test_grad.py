@@ -1,0 +1,68 @@
+"""Autograd on TensorDicts: requires_grad, grad, zero_grad, backward."""
+
+import pytest
+import torch
+
+from tensordict import TensorDict, lazy_stack
+
+
+def make():
+    return TensorDict({"a": torch.zeros(3, 2), "b": {"c": torch.ones(3)}}, [3])
+
+
+def test_requires_grad_property():
+    td = make()
+    assert td.requires_grad is False
+    td["b", "c"].requires_grad_()
+    assert td.requires_grad is True
+    assert lazy_stack([make(), make()]).requires_grad is False
+
+
+def test_grad_and_zero_grad():
+    td = make().requires_grad_()
+    assert td.grad is None
+    (td + 1).sum(reduce=True).backward()
+    assert (td.grad == 1).all()
+    td.zero_grad(set_to_none=False)
+    assert (td.grad == 0).all()
+    td.zero_grad()
+    assert td.grad is None
+
+
+def test_backward_scalars_is_sum():
+    x = torch.randn(3, requires_grad=True)
+    y = x.detach().clone().requires_grad_()
+    TensorDict(l1=x.sum(), l2=x.pow(2).sum(), note="text").backward()
+    (y.sum() + y.pow(2).sum()).backward()
+    torch.testing.assert_close(x.grad, y.grad)
+
+
+def test_backward_with_gradient_td():
+    x = torch.randn(3, requires_grad=True)
+    out = TensorDict({"n": {"a": x * 2}, "b": x.sum(), "c": torch.ones(4)}, [])
+    out.backward(TensorDict({"n": {"a": torch.ones(3)}, "b": torch.tensor(1.0)}, []))
+    torch.testing.assert_close(x.grad, torch.full((3,), 3.0))
+
+
+def test_backward_inputs_retain_graph():
+    x = torch.randn(3, requires_grad=True)
+    y = torch.randn(3, requires_grad=True)
+    out = TensorDict(loss=(x * y).sum())
+    out.backward(inputs=TensorDict(x=x), retain_graph=True)
+    assert y.grad is None
+    out.backward(inputs=[y])
+    torch.testing.assert_close(y.grad, x.detach())
+
+
+def test_backward_errors():
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="only for scalar outputs.*'a'"):
+        TensorDict(a=x * 2).backward()
+    with pytest.raises(KeyError, match="Missing gradient entry for key 'a'"):
+        TensorDict(a=x * 2).backward(TensorDict(b=torch.ones(3)))
+    with pytest.raises(RuntimeError, match="Mismatch in shape.*'a'.*\\(4,\\).*\\(3,\\)"):
+        TensorDict(a=x * 2).backward(TensorDict(a=torch.ones(4)))
+    with pytest.raises(TypeError, match="gradient must be a TensorDictBase"):
+        TensorDict(a=x * 2).backward(torch.ones(3))
+    with pytest.raises(RuntimeError, match="no leaf tensor requiring gradients"):
+        make().backward()
