@@ -117,7 +117,7 @@ def p2p_job(rank: int, world: int) -> dict:
         _expect(ValueError, lambda: rich_td(0).send(0), "own rank")
         _expect(ValueError, lambda: rich_td(0).send(5), "not a rank")
         _expect(ValueError, lambda: rich_td(0).send(1, group_dst=1), "group")
-        _expect(ValueError, lambda: rich_td(0).send(), "exactly one")
+        _expect(ValueError, lambda: rich_td(0).send(), "Exactly one")
         # 11. non-tensor stacks and an empty TensorDict travel too
         stacked = TensorDict(v=torch.zeros(3), batch_size=[3])
         stacked["names"] = NonTensorStack("a", "b", "c")

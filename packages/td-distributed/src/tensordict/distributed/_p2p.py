@@ -50,6 +50,9 @@ from tensordict.distributed._transport import (
     check_peer_args,
     comm_error,
     comm_mode,
+    my_rank,
+    p2p_irecv,
+    p2p_isend,
     resolve_peer,
     tag_sequence,
     wait_all,
@@ -84,14 +87,14 @@ def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_r
     works = []
     try:
         for t, slot in msgs:
-            works.append(dist.isend(t, gdst, group=group, tag=tag(slot)))
+            works.append(p2p_isend(t, gdst, group, tag(slot)))
     except RuntimeError as err:
         raise comm_error(op, err, f"rank {gdst}", group, started) from err
     return works, init_tag + 2 + len(out.segments), started
 
 
-def _check_not_self(op: str, peer: int, name: str) -> None:
-    if peer == dist.get_rank():
+def _check_not_self(op: str, peer: int, name: str, group: Any = None) -> None:
+    if peer == my_rank(group):
         msg = f"{op}: {name}={peer} is this process's own rank; a TensorDict cannot be sent to itself."
         raise ValueError(msg)
 
@@ -147,9 +150,9 @@ def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int |
                 td.recv(0)  # td["obs"] is all ones, td["info"] == "step 1"
     """
     check_peer_args("send", dst, group, group_dst, "dst")
-    check_initialized("send")
+    check_initialized("send", group)
     gdst, _ = resolve_peer("send", dst, group, group_dst, "dst")
-    _check_not_self("send", gdst, "dst")
+    _check_not_self("send", gdst, "dst", group)
     if consolidated:
         td = _as_consolidated(td)
     # the call waits for its messages: a consolidated TensorDict may reuse its send buffer
@@ -195,11 +198,11 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
                     f.wait()
     """
     check_peer_args("isend", dst, group, group_dst, "dst")
-    check_initialized("isend")
+    check_initialized("isend", group)
     gdst, _ = resolve_peer("isend", dst, group, group_dst, "dst")
     if consolidated:
         td = _as_consolidated(td)
-    _check_not_self("isend", gdst, "dst")
+    _check_not_self("isend", gdst, "dst", group)
     works, next_tag, started = _post_sends("isend", td, gdst, group, init_tag, pseudo_rand)
     if return_early:
         return works
@@ -256,14 +259,14 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
     if use_broadcast:
         from tensordict.distributed._collectives import broadcast
 
-        check_initialized("init_remote")
+        check_initialized("init_remote", group)
         broadcast(td, dist.get_rank(group) if group is not None else dist.get_rank(), group=group,
                   _tensorclass=tensorclass)
         return
     check_peer_args("init_remote", dst, group, group_dst, "dst")
-    check_initialized("init_remote")
+    check_initialized("init_remote", group)
     gdst, _ = resolve_peer("init_remote", dst, group, group_dst, "dst")
-    _check_not_self("init_remote", gdst, "dst")
+    _check_not_self("init_remote", gdst, "dst", group)
     works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand, tensorclass=tensorclass)
     wait_all(works, "init_remote", f"rank {gdst}", group, started)
 
@@ -323,7 +326,7 @@ class _Incoming:
 
     def _irecv(self, buf: torch.Tensor, slot: int) -> Any:
         try:
-            return dist.irecv(buf, self.gsrc, group=self.group, tag=self.tag(slot))
+            return p2p_irecv(buf, self.gsrc, self.group, self.tag(slot))
         except RuntimeError as err:
             raise comm_error(self.op, err, self.who, self.group, self.started) from err
 
@@ -383,24 +386,31 @@ def _as_consolidated(td: Any) -> Any:
 
 def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, init_tag: int,
           pseudo_rand: bool) -> int:
-    check_initialized(op)
+    check_initialized(op, group)
     gsrc, _ = resolve_peer(op, src, group, group_src, "src")
-    _check_not_self(op, gsrc, "src")
+    _check_not_self(op, gsrc, "src", group)
     tag = tag_sequence(init_tag, pseudo_rand)
     incoming = _Incoming(op, gsrc, group, tag)
-    td = plain_view(td)
+    original, td = td, plain_view(td)
     template = Template(td)
     incoming.read_prefix()
     if incoming.header.digest == template.digest and template.plain:
         incoming.into_template(template)
         return init_tag + incoming.slots_used
     received = incoming.into_new()
-    mine = structure_of(td)
     theirs = structure_of(received)
-    if mine == theirs:  # same keys, dtypes and shapes (in another order, or into a lazy stack)
-        with torch.no_grad():
-            td.update_(received)
-        return init_tag + incoming.slots_used
+    mine = structure_of(td)
+    targets = [(td, mine)]
+    if original is not td:  # a lazy stack: a dense sender's leaves may match its stacked view
+        try:
+            targets.append((original, structure_of(original)))
+        except RuntimeError:  # members of different shapes cannot be read stacked
+            pass
+    for target, structure in targets:
+        if structure == theirs:  # same keys, dtypes and shapes (in another order, or into a lazy stack)
+            with torch.no_grad():
+                target.update_(received)
+            return init_tag + incoming.slots_used
     diff = describe_differences(mine, theirs, "the receiver", f"the sender ({incoming.who})")
     msg = (
         f"{op}: the TensorDict sent by {incoming.who} does not match the structure of the receiving "
@@ -505,7 +515,7 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
     """
     check_peer_args("irecv", src, group, group_src, "src")
     del consolidated  # as in recv
-    check_initialized("irecv")
+    check_initialized("irecv", group)
     resolve_peer("irecv", src, group, group_src, "src")  # argument errors surface here, not in the thread
     future: Any = torch.futures.Future()
 
@@ -570,7 +580,7 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
     if use_broadcast:
         from tensordict.distributed._collectives import broadcast
 
-        check_initialized("from_remote_init")
+        check_initialized("from_remote_init", group)
         root = src if src is not None else group_src
         if root is None:
             msg = "from_remote_init(use_broadcast=True): pass src, the rank that calls init_remote."
@@ -578,9 +588,9 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
         td = broadcast(TensorDict(), root, group=group)
         return td.to(device) if device is not None else td
     check_peer_args("from_remote_init", src, group, group_src, "src")
-    check_initialized("from_remote_init")
+    check_initialized("from_remote_init", group)
     gsrc, _ = resolve_peer("from_remote_init", src, group, group_src, "src")
-    _check_not_self("from_remote_init", gsrc, "src")
+    _check_not_self("from_remote_init", gsrc, "src", group)
     tag = tag_sequence(init_tag, pseudo_rand)
     incoming = _Incoming("from_remote_init", gsrc, group, tag)
     incoming.read_prefix()

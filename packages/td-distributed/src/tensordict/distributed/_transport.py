@@ -42,8 +42,45 @@ class CommError(RuntimeError):
     """A transfer or collective that failed in the backend (dead peer, timeout, broken pipe)."""
 
 
-def check_initialized(op: str) -> None:
-    """Raises a clear error when no default process group exists."""
+def is_raw(group: Any) -> bool:
+    """``True`` for a process group built directly (``ProcessGroupGloo(store, rank, size)``),
+    which the c10d registry does not know: it is addressed by its own ranks, through
+    its own ``send``/``recv`` methods."""
+    if group is None or group is dist.GroupMember.WORLD:
+        return False
+    if not dist.is_initialized():
+        return True
+    try:
+        dist.get_process_group_ranks(group)
+    except (ValueError, RuntimeError, KeyError):
+        return True
+    return False
+
+
+def my_rank(group: Any) -> int:
+    """This process's global rank (its rank in a raw group)."""
+    return group.rank() if is_raw(group) else dist.get_rank()
+
+
+def p2p_isend(t: torch.Tensor, peer: int, group: Any, tag: int) -> Any:
+    """``dist.isend`` (``peer`` global), or the raw group's own ``send`` (``peer`` its rank)."""
+    if is_raw(group):
+        return group.send([t], peer, tag)
+    return dist.isend(t, peer, group=group, tag=tag)
+
+
+def p2p_irecv(t: torch.Tensor, peer: int, group: Any, tag: int) -> Any:
+    """``dist.irecv`` (``peer`` global), or the raw group's own ``recv`` (``peer`` its rank)."""
+    if is_raw(group):
+        return group.recv([t], peer, tag)
+    return dist.irecv(t, peer, group=group, tag=tag)
+
+
+def check_initialized(op: str, group: Any = None) -> None:
+    """Raises a clear error when no default process group exists (and ``group`` is not a
+    raw process group, which needs none)."""
+    if group is not None and dist.is_available() and is_raw(group):
+        return
     if not dist.is_available() or not dist.is_initialized():
         msg = (
             f"{op}: torch.distributed is not initialized. Call "
@@ -104,6 +141,12 @@ def resolve_peer(op: str, peer: int | None, group: Any, group_peer: int | None, 
     the same peer in ``group``'s numbering. Exactly one must be given.
     """
     check_peer_args(op, peer, group, group_peer, name)
+    if group_peer is not None and is_raw(group):
+        size = group.size()
+        if not isinstance(group_peer, int) or isinstance(group_peer, bool) or not 0 <= group_peer < size:
+            msg = f"{op}: group_{name}={group_peer!r} is not a rank of the process group (ranks 0..{size - 1})."
+            raise ValueError(msg)
+        return group_peer, group_peer
     if group_peer is not None:
         g = global_rank(group, group_peer, op, f"group_{name}")
         return g, group_peer
@@ -127,7 +170,7 @@ def comm_mode(group: Any) -> tuple[torch.device, bool]:
     nccl moves CUDA tensors of exactly the posted size; other backends are treated
     as CPU with exact sizes.
     """
-    backend = str(dist.get_backend(group)).lower()
+    backend = str(group.name() if is_raw(group) else dist.get_backend(group)).lower()
     if "gloo" in backend:
         return torch.device("cpu"), False
     if "nccl" in backend:
