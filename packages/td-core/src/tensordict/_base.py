@@ -23,6 +23,7 @@ from tensordict import _classes
 from tensordict._apply import ApplyMixin
 from tensordict._classes import is_tensor_collection
 from tensordict._compare import CompareMixin
+from tensordict._compat_methods import UpstreamMethodsMixin
 from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
@@ -133,6 +134,7 @@ class TensorDictBase(
     GradMixin,
     CumulativeMixin,
     FactoryMixin,
+    UpstreamMethodsMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 
@@ -466,7 +468,9 @@ class TensorDictBase(
             td = td._create_nested(sub)
         td._set_str(key[-1], value, inplace, validated=True)
 
-    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
+    def _set_str(
+        self, key: str, value: Any, inplace: bool, validated: bool = False, non_blocking: bool = False
+    ) -> None:
         if not validated:
             value = self._convert_value(key, value)
         if inplace:
