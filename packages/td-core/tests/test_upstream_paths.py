@@ -177,8 +177,6 @@ def test_every_name_in_all_resolves():
                 continue  # a sibling that is not installed (names its distribution)
             except AttributeError:
                 missing.append(name)
-        # the print options belong to the repr module, which may not define them yet
-        missing = [m for m in missing if m not in ("set_printoptions", "get_printoptions")]
         assert not missing, (module_name, missing)
 
 

@@ -37,6 +37,7 @@ from tensordict._options import (
     set_capture_non_tensor_stack,
     set_list_to_stack,
 )
+from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import parse_tensor_dict_string
 from tensordict._stack import lazy_legacy, set_lazy_legacy
 from tensordict._switch import ModeSwitch
@@ -48,6 +49,7 @@ __all__ = [
     "assert_allclose_td",
     "assert_close",
     "capture_non_tensor_stack",
+    "get_printoptions",
     "implement_for",
     "is_leaf_nontensor",
     "is_namedtuple",
@@ -63,6 +65,7 @@ __all__ = [
     "set_capture_non_tensor_stack",
     "set_lazy_legacy",
     "set_list_to_stack",
+    "set_printoptions",
     "strtobool",
     "expand_as_right",
     "expand_right",
@@ -187,22 +190,3 @@ def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indice
     if return_indices:
         return out, keep
     return out
-
-
-#: names of this module that live in a module loaded on first use (the print options
-#: belong to the repr module, which may not define them yet)
-_LAZY_UTILS = {
-    "set_printoptions": "tensordict._repr",
-    "get_printoptions": "tensordict._repr",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY_UTILS:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY_UTILS[name]), name)
-        globals()[name] = value
-        return value
-    msg = f"module 'tensordict.utils' has no attribute {name!r}"
-    raise AttributeError(msg)
