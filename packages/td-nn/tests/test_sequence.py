@@ -73,8 +73,10 @@ class TestOverviewExample:
         module = _overview_sequence()
         sub = module.select_subsequence(out_keys=[("intermediate", "x")])
         assert len(sub) == 1 and sub[0] is module[0]
-        sub = module.select_subsequence(in_keys=[("intermediate", "x")])
+        sub = module.select_subsequence(in_keys=[("intermediate", "x"), ("input", "mask")])
         assert len(sub) == 1 and sub[0] is module[1]
+        with pytest.raises(ValueError, match="no step is left"):
+            module.select_subsequence(in_keys=[("intermediate", "x")])  # the mask is missing
 
 
 class TestKeys:
@@ -121,7 +123,9 @@ class TestSubsequence:
 
     def test_in_keys(self):
         seq = _chain()
-        sub = seq.select_subsequence(in_keys=["b"])
+        sub = seq.select_subsequence(in_keys=["b"])  # "e" also needs "d", which needs "a"
+        assert sub.out_keys == ["c"] and sub.in_keys == ["b"]
+        sub = seq.select_subsequence(in_keys=["b", "d"])
         assert sub.out_keys == ["c", "e"] and sub.in_keys == ["b", "d"]
 
     def test_both(self):
@@ -133,16 +137,32 @@ class TestSubsequence:
         assert seq.select_subsequence(out_keys=["c"])[0] is seq[0]
 
     def test_unknown_out_key(self):
-        with pytest.raises(ValueError, match="writes the key 'zz'"):
+        with pytest.raises(ValueError, match="no step is left"):
             _chain().select_subsequence(out_keys=["zz"])
 
     def test_unknown_in_key(self):
-        with pytest.raises(ValueError, match="no step reads the key 'zz'"):
+        with pytest.raises(ValueError, match="no step is left"):
             _chain().select_subsequence(in_keys=["zz"])
 
     def test_disconnected(self):
-        with pytest.raises(ValueError, match="after the given in_keys writes the key 'd'"):
+        with pytest.raises(ValueError, match="no step is left"):
             _chain().select_subsequence(in_keys=["b"], out_keys=["d"])
+
+    def test_nested_sequences_select_their_steps(self):
+        flat = _chain()
+        nested = Seq(Seq(flat[0], flat[1]), Seq(flat[2], flat[3]))
+        for kwargs in ({"out_keys": ["c"]}, {"in_keys": ["b", "d"]}, {"in_keys": ["a"], "out_keys": ["d"]}):
+            a, b = flat.select_subsequence(**kwargs), nested.select_subsequence(**kwargs)
+            assert list(a) == list(b)
+
+    def test_ordered_dict_keeps_names(self):
+        seq = Seq(OrderedDict(
+            layer0=Mod(lambda x: x + 1, in_keys=["x"], out_keys=["y"]),
+            layer1=Mod(lambda x: x - 1, in_keys=["y"], out_keys=["z"]),
+            layer2=Mod(lambda x, y: x + y, in_keys=["x", "y"], out_keys=["a"]),
+        ))
+        sub = seq.select_subsequence(out_keys=["a"])
+        assert list(sub.module) == ["layer0", "layer2"]
 
 
 class TestContainer:
@@ -169,7 +189,7 @@ class TestContainer:
         outer = Seq(inner, Mod(lambda e: e * 3, in_keys=["e"], out_keys=["f"]))
         assert outer.in_keys == ["a"] and outer.out_keys[-1] == "f"
         assert (outer(TensorDict(a=torch.zeros(2), batch_size=[2]))["f"] == 3).all()
-        assert len(outer.select_subsequence(out_keys=["f"])) == 2
+        assert len(outer.select_subsequence(out_keys=["f"])) == 5  # nested steps are selected one by one
 
     def test_callables_are_wrapped(self):
         seq = Seq(Mod(lambda x: x * 2, in_keys=["x"], out_keys=["y"]), lambda td: td.reshape(-1))

@@ -10,8 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensordict import TensorDict, TensorDictBase
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn._common import (
     _NOTSET,
     TensorDictModuleBase,
@@ -274,9 +273,13 @@ class TensorDictSequential(TensorDictModule):
         Returns:
             a new sequence of the same class (or a TensorDictSequential).
 
+        Steps of nested (plain) sequences are selected one by one. A step is kept
+        when every key it reads is available (``in_keys``, or written by a kept
+        earlier step) and something it writes is wanted (``out_keys``, or read by a
+        kept later step).
+
         Raises:
-            ValueError: no step reads one of ``in_keys``, no step writes one of
-                ``out_keys``, or nothing is left.
+            ValueError: no step is left.
 
         Examples:
             >>> from tensordict.nn import TensorDictModule as Mod
@@ -291,42 +294,49 @@ class TensorDictSequential(TensorDictModule):
             ['c']
         """
         owner = type(self).__name__
-        mods = self._modules_list()
-        if in_keys is not None:
-            in_keys = _normalize_keys(in_keys, "in_keys", owner)
-            read = {k for m in mods for k in _keys_of(m, "in_keys")}
-            for key in in_keys:
-                if key not in read:
-                    msg = f"{owner}.select_subsequence: no step reads the key {key!r}; the steps read {sorted(map(str, read))}."
-                    raise ValueError(msg)
-            reach = set(in_keys)
-            kept = []
-            for m in mods:
-                if any(k in reach for k in _keys_of(m, "in_keys")):
-                    kept.append(m)
-                    reach.update(_keys_of(m, "out_keys"))
-            mods = kept
-        if out_keys is not None:
-            out_keys = _normalize_keys(out_keys, "out_keys", owner)
-            produced = {k for m in mods for k in _keys_of(m, "out_keys")}
-            for key in out_keys:
-                if key not in produced:
-                    msg = (
-                        f"{owner}.select_subsequence: no step{' after the given in_keys' if in_keys is not None else ''} "
-                        f"writes the key {key!r}; the steps write {sorted(map(str, produced))}."
-                    )
-                    raise ValueError(msg)
-            need = set(out_keys)
-            kept = []
-            for m in reversed(mods):
-                if any(k in need for k in _keys_of(m, "out_keys")):
-                    kept.append(m)
-                    need.update(_keys_of(m, "in_keys"))
-            mods = kept[::-1]
-        if not mods:
-            msg = f"{owner}.select_subsequence: no step is left after the selection; check that in_keys and out_keys are connected."
+        steps = self._flat_steps()
+        avail = list(self.in_keys) if in_keys is None else _normalize_keys(in_keys, "in_keys", owner)
+        wanted = list(self.out_keys) if out_keys is None else _normalize_keys(out_keys, "out_keys", owner)
+        # forward: a step stays when everything it reads is available (given or produced)
+        kept = []
+        for name, m in steps:
+            if all(k in avail for k in _keys_of(m, "in_keys")):
+                kept.append((name, m))
+                avail.extend(_keys_of(m, "out_keys"))
+        # backward: a step stays when something it writes is wanted
+        needed = list(wanted)
+        selected = []
+        for name, m in reversed(kept):
+            if any(k in needed for k in _keys_of(m, "out_keys")):
+                selected.append((name, m))
+                needed.extend(_keys_of(m, "in_keys"))
+        selected.reverse()
+        if not selected:
+            msg = (
+                f"{owner}.select_subsequence: no step is left after the selection (in_keys={in_keys}, "
+                f"out_keys={out_keys}); check that in_keys and out_keys are connected."
+            )
             raise ValueError(msg)
-        return self._new_like(mods)
+        names = [name for name, _ in selected]
+        if isinstance(self._fn, nn.ModuleDict) and len(set(names)) == len(names):
+            mapping = OrderedDict(selected)
+            try:
+                return type(self)(mapping, partial_tolerant=self.partial_tolerant)
+            except (TypeError, ValueError):
+                return TensorDictSequential(mapping, partial_tolerant=self.partial_tolerant)
+        return self._new_like([m for _, m in selected])
+
+    def _flat_steps(self) -> list:
+        """``(name, step)`` pairs, nested plain sequences opened (for :meth:`select_subsequence`)."""
+        fn = self._fn
+        items = fn.items() if isinstance(fn, nn.ModuleDict) else ((str(i), m) for i, m in enumerate(fn))
+        out = []
+        for name, m in items:
+            if type(m) is TensorDictSequential and m.__dict__.get("_selected") is None:
+                out.extend(m._flat_steps())
+            else:
+                out.append((name, m))
+        return out
 
     # -------------------------------------------------------------- forward
     def _run_partial(self, tensordict: TensorDictBase, kwargs: dict) -> TensorDictBase:
