@@ -122,11 +122,20 @@ def test_build_does_no_per_key_work():
 
 
 # ---------------------------------------------------------------------- bad input
-def test_different_batch_sizes_raise_naming_shapes():
+def test_different_batch_sizes_give_minus_one_dims():
     tds = [TensorDict({"a": torch.zeros(3)}, [3]), TensorDict({"a": torch.zeros(4)}, [4])]
-    for build in (lambda: lazy_stack(tds), lambda: LazyStackedTensorDict(*tds)):
-        with pytest.raises(RuntimeError, match=r"\(3,\).*\(4,\)"):
+    assert lazy_stack(tds).batch_size == (2, -1)
+    assert LazyStackedTensorDict(*tds, stack_dim=1).batch_size == (-1, 2)
+    assert [t.batch_size for t in lazy_stack(tds).tensordicts] == [(3,), (4,)]
+    for build in (
+        lambda: lazy_stack(tds, strict_shape=True),
+        lambda: LazyStackedTensorDict(*tds, strict_shape=True),
+        lambda: lazy_stack([*tds, TensorDict()]),
+    ):
+        with pytest.raises(RuntimeError, match=r"stacking tensordicts requires.*\(3,\).*\("):
             build()
+    with pytest.raises(RuntimeError):
+        lazy_stack(tds, -3)
     with set_lazy_legacy(True), pytest.raises(RuntimeError, match=r"\(3,\).*\(4,\)"):
         torch.stack(tds)
 
@@ -138,8 +147,8 @@ def test_bad_elements_and_dims():
         LazyStackedTensorDict(*make_tds(2), stack_dim=3)
     with pytest.raises(RuntimeError, match="non-empty"):
         lazy_stack([])
-    with pytest.raises(RuntimeError, match="at least one"):
-        LazyStackedTensorDict()
+    empty = LazyStackedTensorDict()
+    assert empty.batch_size == (0,) and empty.device is None
 
 
 def test_missing_key_names_indices():

@@ -96,6 +96,13 @@ class _State:
     def __getstate__(self) -> tuple:
         return (self.storage, self.skeleton, self.runs, self.leaves, self.filename)
 
+    def __getitem__(self, name: str) -> Any:
+        """``state["storage"]`` (upstream exposes the consolidated state as a dict)."""
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
     def __setstate__(self, state: tuple) -> None:
         self.storage, self.skeleton, self.runs, self.leaves, self.filename = state
 
@@ -573,7 +580,57 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     skeleton = _read_node(meta.get("root"), path, specs, views, used, [], 0)
     td, skeleton = _build(skeleton, views, None, _classes.TensorDict, False, False)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, path)
+    lazy_meta = meta.get("lazy_stack")
+    if lazy_meta is not None:
+        return lazy_from_holder(td, _check_lazy_meta(lazy_meta, td, path))
     return td
+
+
+# ---------------------------------------------------------------------- lazy stacks
+# A lazy stack is consolidated as a "holder": a TensorDict of batch size [] whose
+# entries "0", "1", ... are the stacked TensorDicts (so keys that only some of them
+# hold are kept). The file records ``{"stack_dim", "n", "stack_name"}`` under
+# ``lazy_stack`` in its metadata, and reading it gives the lazy stack back.
+
+
+def lazy_holder(stack: Any) -> Any:
+    """The holder TensorDict of a lazy stack (no copy: its entries are the stacked TensorDicts)."""
+    source = {str(i): td for i, td in enumerate(stack.tensordicts)}
+    return _classes.TensorDict._new_unsafe(source, torch.Size(()), None)
+
+
+def lazy_meta_of(stack: Any) -> dict:
+    """What a lazy stack needs besides its holder to be rebuilt."""
+    return {"stack_dim": stack.stack_dim, "n": len(stack.tensordicts), "stack_name": stack._stack_name}
+
+
+def _check_lazy_meta(meta: Any, holder: Any, path: str) -> dict:
+    ok = (
+        isinstance(meta, dict)
+        and isinstance(meta.get("n"), int)
+        and isinstance(meta.get("stack_dim"), int)
+        and meta["n"] >= 1
+        and all(str(i) in holder._tensordict for i in range(meta["n"]))
+        and (meta.get("stack_name") is None or isinstance(meta.get("stack_name"), str))
+    )
+    if not ok:
+        raise _bad_file(path, f"invalid lazy-stack description {meta!r}")
+    return meta
+
+
+def lazy_from_holder(holder: Any, meta: dict) -> Any:
+    """The lazy stack over the entries of a consolidated holder; it shares the holder's storage."""
+    tds = [holder._tensordict[str(i)] for i in range(meta["n"])]
+    out = _classes.LazyStackedTensorDict(*tds, stack_dim=meta["stack_dim"])
+    if meta.get("stack_name") is not None:
+        out._stack_name = meta["stack_name"]
+    out._consolidated = holder._consolidated
+    return out
+
+
+def _rebuild_lazy_consolidated(meta: dict, *args: Any) -> Any:
+    """Unpickles a consolidated lazy stack (its holder, then the stack over it)."""
+    return lazy_from_holder(_rebuild_consolidated(*args), meta)
 
 
 # ---------------------------------------------------------------------- pickling
@@ -638,7 +695,8 @@ class ConsolidateMixin:
         stay in the storage), adding or removing entries is not. Non-tensor data is
         kept as is (and written as JSON metadata with ``filename``). A TensorDict that
         is already consolidated is returned as is (moved with ``device=``). Lazy
-        stacks and other TensorDict types come back as dense ``TensorDict``.
+        stacks come back as lazy stacks (every key of every stacked TensorDict kept);
+        other TensorDict types as dense ``TensorDict``.
 
         Args:
             filename (str or os.PathLike, optional): write the storage to this file
@@ -730,6 +788,9 @@ class ConsolidateMixin:
                         "leaves": _leaf_specs(runs, leaves),
                         "root": _json_node(skeleton, ()),
                     }
+                    lazy_meta = self.__dict__.get("_lazy_stack_meta")
+                    if lazy_meta is not None:
+                        meta["lazy_stack"] = lazy_meta
                     storage, views = _fill_file(path, meta, total, runs, leaves, num_threads)
                     storage_device = torch.device("cpu")
                 else:

@@ -29,6 +29,7 @@ from tensordict import _classes
 from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, _KeysView, unravel_key
+from tensordict._lazy_consolidate import LazyConsolidateMixin
 from tensordict._lazy_dense import LazyDenseMixin
 from tensordict._lazy_funcs import dense_stack_tds, lazy_stack, maybe_dense_stack
 from tensordict._lazy_index import LazyIndexMixin
@@ -51,6 +52,11 @@ _new_object = object.__new__
 def _format_indices(indices: Sequence[int]) -> str:
     shown = list(indices[:20])
     return str(shown)[:-1] + ", ...]" if len(indices) > 20 else str(shown)
+
+
+class StackDimError(IndexError, RuntimeError):
+    """``stack_dim`` out of range: an ``IndexError`` (as for tensors) that is also the
+    ``RuntimeError`` tensordict raises."""
 
 
 class _LazyKeysView(_KeysView):
@@ -135,6 +141,7 @@ def _check_stack_name(td: Any, prefix: list, sd: int, stack_name: str) -> None:
 
 
 class LazyStackedTensorDict(
+    LazyConsolidateMixin,
     LazyMathMixin,
     LazyShapeMixin,
     LazyIndexMixin,
@@ -158,8 +165,10 @@ class LazyStackedTensorDict(
             (``-1`` is after the last dim). Defaults to ``0``.
 
     Keyword Args:
-        batch_size (torch.Size, optional): only needed to build an empty stack
-            (no TensorDicts); otherwise checked against the computed batch size.
+        batch_size (torch.Size, optional): for an empty stack (no TensorDicts), the
+            batch size of the TensorDicts to come (the stack's is that with ``0`` at
+            ``stack_dim``; ``[]`` by default); otherwise checked against the computed
+            batch size.
         device (torch.device, optional): move every TensorDict there first.
         names (list of str, optional): names of the batch dims.
         stack_dim_name (str, optional): name of the stack dim.
@@ -193,6 +202,7 @@ class LazyStackedTensorDict(
     _bs_cache: dict | None = None
     _lock_flag: bool = False
     _stack_name: str | None = None
+    _empty_device: torch.device | None = None
 
     def __init__(
         self,
@@ -207,9 +217,11 @@ class LazyStackedTensorDict(
         tds = list(tensordicts)
         if len(tds) == 1 and isinstance(tds[0], (list, tuple)):
             tds = list(tds[0])
-        self._init(tds, stack_dim, batch_size)
+        self._init(tds, stack_dim, batch_size, strict_shape)
         if device is not None:
             self.tensordicts = [td.to(device) for td in self.tensordicts]
+            if not tds:
+                self._empty_device = torch.device(device)
         if strict_shape:
             self._check_strict_shapes()
         if names is not None:
@@ -220,22 +232,20 @@ class LazyStackedTensorDict(
             self.names = new
 
     # ------------------------------------------------------------------ construction
-    def _init(self, tds: list, stack_dim: int, batch_size: Any = None) -> None:
+    def _init(self, tds: list, stack_dim: int, batch_size: Any = None, strict: bool = False) -> None:
         n = len(tds)
         if not n:
-            if batch_size is None:
-                msg = (
-                    "LazyStackedTensorDict needs at least one TensorDict, or `batch_size=` "
-                    "(with 0 at `stack_dim`) to build an empty stack."
-                )
-                raise RuntimeError(msg)
-            bs = _Size(batch_size)
-            if not -len(bs) <= stack_dim < len(bs) or bs[stack_dim] != 0:
-                msg = f"an empty lazy stack needs batch_size[stack_dim] == 0, got batch_size={tuple(bs)} and stack_dim={stack_dim}."
-                raise RuntimeError(msg)
+            # an empty stack: ``batch_size`` is the batch size of the TensorDicts to come
+            td_bs = _Size(() if batch_size is None else batch_size)
+            nd = len(td_bs)
+            if not -nd - 1 <= stack_dim <= nd:
+                msg = f"stack_dim={stack_dim} is out of range for an empty stack of TensorDicts with batch_size {tuple(td_bs)} (expected -{nd + 1} <= stack_dim <= {nd})."
+                raise StackDimError(msg)
+            if stack_dim < 0:
+                stack_dim += nd + 1
             self.tensordicts = tds
-            self.stack_dim = stack_dim % len(bs)
-            self._batch_size = bs
+            self.stack_dim = stack_dim
+            self._batch_size = _Size((*td_bs[:stack_dim], 0, *td_bs[stack_dim:]))
             return
         try:
             bs = tds[0]._batch_size
@@ -246,13 +256,11 @@ class LazyStackedTensorDict(
                 bs = None
         except AttributeError:
             bs = self._check_slow(tds)
-        if bs is not None:
-            self._raise_mismatch(tds)
-        td_bs = tds[0].batch_size
+        td_bs = tds[0].batch_size if bs is None else self._mixed_batch_size(tds, strict)
         nd = len(td_bs)
         if not -nd - 1 <= stack_dim <= nd:
             msg = f"stack_dim={stack_dim} is out of range for TensorDicts with batch_size {tuple(td_bs)} (expected -{nd + 1} <= stack_dim <= {nd})."
-            raise IndexError(msg)
+            raise StackDimError(msg)
         if stack_dim < 0:
             stack_dim += nd + 1
         self.tensordicts = tds
@@ -272,16 +280,26 @@ class LazyStackedTensorDict(
         return None if all(td.batch_size == bs for td in tds) else bs
 
     @staticmethod
-    def _raise_mismatch(tds: list) -> None:
+    def _mixed_batch_size(tds: list, strict: bool) -> torch.Size:
+        """The batch size shared by TensorDicts whose batch sizes differ: ``-1`` where they
+        differ (as upstream). Raises when the numbers of dims differ, or with ``strict``."""
         bs = tds[0].batch_size
         for i, td in enumerate(tds):
-            if td.batch_size != bs:
+            other = td.batch_size
+            if other != bs and (strict or len(other) != len(bs)):
                 msg = (
-                    f"lazy stack expects every TensorDict to have the same batch_size, got "
-                    f"{tuple(bs)} (TensorDict 0) and {tuple(td.batch_size)} (TensorDict {i}). "
-                    "Index, reshape or expand them to a common batch_size first."
+                    "stacking tensordicts requires one batch size (batch sizes in tensordicts differs): "
+                    f"got {tuple(bs)} (TensorDict 0) and {tuple(other)} (TensorDict {i}). "
+                    + (
+                        "Drop strict_shape=True to stack them with -1 in the differing dims."
+                        if len(other) == len(bs)
+                        else "Lazy stacks need TensorDicts with the same number of batch dims."
+                    )
                 )
                 raise RuntimeError(msg)
+        return _Size(
+            s if all(td.batch_size[d] == s for td in tds) else -1 for d, s in enumerate(bs)
+        )
 
     @classmethod
     def _from_list(
@@ -398,7 +416,7 @@ class LazyStackedTensorDict(
         """The device shared by every stacked TensorDict, or ``None``."""
         tds = self.tensordicts
         if not tds:
-            return None
+            return self._empty_device
         device = tds[0].device
         for td in tds:
             if td.device != device:
@@ -578,7 +596,8 @@ class LazyStackedTensorDict(
         if len(set(shapes)) > 1:
             shown = sorted(set(shapes))[:5]
             msg = (
-                f"cannot stack key {key!r} of the lazy stack: the stacked TensorDicts hold different "
+                f"Failed to stack tensors within a tensordict: cannot stack key {key!r} of the lazy stack: "
+                "the stacked TensorDicts hold different "
                 f"shapes {shown} (stacked shape {list(self._combine_shapes(shapes))}, -1 marks the dims "
                 f"that differ). Read it with `get({key!r}, as_list=True)`, `get({key!r}, as_nested_tensor=True)` "
                 f"or `get({key!r}, as_padded_tensor=True)`, or convert the whole stack with "
@@ -682,7 +701,7 @@ class LazyStackedTensorDict(
             and index
             and all(i.__class__ is str or i.__class__ is tuple for i in index)
         ):
-            return self._unwrap_leaf(self._get_any_raw(index))
+            return self.get(index)
         return self._index(index)
 
     def get(
@@ -747,7 +766,7 @@ class LazyStackedTensorDict(
             )
         if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
             default = None
-        return self._unwrap_leaf(self._get_any_raw(key, default))
+        return self._get_any_raw(key, default)
 
     def _get_any_raw(self, key: NestedKey, default: Any = _MISSING) -> Any:
         if key.__class__ is not str:
@@ -774,6 +793,64 @@ class LazyStackedTensorDict(
         t = self._check_present(key)
         k = t[0] if len(t) == 1 else t
         return [td._get_any_raw(k) for td in self.tensordicts]
+
+    # ------------------------------------------------------------------ growing the stack
+    def insert(self, index: int, tensordict: TensorDictBase) -> None:
+        """Inserts ``tensordict`` at position ``index`` along the stack dim (in place).
+
+        Args:
+            index (int): where it goes, as in ``list.insert``.
+            tensordict (TensorDictBase): its batch size must be the stack's without
+                the stack dim; with the stack on a device, it must be on that device.
+
+        Raises:
+            TypeError: ``tensordict`` is not a TensorDict.
+            ValueError: devices or batch sizes differ ("Devices differ", "Batch sizes
+                in tensordicts differs").
+            RuntimeError: the stack is locked.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import LazyStackedTensorDict, TensorDict
+            >>> s = LazyStackedTensorDict(stack_dim=0, batch_size=[2])
+            >>> s.insert(0, TensorDict(a=torch.zeros(2), batch_size=[2]))
+            >>> s.append(TensorDict(a=torch.ones(2), batch_size=[2]))
+            >>> s.batch_size, s["a"][:, 0]
+            (torch.Size([2, 2]), tensor([0., 1.]))
+        """
+        if not isinstance(tensordict, TensorDictBase) and not is_tensor_collection(tensordict):
+            msg = f"Expected new value to be TensorDictBase instance but got {type(tensordict).__name__} instead."
+            raise TypeError(msg)
+        if self.is_locked and self.tensordicts:
+            raise locked_error("insert a TensorDict into the lazy stack")
+        device = self.device
+        if device is not None and tensordict.device != device:
+            msg = f"Devices differ: the stack is on {device}, the new TensorDict on {tensordict.device}."
+            raise ValueError(msg)
+        sd = self.stack_dim
+        bs = self._batch_size
+        td_bs = _Size((*bs[:sd], *bs[sd + 1 :]))
+        if tensordict.batch_size != td_bs:
+            msg = (
+                f"Batch sizes in tensordicts differs: the stacked TensorDicts have batch_size "
+                f"{tuple(td_bs)}, the new one {tuple(tensordict.batch_size)}."
+            )
+            raise ValueError(msg)
+        tds = list(self.tensordicts)  # the list may be the caller's (``lazy_stack(list)``)
+        tds.insert(index, tensordict)
+        self.tensordicts = tds
+        self._batch_size = _Size((*td_bs[:sd], len(self.tensordicts), *td_bs[sd:]))
+        self._fast = None
+        self._bs_cache = None
+
+    def append(self, tensordict: TensorDictBase) -> None:
+        """Appends ``tensordict`` at the end of the stack dim (see :meth:`insert`)."""
+        self.insert(len(self.tensordicts), tensordict)
+
+    def extend(self, tensordicts: Sequence[TensorDictBase]) -> None:
+        """Appends each TensorDict of ``tensordicts`` (see :meth:`insert`)."""
+        for td in tensordicts:
+            self.append(td)
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict:
