@@ -56,7 +56,7 @@ def test_memmap_roundtrip_layout_and_lock(tmp_path):
     ])
     loaded = TensorDict.load_memmap(prefix)
     _assert_same(td, loaded)
-    assert loaded.is_memmap() and not loaded.is_locked
+    assert loaded.is_memmap() and loaded.is_locked
     assert isinstance(loaded["nested", "deeper", "y"], MemoryMappedTensor)
     # a sub-folder loads on its own
     sub = TensorDict.load_memmap(prefix / "nested")

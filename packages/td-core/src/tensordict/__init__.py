@@ -51,6 +51,7 @@ from tensordict._repr import parse_tensor_dict_string
 from tensordict._seams import import_sibling as _import_sibling
 from tensordict._stack import cat, lazy_legacy, set_lazy_legacy, stack
 from tensordict._td import TensorDict
+from tensordict._unbatched import UnbatchedTensor
 from tensordict._version import __version__
 from tensordict.utils import is_batchedtensor
 
@@ -66,6 +67,8 @@ __all__ = [
     "LazyStackedTensorDict",
     "NonTensorData",
     "NonTensorStack",
+    "UnbatchedTensor",
+    "TypedTensorDict",
     "PersistentTensorDict",
     "TensorDictParams",
     "MemoryMappedTensor",
@@ -97,6 +100,9 @@ __all__ = [
     "load",
     "load_memmap",
     "is_memmap",
+    "is_memmap_archive",
+    "pack_memmap",
+    "unpack_memmap",
     # tensorclass
     "tensorclass",
     "TensorClass",
@@ -148,6 +154,7 @@ _LAZY = {
     "from_module": ("tensordict._module_params", "from_module"),
     "from_modules": ("tensordict._module_params", "from_modules"),
     "from_consolidated": ("tensordict._consolidate", "from_consolidated"),
+    "TypedTensorDict": ("tensordict._typed", "TypedTensorDict"),
     "set_printoptions": ("tensordict._repr", "set_printoptions"),
     "get_printoptions": ("tensordict._repr", "get_printoptions"),
     # siblings
@@ -157,6 +164,9 @@ _LAZY = {
     "load": ("tensordict.memmap", "load"),
     "load_memmap": ("tensordict.memmap", "load_memmap"),
     "is_memmap": ("tensordict.memmap", "is_memmap"),
+    "is_memmap_archive": ("tensordict.memmap", "is_memmap_archive"),
+    "pack_memmap": ("tensordict.memmap", "pack_memmap"),
+    "unpack_memmap": ("tensordict.memmap", "unpack_memmap"),
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),

@@ -45,12 +45,14 @@ from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._names import refine, renamed, sync_child_names
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
 from tensordict._seams import SiblingMixin
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 from tensordict._torch_fn import dispatch
+from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "set_get_defaults_to_none"]
 
@@ -170,10 +172,17 @@ class TensorDictBase(
 
     @staticmethod
     def _unwrap_leaf(value: Any) -> Any:
+        """What ``td[key]`` returns for a stored value: the object of non-tensor data."""
         cls = value.__class__
         if cls is NonTensorData:
             return value.data
         if cls is NonTensorStack:
+            return value.tolist()
+        if cls is _classes.TensorDict or cls is torch.Tensor:
+            return value
+        if isinstance(value, NonTensorData):  # MetaData, NonTensorData[T]
+            return value.data
+        if isinstance(value, NonTensorStack):
             return value.tolist()
         return value
 
@@ -253,8 +262,8 @@ class TensorDictBase(
                 v.auto_batch_size_(batch_dims)
         common: list[int] | None = None
         for _, v in self._items_raw():
-            if isinstance(v, (NonTensorData, NonTensorStack)) and v.__class__ is NonTensorData:
-                continue  # a single object fits any batch size
+            if isinstance(v, (NonTensorData, UnbatchedTensor)):
+                continue  # a single object (or an unbatched tensor) fits any batch size
             shape = list(v.batch_size if is_tensor_collection(v) else v.shape)
             if common is None:
                 common = shape
@@ -375,7 +384,7 @@ class TensorDictBase(
         """
         if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
             default = None
-        return self._unwrap_leaf(self._get_any_raw(key, default))
+        return self._get_any_raw(key, default)
 
     def get_at(self, key: NestedKey, index: Any, default: Any = NO_DEFAULT) -> Any:
         """``td.get(key)[index]``; returns ``default`` when ``key`` is missing."""
@@ -383,10 +392,6 @@ class TensorDictBase(
         if value is default and default is not NO_DEFAULT:
             return default
         return self._unwrap_leaf(value[index])
-
-    def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
-        """The object stored as non-tensor data under ``key``."""
-        return self.get(key, default)
 
     def __getitem__(self, index: Any) -> Any:
         cls = index.__class__
@@ -398,6 +403,11 @@ class TensorDictBase(
     def _convert_value(self, key: Any, value: Any) -> Any:
         """Checks and converts a value for storage; raises before anything is written."""
         if isinstance(value, torch.Tensor):
+            if value.__class__ is UnbatchedTensor:  # kept whole: no batch check
+                device = self.device
+                if device is not None and value.device != device:
+                    value = value.to(device)
+                return value._rebatch(self.batch_size)
             self._check_batch(key, value)
             device = self.device
             if device is not None and value.device != device:
@@ -415,8 +425,8 @@ class TensorDictBase(
             return value
         if isinstance(value, (NonTensorData, NonTensorStack)):
             if value.batch_size != self.batch_size:
-                if value.__class__ is NonTensorData:
-                    return NonTensorData(value.data, self.batch_size, self.device)
+                if isinstance(value, NonTensorData):
+                    return value._rebuild(self.batch_size)
                 raise batch_mismatch_error(key, value.batch_size, self.batch_size)
             return value
         if isinstance(value, Mapping) and not getattr(type(value), "_is_tensorclass", False):
@@ -479,6 +489,8 @@ class TensorDictBase(
                 self._write_inplace(key, existing, value)
                 return
         if self.is_locked:
+            if self._get_raw(key, _MISSING) is value:
+                return  # the same object (e.g. ``td[k] += 1`` on a tensor): nothing is replaced
             raise locked_error("set a new value", key)
         self._set_raw(key, value)
 

@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from tensordict.memmap import _td_methods
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
+)
 from tensordict.memmap._registry import register_memmap_type, registered_types
 from tensordict.memmap._tensor import MemoryMappedTensor
 from tensordict.memmap._version import __version__
@@ -30,6 +36,10 @@ __all__ = [
     "load",
     "load_memmap",
     "is_memmap",
+    "is_memmap_archive",
+    "pack_memmap",
+    "unpack_memmap",
+    "refresh_archive_checksums",
     "register_memmap_type",
     "registered_types",
     "__version__",
@@ -37,7 +47,9 @@ __all__ = [
 
 
 def memmap(data: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
-           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True,
+           robust_key: bool | None = None, fsync: bool = False, compression: str | None = None,
+           archive: bool | None = None) -> Any:
     """Writes every tensor of ``data`` to memory-mapped files; returns the locked, mapped copy.
 
     ``data`` is a TensorDict, a lazy stack or an object of a registered type (e.g.
@@ -52,11 +64,14 @@ def memmap(data: Any, prefix: str | Path | None = None, copy_existing: bool = Fa
         'MemoryMappedTensor'
     """
     return _td_methods.memmap(data, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
-                              share_non_tensor=share_non_tensor, existsok=existsok)
+                              share_non_tensor=share_non_tensor, existsok=existsok, robust_key=robust_key,
+                              fsync=fsync, compression=compression, archive=archive)
 
 
 def save(data: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
-         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True,
+         robust_key: bool | None = None, fsync: bool = False, compression: str | None = None,
+         archive: bool | None = None) -> Any:
     """Saves ``data`` to the folder ``prefix``: a proxy of :func:`memmap`.
 
     Examples:
@@ -68,11 +83,13 @@ def save(data: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
         [0, 1, 2]
     """
     return memmap(data, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
-                  share_non_tensor=share_non_tensor, existsok=existsok)
+                  share_non_tensor=share_non_tensor, existsok=existsok, robust_key=robust_key, fsync=fsync,
+                  compression=compression, archive=archive)
 
 
 def load_memmap(prefix: str | Path, device: Any = None, non_blocking: bool = False, *, out: Any = None,
-                allow_pickle: bool = False, num_threads: int = 0) -> Any:
+                allow_pickle: bool = False, num_threads: int = 0, subpath: Any = None, mode: str | None = None,
+                robust_key: bool | None = None) -> Any:
     """Loads the store at ``prefix`` (see :meth:`tensordict.TensorDictBase.load_memmap`).
 
     Pickled non-tensor values load only with ``allow_pickle=True``; ``device="meta"``
@@ -91,13 +108,15 @@ def load_memmap(prefix: str | Path, device: Any = None, non_blocking: bool = Fal
         device(type='meta')
     """
     return _td_methods.load_memmap(None, prefix, device, non_blocking, out=out, allow_pickle=allow_pickle,
-                                   num_threads=num_threads)
+                                   num_threads=num_threads, subpath=subpath, mode=mode)
 
 
 def load(prefix: str | Path, device: Any = None, non_blocking: bool = False, *, out: Any = None,
-         allow_pickle: bool = False, num_threads: int = 0) -> Any:
+         allow_pickle: bool = False, num_threads: int = 0, subpath: Any = None, mode: str | None = None,
+         robust_key: bool | None = None) -> Any:
     """Loads a saved TensorDict: a proxy of :func:`load_memmap`."""
-    return load_memmap(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle, num_threads=num_threads)
+    return load_memmap(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle, num_threads=num_threads,
+                       subpath=subpath, mode=mode)
 
 
 def is_memmap(datatype: Any) -> bool:
@@ -140,6 +159,17 @@ def _expose_on_function() -> None:
             setattr(memmap, name, value)
 
 
-from tensordict.memmap import _fileio, _load, _names, _registry, _save, _store, _tensor, _values  # noqa: E402, F401
+from tensordict.memmap import (  # noqa: E402, F401
+    _archive,
+    _fileio,
+    _load,
+    _names,
+    _registry,
+    _save,
+    _store,
+    _tensor,
+    _upstream,
+    _values,
+)
 
 _expose_on_function()

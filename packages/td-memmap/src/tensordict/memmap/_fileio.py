@@ -146,11 +146,15 @@ def open_regular(path: str, what: str) -> int:
     return fd
 
 
-def map_storage(path: str, nbytes: int) -> torch.UntypedStorage:
-    """Maps the first ``nbytes`` bytes of the existing file ``path`` (shared, writable)."""
+def map_storage(path: str, nbytes: int, shared: bool = True) -> torch.UntypedStorage:
+    """Maps the first ``nbytes`` bytes of the existing file ``path``.
+
+    ``shared=True``: writes reach the file; ``False``: a private copy-on-write map
+    (writes stay in this process, the file is never modified).
+    """
     if nbytes == 0:
         return torch.UntypedStorage(0)
-    return torch.UntypedStorage.from_file(path, True, nbytes)
+    return torch.UntypedStorage.from_file(path, shared, nbytes)
 
 
 def tensor_on(storage: torch.UntypedStorage, dtype: torch.dtype, shape: Sequence[int],

@@ -22,13 +22,12 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict.ext import lookup_memmap_name as lookup_name
 from tensordict.memmap._fileio import check_file, dtype_from_name
-from tensordict.memmap._names import member_path
-from tensordict.memmap._registry import lookup_name
+from tensordict.memmap._names import _VALID, member_path
 from tensordict.memmap._save import VERSION, make_lazy_stack
-from tensordict.memmap._store import META, find_partial, read_meta
+from tensordict.memmap._store import META, META_MAX_BYTES, find_partial, parse_meta, read_meta
 from tensordict.memmap._tensor import _map_file
 from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
 from tensordict.memmap._values import load_pickle
@@ -37,12 +36,69 @@ __all__ = ["load_tree", "transplant"]
 
 
 class _Ctx:
-    __slots__ = ("root", "meta_device", "fake", "allow_pickle", "generation", "seen")
+    __slots__ = ("root", "meta_device", "fake", "allow_pickle", "generation", "seen", "shared", "zfs")
 
-    def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool) -> None:
+    def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True) -> None:
         self.root, self.meta_device, self.fake, self.allow_pickle = root, meta_device, fake, allow_pickle
+        self.shared = shared  # False: copy-on-write mappings (writes stay in this process)
+        self.zfs: Any = None  # a ZipFS when loading a one-file archive
         self.generation: Any = None  # the root's generation id, once read
         self.seen: set = set()  # (st_dev, st_ino) of every folder visited
+
+
+# --------------------------------------------------------------------------- folders or archive members
+def _join(folder: str, name: str, ctx: _Ctx) -> str:
+    if ctx.zfs is None:
+        return os.path.join(folder, name)
+    return f"{folder}/{name}" if folder else name
+
+
+def _where(path: str, ctx: _Ctx) -> str:
+    return path if ctx.zfs is None else f"{ctx.root}:{path or '.'}"
+
+
+def _fs_meta(folder: str, ctx: _Ctx) -> dict:
+    if ctx.zfs is None:
+        return read_meta(folder)
+    name = _join(folder, META, ctx)
+    if not ctx.zfs.exists(name):
+        raise FileNotFoundError(_where(name, ctx))
+    return parse_meta(ctx.zfs.read(name, META_MAX_BYTES), _where(name, ctx))
+
+
+def _fs_member(folder: str, name: Any, ctx: _Ctx, what: str) -> str:
+    if ctx.zfs is None:
+        return member_path(folder, name, ctx.root, what)
+    if not isinstance(name, str) or not _VALID.fullmatch(name):
+        msg = f"{_where(_join(folder, META, ctx), ctx)}: invalid {what} name {name!r} in the metadata."
+        raise RuntimeError(msg)
+    return _join(folder, name, ctx)
+
+
+def _fs_isdir(path: str, ctx: _Ctx) -> bool:
+    return os.path.isdir(path) if ctx.zfs is None else ctx.zfs.is_dir(path)
+
+
+def _fs_tensor(path: str, nbytes: int, dtype: torch.dtype, shape: tuple, ctx: _Ctx) -> torch.Tensor:
+    if ctx.zfs is None:
+        check_file(path, nbytes, exact=True)
+        return _map_file(path, dtype, shape, ctx.shared)
+    if not ctx.zfs.exists(path):
+        msg = f"memory-mapped data member {_where(path, ctx)!r} is missing (expected {nbytes} bytes)."
+        raise FileNotFoundError(msg)
+    if ctx.zfs.nbytes(path) != nbytes:
+        msg = (f"memory-mapped data member {_where(path, ctx)!r} holds {ctx.zfs.nbytes(path)} bytes, the metadata "
+               f"expects {nbytes} bytes. The archive is damaged.")
+        raise RuntimeError(msg)
+    return ctx.zfs.tensor(path, dtype, shape)
+
+
+def _fs_pickle(path: str, key: str, ctx: _Ctx) -> Any:
+    if ctx.zfs is None or not ctx.allow_pickle:
+        return load_pickle(_where(path, ctx), key, ctx.allow_pickle)
+    import pickle
+
+    return pickle.loads(ctx.zfs.read(path, 1 << 40))  # noqa: S301 - explicit opt-in (allow_pickle=True)
 
 
 class _Changed(Exception):
@@ -68,8 +124,10 @@ def _incomplete(folder: str, detail: str) -> RuntimeError:
 
 def _read_folder_meta(folder: str, ctx: _Ctx | None = None) -> dict:
     try:
-        meta = read_meta(folder)
+        meta = _fs_meta(folder, ctx) if ctx is not None else read_meta(folder)
     except FileNotFoundError:
+        if ctx is not None and ctx.zfs is not None:
+            raise _incomplete(ctx.root, f"{META} of {folder or '.'!r} is missing") from None
         if ctx is not None and ctx.generation is not None and _root_generation(ctx.root) != ctx.generation:
             raise _Changed from None
         raise _incomplete(folder, f"{META} is missing") from None
@@ -93,10 +151,12 @@ def _root_generation(root: str) -> Any:
 
 def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
     where = os.path.join(folder, META)
-    path = member_path(folder, entry.get("file"), ctx.root, "data file")
-    dtype = dtype_from_name(entry.get("dtype"), path)
+    path = _fs_member(folder, entry.get("file"), ctx, "data file")
+    dtype = dtype_from_name(entry.get("dtype"), _where(path, ctx))
     shape = tuple(_ints(entry.get("shape"), where, f"shape of key {entry['key']!r}"))
     nbytes = entry.get("nbytes")
+    if "nested_shape" in entry:
+        return _nested_tensor(entry, path, dtype, shape, nbytes, bs, ctx)
     expected = math.prod(shape) * dtype.itemsize
     if type(nbytes) is not int or nbytes != expected:
         msg = (
@@ -111,8 +171,31 @@ def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype, device="meta")
     if ctx.fake:
         return torch.empty(shape, dtype=dtype)
+    return _fs_tensor(path, nbytes, dtype, shape, ctx)
+
+
+def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nbytes: Any, bs: list[int],
+                   ctx: _Ctx) -> torch.Tensor:
+    """A nested (per-element shapes) leaf: ``"nested_shape"`` lists each element's shape."""
+    where = _where(path, ctx)
+    sizes = entry["nested_shape"]
+    if (not isinstance(sizes, list) or not sizes or len(sizes) != (shape[0] if shape else -1)
+            or not all(isinstance(s, list) and len(s) == len(sizes[0]) for s in sizes)):
+        raise _bad(where, f"nested_shape of key {entry['key']!r} must be {shape[:1]} lists of equal length")
+    for s in sizes:
+        _ints(s, where, f"an element shape of key {entry['key']!r}")
+    if bs:
+        raise _bad(where, f"nested leaf {entry['key']!r} in a TensorDict of batch size {bs}")
+    expected = sum(math.prod(s) for s in sizes) * dtype.itemsize
+    if type(nbytes) is not int or nbytes != expected:
+        raise _bad(where, f"nested leaf {entry['key']!r} needs {expected} bytes, the metadata records {nbytes!r}")
+    if ctx.meta_device or ctx.fake or ctx.zfs is not None:
+        msg = f"{where}: nested leaf {entry['key']!r} loads only from a folder, on the CPU."
+        raise RuntimeError(msg)
+    from tensordict.memmap._tensor import MemoryMappedTensor
+
     check_file(path, nbytes, exact=True)
-    return _map_file(path, dtype, shape)
+    return MemoryMappedTensor.from_filename(path, dtype, torch.tensor(sizes, dtype=torch.int64))
 
 
 def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:
@@ -125,8 +208,8 @@ def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:
             raise _bad(where, f"key {key!r} has no value")
         payload = entry["value"]
     elif encoding == "pickle":
-        path = member_path(folder, entry.get("file"), ctx.root, "pickle file")
-        payload = load_pickle(path, key, ctx.allow_pickle)
+        path = _fs_member(folder, entry.get("file"), ctx, "pickle file")
+        payload = _fs_pickle(path, key, ctx)
     else:
         raise _bad(where, f"unknown encoding {encoding!r} for key {key!r}")
     if entry["kind"] == "non_tensor":
@@ -137,7 +220,7 @@ def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:
 
 
 def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
-    from tensordict._td import TensorDict
+    from tensordict.ext import TensorDict
 
     where = os.path.join(folder, META)
     bs = _ints(meta.get("batch_size"), where, "batch_size")
@@ -164,8 +247,8 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
                 raise _bad(where, f"key {key!r} has batch size {list(value.batch_size)}, expected {bs}")
             source[key] = value
         elif kind == "tensordict":
-            sub = member_path(folder, entry.get("dir"), ctx.root, "sub-folder")
-            if not os.path.isdir(sub):
+            sub = _fs_member(folder, entry.get("dir"), ctx, "sub-folder")
+            if not _fs_isdir(sub, ctx):
                 raise _incomplete(ctx.root, f"the folder {sub!r} of key {key!r} is missing")
             value = _load_folder(sub, ctx)
             sub_bs = getattr(value, "batch_size", None)
@@ -184,11 +267,14 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
 
 def _visit_once(folder: str, ctx: _Ctx) -> None:
     """Refuses a folder reached twice in one load (metadata naming a shared or cyclic sub-folder)."""
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return
-    ident = (st.st_dev, st.st_ino)
+    if ctx.zfs is not None:
+        ident: Any = folder
+    else:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return
+        ident = (st.st_dev, st.st_ino)
     if ident in ctx.seen:
         raise _bad(folder, "this folder is referenced more than once (a shared or cyclic sub-folder); td-memmap "
                            "writes each sub-folder once")
@@ -200,7 +286,11 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
     meta = _read_folder_meta(folder, ctx)
     where = os.path.join(folder, META)
     if is_upstream_meta(meta):
-        result = load_upstream_folder(folder, meta, ctx, _load_folder, _map_file, key)
+        if ctx.zfs is not None:
+            msg = f"{_where(where, ctx)}: archives of stores written by the tensordict package are not read here; unzip it."
+            raise RuntimeError(msg)
+        result = load_upstream_folder(folder, meta, ctx, _load_folder,
+                                      lambda p, d, sh: _map_file(p, d, sh, ctx.shared), key)
         if isinstance(result, TensorDictBase):
             result._saved_path = folder
             result._is_memmap = not ctx.meta_device and not ctx.fake
@@ -218,8 +308,8 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
             raise _bad(where, "a lazy stack needs 'stack' (list) and 'stack_dim' (int)")
         subs = []
         for name in stack:
-            sub = member_path(folder, name, ctx.root, "stacked sub-folder")
-            if not os.path.isdir(sub):
+            sub = _fs_member(folder, name, ctx, "stacked sub-folder")
+            if not _fs_isdir(sub, ctx):
                 raise _incomplete(ctx.root, f"the stacked folder {sub!r} is missing")
             subs.append(_load_folder(sub, ctx))
         bs = _ints(meta.get("batch_size"), where, "batch_size")
@@ -234,7 +324,7 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
     else:
         msg = f"{where}: unknown container type {kind!r} (expected 'TensorDict' or 'LazyStackedTensorDict')."
         raise RuntimeError(msg)
-    result._saved_path = folder
+    result._saved_path = folder if ctx.zfs is None else None
     result._is_memmap = not ctx.meta_device and not ctx.fake
     reg = meta.get("registered")
     if reg is None:
@@ -257,6 +347,8 @@ def _is_regular(path: str) -> bool:
 def _locate(prefix: Any) -> str:
     path = os.path.abspath(os.fspath(prefix))
     root = os.path.realpath(path)
+    if _is_regular(root):
+        return root  # a one-file archive
     if os.path.isdir(root):
         if os.path.lexists(os.path.join(root, META)):
             return root  # read_meta refuses it if it is a link or not a regular file
@@ -290,20 +382,62 @@ def _fake_mode_active() -> bool:
     return detect_fake_mode() is not None
 
 
+#: ``mode`` of ``load_memmap``: whether writes to the loaded tensors reach the files
+MODES = {"r+": True, "r": False, "c": False}
+
+
+def _subpath_parts(subpath: Any) -> list[str]:
+    if isinstance(subpath, str):
+        return [p for p in subpath.replace(os.sep, "/").split("/") if p]
+    if isinstance(subpath, (tuple, list)):
+        out: list[str] = []
+        for part in subpath:
+            out.extend(_subpath_parts(part))
+        return out
+    msg = f"subpath must be a str (\"a/b\") or a nested key, got {type(subpath).__name__}."
+    raise TypeError(msg)
+
+
+def _select_subpath(result: Any, subpath: Any, root: str) -> Any:
+    node = result
+    for part in _subpath_parts(subpath):
+        subs = getattr(node, "tensordicts", None)
+        if subs is not None and part.isdigit() and int(part) < len(subs):
+            node = subs[int(part)]
+            continue
+        value = None
+        if isinstance(node, TensorDictBase) and part in node._keys_raw():
+            value = node._get_raw(part, None)
+        if not isinstance(value, TensorDictBase):
+            msg = f"No tensordict found under subpath {subpath!r} in the store {root!r} (no container at {part!r})."
+            raise ValueError(msg)
+        node = value
+    return node
+
+
 def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None,
-              allow_pickle: bool = False) -> Any:
+              allow_pickle: bool = False, subpath: Any = None, mode: str | None = None, lock: bool = True) -> Any:
     """Loads the store at ``prefix``; see :func:`tensordict.memmap.load_memmap`."""
+    if mode is None:  # folders: writes reach the files; archives: copy-on-write
+        mode = "c" if _is_regular(os.path.realpath(os.path.abspath(os.fspath(prefix)))) else "r+"
+    if mode not in MODES:
+        msg = f"load_memmap: mode must be one of {sorted(MODES)} ('r+': writes reach the files; 'r'/'c': copy-on-write), got {mode!r}."
+        raise ValueError(msg)
     root = _locate(prefix)
     dev = torch.device(device) if device is not None else None
     meta_device = dev is not None and dev.type == "meta"
     fake = _fake_mode_active()
-    result = _load_consistent(root, meta_device, fake, bool(allow_pickle))
+    result = _load_consistent(root, meta_device, fake, bool(allow_pickle), MODES[mode])
+    if subpath is not None:
+        result = _select_subpath(result, subpath, root)
     if dev is not None and dev.type not in ("cpu", "meta") and not fake:
         result = result.to(dev, non_blocking=non_blocking)
     if out is not None:
         transplant(out, result)
         out._saved_path = root
         return out
+    if lock and isinstance(result, TensorDictBase) and hasattr(result, "lock_"):
+        result.lock_()
     return result
 
 
@@ -311,7 +445,7 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
 RETRY_SECONDS = 10.0
 
 
-def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool) -> Any:
+def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True) -> Any:
     """Loads ``root``, retrying while a concurrent save replaces it, so the result holds one save.
 
     Every ``meta.json`` read must carry the root's generation id, and after every
@@ -320,11 +454,20 @@ def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: boo
     """
     import time
 
+    if _is_regular(root):  # an archive: one open file, one consistent snapshot
+        from tensordict.memmap._archive import ZipFS
+
+        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared)
+        ctx.zfs = ZipFS(root, shared)
+        try:
+            return _load_folder("", ctx)
+        finally:
+            ctx.zfs.close()
     deadline = time.monotonic() + RETRY_SECONDS
     attempts = 0
     while True:
         attempts += 1
-        ctx = _Ctx(root, meta_device, fake, allow_pickle)
+        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared)
         try:
             result = _load_folder(root, ctx)
             if ctx.generation is False or _root_generation(root) == ctx.generation:

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterable
+
+from tensordict.ext import MEMMAP_MEMBER
 
 __all__ = ["assign_names", "encode_key", "member_path"]
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _MAX = 160
 #: what a member name read from metadata must look like
-_VALID = re.compile(r"^[A-Za-z0-9_%~\-]{1,240}(\.memmap|\.pkl)?$")
+_VALID = MEMMAP_MEMBER  # shared with `python -m tensordict inspect` (tensordict.ext)
 
 
 def encode_key(key: str) -> str:

@@ -34,11 +34,10 @@ from typing import Any
 
 import torch
 
-from tensordict._base import TensorDictBase
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.ext import MemmapType, NonTensorData, NonTensorStack, TensorDictBase
+from tensordict.ext import lookup_memmap_object as lookup_object
 from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
 from tensordict.memmap._names import assign_names
-from tensordict.memmap._registry import MemmapType, lookup_object
 from tensordict.memmap._store import FORMAT, META, Staging, fsync_path, new_generation
 from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
 from tensordict.memmap._values import dump_pickle, json_faithful
@@ -51,7 +50,7 @@ VERSION = 1
 # --------------------------------------------------------------------------- lazy stacks
 def _lazy_module() -> Any:
     try:
-        import tensordict._lazy as mod
+        import tensordict.ext as mod  # LazyStackedTensorDict loads on first read
     except ImportError:
         return None
     return mod
@@ -286,7 +285,7 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
                 inner._set_device_tree(cpu)
             result = inner
         else:
-            from tensordict._td import TensorDict
+            from tensordict.ext import TensorDict
 
             device = cpu if inner.device is not None else None
             names = inner.names if inner._has_names() else None

@@ -37,21 +37,24 @@ import ctypes
 import errno
 import json
 import os
+import re
 import secrets
 import shutil
 import threading
 from typing import Any
 
+from tensordict.ext import MEMMAP_FORMAT, MEMMAP_META
 from tensordict.memmap._fileio import open_regular
 from tensordict.memmap._upstream import is_upstream_meta, upstream_owned
 
 __all__ = ["Staging", "find_partial", "read_meta", "wait_cleanup", "new_generation", "fsync_path", "META", "FORMAT",
            "META_MAX_BYTES", "MARKER"]
 
-META = "meta.json"
+META = MEMMAP_META  # the format constants live in td-core (tensordict.ext)
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 #: the largest ``meta.json`` a loader reads (one entry per key takes ~100 bytes)
 META_MAX_BYTES = 64 << 20
-FORMAT = "td-memmap"
+FORMAT = MEMMAP_FORMAT
 _TMP = ".td-tmp-"
 _OLD = ".td-old-"
 #: present in a staging folder until just before it is published: the folder is ours alone
@@ -183,6 +186,19 @@ def read_meta(folder: str) -> dict:
         raise RuntimeError(msg) from None
     finally:
         os.close(fd)
+    return parse_meta(raw, path)
+
+
+def parse_meta(raw: bytes, path: str) -> dict:
+    """Parses the bytes of a ``meta.json`` (``path`` is named in errors).
+
+    Raises:
+        RuntimeError: not valid JSON, nested too deeply, or not td-memmap metadata.
+    """
+    if _nesting_depth(raw) > META_MAX_DEPTH:
+        msg = (f"{path}: the metadata nests more than {META_MAX_DEPTH} levels deep; td-memmap metadata is "
+               "shallow, so the store is damaged or was not written by td-memmap.")
+        raise RuntimeError(msg)
     try:
         meta = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as err:
@@ -192,6 +208,24 @@ def read_meta(folder: str) -> dict:
         msg = f"{path}: not td-memmap metadata (missing \"format\": \"{FORMAT}\")."
         raise RuntimeError(msg)
     return meta
+
+
+#: deepest JSON nesting a ``meta.json`` may have (ours nest 3 levels; deeper is refused before parsing)
+META_MAX_DEPTH = 64
+
+
+def _nesting_depth(raw: bytes) -> int:
+    """Deepest ``[``/``{`` nesting of the JSON text ``raw`` (strings skipped), in one linear pass."""
+    depth = top = 0
+    for m in _JSON_TOKENS.finditer(raw):
+        tok = m.group()
+        if tok in (b"[", b"{"):
+            depth += 1
+            if depth > top:
+                top = depth
+        elif tok in (b"]", b"}"):
+            depth -= 1
+    return top
 
 
 def _too_large(path: str, size: int) -> str:

@@ -11,11 +11,15 @@ from typing import Any
 
 import torch
 
+from tensordict.memmap._grow import make_memmap, make_memmap_from_storage, make_memmap_from_tensor
 from tensordict.memmap._load import load_tree, transplant
 from tensordict.memmap._save import save_tree
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 __all__ = [
+    "make_memmap",
+    "make_memmap_from_storage",
+    "make_memmap_from_tensor",
     "memmap",
     "memmap_",
     "memmap_like",
@@ -31,7 +35,9 @@ __all__ = [
 
 
 def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
-           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+           return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True,
+           robust_key: bool | None = None, fsync: bool = False, compression: str | None = None,
+           archive: bool | None = None) -> Any:
     """Writes every leaf to a memory-mapped file and returns a new, locked TensorDict of them.
 
     The folder tree under ``prefix`` mirrors the key tree: each (nested)
@@ -56,6 +62,16 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
             are stored in the metadata (JSON) or pickled, and are not shared
             between processes after loading.
         existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
+        robust_key (bool, optional): accepted for compatibility: keys are always
+            encoded into safe, unique file names (the key is kept in ``meta.json``).
+        fsync (bool): flush every file and folder to stable storage before the
+            save is published, so it also survives a power cut (slower). Defaults
+            to ``False``: the save survives a crash of the process, not of the machine.
+        archive (bool, optional): write one zip file instead of a folder (see
+            :func:`tensordict.memmap.pack_memmap`). Defaults to ``None``: an archive
+            when ``prefix`` ends in ``.tdz``.
+        compression (str, optional): for archives, ``"deflate"``, ``"lzma"`` or
+            ``"bzip2"`` (members are then read into memory when loaded).
 
     Returns:
         TensorDict: same keys, batch size and names; every tensor leaf a
@@ -76,12 +92,22 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
         ...     (mm.is_locked, mm.is_memmap(), type(mm["b", "c"]).__name__)
         (True, True, 'MemoryMappedTensor')
     """
+    from tensordict.memmap._archive import save_archive, wants_archive
+
+    if wants_archive(prefix, archive):
+        return save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
+                            compression=compression, fsync=fsync)
+    if compression is not None:
+        msg = (f"compression is only supported for archives (a prefix ending in '.tdz', or archive=True); "
+               f"got compression={compression!r} for the folder {str(prefix)!r}.")
+        raise ValueError(msg)
     return save_tree(td, prefix, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early)
+                     num_threads=num_threads, return_early=return_early, fsync=fsync)
 
 
 def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
-            return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
+            return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True,
+            robust_key: bool | None = None, fsync: bool = False) -> Any:
     """Like :func:`memmap`, but replaces ``td``'s leaves in place and returns ``td`` (locked).
 
     With ``prefix=None`` a TensorDict already saved to a folder is written there
@@ -97,11 +123,12 @@ def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fal
     if prefix is None:
         prefix = getattr(td, "_saved_path", None)
     return save_tree(td, prefix, inplace=True, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early)
+                     num_threads=num_threads, return_early=return_early, fsync=fsync)
 
 
 def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, existsok: bool = True,
-                num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False) -> Any:
+                num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
+                robust_key: bool | None = None, fsync: bool = False) -> Any:
     """A locked, memory-mapped TensorDict with ``td``'s structure, shapes and dtypes, and zeros.
 
     No value is copied or written: each file is created sparse at its full size,
@@ -120,11 +147,12 @@ def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool =
         (torch.Size([1000]), 64)
     """
     return save_tree(td, prefix, like=True, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early)
+                     num_threads=num_threads, return_early=return_early, fsync=fsync)
 
 
 def load_memmap(cls: Any, prefix: str | Path, device: Any = None, non_blocking: bool = False, *,
-                out: Any = None, allow_pickle: bool = False, num_threads: int = 0) -> Any:
+                out: Any = None, allow_pickle: bool = False, num_threads: int = 0, subpath: Any = None,
+                mode: str | None = None, robust_key: bool | None = None) -> Any:
     """Loads a TensorDict that :func:`memmap`/:func:`save` wrote (``cls`` is ignored:
     the stored type is returned).
 
@@ -145,15 +173,24 @@ def load_memmap(cls: Any, prefix: str | Path, device: Any = None, non_blocking: 
         allow_pickle (bool): allow loading non-tensor values that were pickled.
             Pickle runs arbitrary code: only for stores you trust. Defaults to ``False``.
         num_threads (int): accepted for API compatibility (mapping is lazy).
+        subpath (str or nested key, optional): load only the container under this
+            path (``"1/sub"`` or ``("1", "sub")``; digits index a lazy stack).
+        mode (str, optional): ``"r+"``: writes to the leaves reach the files;
+            ``"r"`` or ``"c"``: copy-on-write maps, the files are never modified.
+            Defaults to ``"r+"`` for a folder and ``"c"`` for an archive.
+        robust_key (bool, optional): accepted for compatibility (keys are always
+            stored robustly).
 
     Returns:
-        the stored TensorDict / LazyStackedTensorDict / registered type (unlocked).
+        the stored TensorDict / LazyStackedTensorDict / registered type, locked
+        (in-place writes work; new keys need ``unlock_()``).
 
     Raises:
         FileNotFoundError: no store at ``prefix``, or a data file is missing.
         RuntimeError: the store is incomplete (interrupted save), damaged
             (truncated/resized file, bad metadata), holds an unregistered type, or
             holds pickled values and ``allow_pickle`` is False.
+        ValueError: ``subpath`` names no container, or ``mode`` is unknown.
 
     Examples:
         >>> import tempfile, torch
@@ -166,7 +203,7 @@ def load_memmap(cls: Any, prefix: str | Path, device: Any = None, non_blocking: 
         ...     (loaded["a"].tolist(), loaded.is_memmap(), nested.batch_size)
         ([0, 1, 2], True, torch.Size([3]))
     """
-    return load_tree(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle)
+    return load_tree(prefix, device, non_blocking, out=out, allow_pickle=allow_pickle, subpath=subpath, mode=mode)
 
 
 def load_memmap_(td: Any, prefix: str | Path, *, allow_pickle: bool = False, **kwargs: Any) -> Any:
@@ -188,17 +225,28 @@ def memmap_refresh_(td: Any, *, allow_pickle: bool = False) -> Any:
     if path is None:
         msg = "memmap_refresh_: this TensorDict has no saved_path (it was not memory-mapped to a folder)."
         raise RuntimeError(msg)
-    loaded = load_tree(path, allow_pickle=allow_pickle)
+    loaded = load_tree(path, allow_pickle=allow_pickle, lock=False)
     transplant(td, loaded)
     td._saved_path = path
     return td
 
 
 def save(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
-         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True) -> Any:
-    """Saves ``td`` to ``prefix``: a proxy of :func:`memmap` (returns its result)."""
+         return_early: bool = False, share_non_tensor: bool = False, existsok: bool = True,
+         robust_key: bool | None = None, fsync: bool = False, compression: str | None = None,
+         archive: bool | None = None) -> Any:
+    """Saves ``td`` to ``prefix``: a proxy of :func:`memmap` (returns its result).
+
+    With ``archive=True``, or a ``prefix`` ending in ``.tdz``, the store is one zip
+    file (see :func:`tensordict.memmap.pack_memmap`); ``compression`` (``"deflate"``,
+    ``"lzma"``, ``"bzip2"``) applies to archives only.
+
+    Raises:
+        ValueError: ``compression`` is given for a folder store.
+    """
     return memmap(td, prefix, copy_existing, num_threads=num_threads, return_early=return_early,
-                  share_non_tensor=share_non_tensor, existsok=existsok)
+                  share_non_tensor=share_non_tensor, existsok=existsok, fsync=fsync, compression=compression,
+                  archive=archive)
 
 
 dumps = save

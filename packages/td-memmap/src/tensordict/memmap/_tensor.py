@@ -215,11 +215,11 @@ def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
     return ret
 
 
-def _map_file(path: str, dtype: torch.dtype, shape: tuple) -> MemoryMappedTensor:
-    """Maps ``path`` (already checked) as a ``MemoryMappedTensor``."""
+def _map_file(path: str, dtype: torch.dtype, shape: tuple, shared: bool = True) -> MemoryMappedTensor:
+    """Maps ``path`` (already checked) as a ``MemoryMappedTensor`` (``shared=False``: copy-on-write)."""
     nbytes = math.prod(shape) * dtype.itemsize
     with _DisableTF():
-        return _wrap(tensor_on(map_storage(path, nbytes), dtype, shape), path)
+        return _wrap(tensor_on(map_storage(path, nbytes, shared), dtype, shape), path)
 
 
 def _maps_file(t: MemoryMappedTensor, path: str) -> bool:
