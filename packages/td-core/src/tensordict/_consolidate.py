@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,15 +49,22 @@ from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
 from tensordict import _classes
+from tensordict._formats import (
+    CONSOLIDATED_ALIGN,
+    CONSOLIDATED_FORMAT,
+    CONSOLIDATED_HEADER,
+    CONSOLIDATED_MAGIC,
+    CONSOLIDATED_VERSION,
+)
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = ["ConsolidateMixin", "from_consolidated"]
 
-MAGIC = b"TDCONSOL"
-VERSION = 1
-_HEADER = struct.Struct("<8sIQ")
-_ALIGN = 64
-_FORMAT = "tensordict.consolidated"
+MAGIC = CONSOLIDATED_MAGIC
+VERSION = CONSOLIDATED_VERSION
+_HEADER = CONSOLIDATED_HEADER
+_ALIGN = CONSOLIDATED_ALIGN
+_FORMAT = CONSOLIDATED_FORMAT
 
 #: dtypes a file may name (anything else is rejected when reading)
 _DTYPES = {

@@ -27,21 +27,21 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import struct
 from dataclasses import dataclass, field
 from typing import Any
+
+from tensordict._formats import (
+    CONSOLIDATED_ALIGN,
+    CONSOLIDATED_HEADER,
+    CONSOLIDATED_MAGIC,
+    MEMMAP_FORMAT,
+    MEMMAP_MEMBER,
+    MEMMAP_META,
+)
 
 __all__ = ["Entry", "StoreReport", "inspect_store", "render", "human_bytes"]
 
 _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-_CONSOL_MAGIC = b"TDCONSOL"
-_CONSOL_HEADER = struct.Struct("<8sIQ")
-_CONSOL_ALIGN = 64
-_META = "meta.json"
-_MEMMAP_FORMAT = "td-memmap"
-#: member names td-memmap writes (anything else in metadata is refused)
-_MEMBER = re.compile(r"^[A-Za-z0-9_%~\-]{1,240}(\.memmap|\.pkl)?$")
 _VALUE_WIDTH = 48
 
 #: dtype name -> item size, for the dtypes a store may name
@@ -203,7 +203,7 @@ def _files_under(root: str) -> tuple[int, int, int]:
 # ------------------------------------------------------------------------ td-memmap
 def _member(folder: str, name: Any, root: str) -> str | None:
     """``folder/name`` if ``name`` is a name td-memmap writes and stays inside ``root``."""
-    if not isinstance(name, str) or not _MEMBER.match(name):
+    if not isinstance(name, str) or not MEMMAP_MEMBER.match(name):
         return None
     path = os.path.join(folder, name)
     real = os.path.realpath(path)
@@ -267,7 +267,7 @@ def _memmap_leaf(entry: dict, folder: str, root: str, where: str) -> Entry:
 
 
 def _memmap_folder(folder: str, key: str, root: str, depth: int) -> Entry:
-    where = os.path.join(folder, _META)
+    where = os.path.join(folder, MEMMAP_META)
     if depth > 64:
         return Entry(key, "TensorDict", problems=[f"{folder}: nested more than 64 levels deep"])
     try:
@@ -279,7 +279,7 @@ def _memmap_folder(folder: str, key: str, root: str, depth: int) -> Entry:
         return node
     except (OSError, ValueError, UnicodeDecodeError) as err:
         return Entry(key, "TensorDict", problems=[f"{where}: not valid JSON ({err})"])
-    if not isinstance(meta, dict) or meta.get("format") != _MEMMAP_FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") != MEMMAP_FORMAT:
         return Entry(key, "TensorDict", problems=[f"{where}: not td-memmap metadata"])
     kind = meta.get("type")
     node = Entry(key, kind if isinstance(kind, str) else "?", batch_size=_int_list(meta.get("batch_size")))
@@ -344,13 +344,13 @@ def _stray_files(folder: str) -> list[Entry]:
 
 def _looks_like_memmap(folder: str) -> bool:
     """A folder with ``meta.json``, one being saved into, or one holding only td-memmap data files."""
-    if os.path.isfile(os.path.join(folder, _META)) or _siblings(folder, ".td-tmp-"):
+    if os.path.isfile(os.path.join(folder, MEMMAP_META)) or _siblings(folder, ".td-tmp-"):
         return True
     try:
         files = [e for e in os.listdir(folder) if os.path.isfile(os.path.join(folder, e))]
     except OSError:
         return False
-    return bool(files) and all(_MEMBER.match(e) and e.endswith((".memmap", ".pkl")) for e in files)
+    return bool(files) and all(MEMMAP_MEMBER.match(e) and e.endswith((".memmap", ".pkl")) for e in files)
 
 
 def _inspect_memmap(path: str) -> StoreReport:
@@ -359,13 +359,13 @@ def _inspect_memmap(path: str) -> StoreReport:
     report = StoreReport(root, "td-memmap", Entry("", "TensorDict"))
     if os.path.isdir(root):
         report.root = _memmap_folder(root, "", root, 0)
-        if staging and not os.path.isfile(os.path.join(root, _META)):
+        if staging and not os.path.isfile(os.path.join(root, MEMMAP_META)):
             report.problems.append(f"a save into {root} was interrupted before it completed ({staging[0]} remains)")
         elif staging:
             report.notes.append(f"a newer save is in progress or was interrupted ({staging[0]}); "
                                 "the published store below is unaffected")
     else:
-        old = [p for p in _siblings(root, ".td-old-") if os.path.isfile(os.path.join(p, _META))]
+        old = [p for p in _siblings(root, ".td-old-") if os.path.isfile(os.path.join(p, MEMMAP_META))]
         if old:
             report.root = _memmap_folder(old[0], "", os.path.realpath(old[0]), 0)
             report.problems.append(f"{root} is missing: a save was interrupted while replacing it; the earlier "
@@ -425,12 +425,12 @@ def _inspect_consolidated(path: str) -> StoreReport:
     size = os.stat(path).st_size
     report = StoreReport(path, "consolidated", Entry("", "TensorDict"), bytes_on_disk=size, files=1)
     with open(path, "rb") as f:
-        head = f.read(_CONSOL_HEADER.size)
-        if len(head) < _CONSOL_HEADER.size:
-            report.problems.append(f"{path}: truncated inside the {_CONSOL_HEADER.size}-byte header")
+        head = f.read(CONSOLIDATED_HEADER.size)
+        if len(head) < CONSOLIDATED_HEADER.size:
+            report.problems.append(f"{path}: truncated inside the {CONSOLIDATED_HEADER.size}-byte header")
             return report
-        _magic, version, meta_len = _CONSOL_HEADER.unpack(head)
-        if meta_len > size - _CONSOL_HEADER.size:
+        _magic, version, meta_len = CONSOLIDATED_HEADER.unpack(head)
+        if meta_len > size - CONSOLIDATED_HEADER.size:
             report.problems.append(f"{path}: truncated: the header announces {meta_len} bytes of metadata, "
                                    f"the file holds {size} bytes in all")
             return report
@@ -449,7 +449,7 @@ def _inspect_consolidated(path: str) -> StoreReport:
     if type(nbytes) is not int or nbytes < 0:
         report.problems.append(f"{path}: invalid storage size {nbytes!r}")
         nbytes = 0
-    data_start = -(-(_CONSOL_HEADER.size + meta_len) // _CONSOL_ALIGN) * _CONSOL_ALIGN
+    data_start = -(-(CONSOLIDATED_HEADER.size + meta_len) // CONSOLIDATED_ALIGN) * CONSOLIDATED_ALIGN
     if data_start + nbytes > size:
         report.problems.append(f"{path}: truncated: the storage needs bytes {data_start}..{data_start + nbytes}, "
                                f"the file has {size} bytes")
@@ -596,14 +596,14 @@ def inspect_store(path: str | os.PathLike) -> StoreReport:
     full = os.path.abspath(os.fspath(path))
     if os.path.isdir(full):
         if not _looks_like_memmap(full):
-            msg = (f"{full} is a folder but not a td-memmap store: it has no {_META} and no data files. "
+            msg = (f"{full} is a folder but not a td-memmap store: it has no {MEMMAP_META} and no data files. "
                    "Expected a td-memmap folder, an HDF5 file or a consolidated TensorDict file.")
             raise ValueError(msg)
         return _inspect_memmap(full)
     if os.path.isfile(full):
         with open(full, "rb") as f:
             head = f.read(8)
-        if head == _CONSOL_MAGIC:
+        if head == CONSOLIDATED_MAGIC:
             return _inspect_consolidated(full)
         if _hdf5_signature(full):
             return _inspect_h5(full)

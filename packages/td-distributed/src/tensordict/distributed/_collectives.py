@@ -23,10 +23,19 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from tensordict.distributed._transport import (
+    check_initialized,
+    comm_error,
+    comm_mode,
+    global_rank,
+    group_rank,
+    group_size,
+    wait_all,
+)
+from tensordict.ext import copy_leaves as _copy
 from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
-from tensordict.ext import copy_leaves as _copy
 from tensordict.distributed._decode import (
     build_from_payload,
     describe_differences,
@@ -37,15 +46,6 @@ from tensordict.distributed._decode import (
     stream_length,
     structure_of,
     tensor_bytes,
-)
-from tensordict.distributed._transport import (
-    check_initialized,
-    comm_error,
-    comm_mode,
-    global_rank,
-    group_rank,
-    group_size,
-    wait_all,
 )
 from tensordict.distributed._wire import (
     FLAG_VALUES,

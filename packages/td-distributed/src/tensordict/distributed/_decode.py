@@ -14,17 +14,15 @@ import struct
 from typing import Any
 
 import torch
+from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
+from tensordict.ext import SKELETON_OTHER as _OTHER
+from tensordict.ext import SKELETON_TD as _TD
+from tensordict.ext import SKELETON_TENSOR as _TENSOR
+from tensordict.ext import ConsolidatedState as _State
+from tensordict.ext import build_from_skeleton as _build
+from tensordict.ext import runs_from_specs as _runs_from_specs
+from tensordict.ext import skeleton as _skeleton
 
-from tensordict import TensorDict, TensorDictBase
-from tensordict._consolidate import (
-    _DTYPES,
-    _OTHER,
-    _TD,
-    _TENSOR,
-    _build,
-    _runs_from_specs,
-    _State,
-)
 from tensordict.distributed._wire import (
     _MAX_DEPTH,
     _NAMES,
@@ -35,7 +33,6 @@ from tensordict.distributed._wire import (
     MAX_BYTES,
     VERSION,
     WireError,
-    _collect,
     align,
 )
 
@@ -173,7 +170,7 @@ def leaf_specs(meta: dict, total: int, who: str) -> list:
 
 def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list, depth: int,
                  device: Any, views: list) -> tuple:
-    from tensordict._nontensor import NonTensorData
+    from tensordict.ext import NonTensorData
 
     if depth > _MAX_DEPTH:
         raise WireError(f"the tree sent by {who} is nested too deeply.")
@@ -227,7 +224,7 @@ def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list,
 
 
 def _stack_value(payload: Any, key: str, bs: list | None, who: str) -> Any:
-    from tensordict._nontensor import NonTensorStack
+    from tensordict.ext import NonTensorStack
 
     if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         raise WireError(f"{who} sent an invalid non-tensor stack under {key!r}.")
@@ -245,7 +242,7 @@ def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
     skeleton = _decode_node(meta["root"], who, len(views), used, [], 0, storage.device, views)
     if len(used) != len(views):
         raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
-    td, skeleton = _build(skeleton, views, None, TensorDict, False, False)
+    td, skeleton = _build(skeleton, views)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
     name = meta.get("tensorclass")
     if name is not None:
@@ -281,7 +278,7 @@ def set_values(td: Any, meta: dict, who: str) -> None:
     An existing ``NonTensorData``/``NonTensorStack`` of the same shape is updated in
     place (as tensor leaves are), so a consolidated template stays consolidated.
     """
-    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict.ext import NonTensorData, NonTensorStack
 
     def visit(target: Any, node: Any, depth: int) -> None:
         if depth > _MAX_DEPTH or not isinstance(node, dict) or not isinstance(node.get("entries"), list):
@@ -326,7 +323,7 @@ def _flatten_skeleton(node: tuple, leaves: list, prefix: tuple, out: dict) -> No
 def structure_of(td: Any) -> dict:
     """``{key path: "dtype[shape]" | "TensorDict" | "non-tensor"}`` of a TensorDict."""
     leaves: list = []
-    skeleton = _collect(td, leaves, TensorDictBase, TensorDict)
+    skeleton = _skeleton(td, leaves)
     out: dict = {}
     _flatten_skeleton(skeleton, leaves, (), out)
     return out

@@ -59,8 +59,7 @@ def _index(dim: int, spec: Any) -> tuple:
 
 
 def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
-    from tensordict._base import TensorDictBase
-    from tensordict._td import TensorDict
+    from tensordict.ext import TensorDict, TensorDictBase
 
     if result is None:
         return ("none", chunk_id)
@@ -338,7 +337,7 @@ class _Job:
         if kind == "pickled":
             _, _, what, td = msg
         else:
-            from tensordict._consolidate import from_consolidated
+            from tensordict.ext import from_consolidated
 
             _, _, what, path = msg
             td = from_consolidated(path)

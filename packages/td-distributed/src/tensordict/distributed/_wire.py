@@ -59,19 +59,17 @@ import weakref
 from typing import Any
 
 import torch
+from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
+from tensordict.ext import SKELETON_TD as _TD
+from tensordict.ext import SKELETON_TENSOR as _TENSOR
+from tensordict.ext import layout as _layout
+from tensordict.ext import leaf_specs as _leaf_specs
+from tensordict.ext import run_views as _views
+from tensordict.ext import skeleton as _skeleton
+from tensordict.ext import skeleton_matches as _matches
+from tensordict.ext import unsupported_leaf_error as _bad_leaf_error
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._consolidate import (
-    _DTYPES,
-    _OTHER,
-    _TD,
-    _TENSOR,
-    _bad_leaf_error,
-    _layout,
-    _leaf_specs,
-    _matches,
-    _views,
-)
 
 __all__ = [
     "BIG_LEAF",
@@ -113,34 +111,6 @@ def align(n: int) -> int:
 
 
 # ---------------------------------------------------------------------- describing a tree
-def _collect(td: Any, leaves: list, base: Any, td_cls: Any) -> tuple:
-    """The skeleton ``(batch_size, device, names, entries)`` of ``td``; tensor leaves go to ``leaves``.
-
-    Entries are ``(key, kind, payload)`` as in td-core's consolidation (``_TENSOR``:
-    index into ``leaves``; ``_TD``: a sub-skeleton; ``_OTHER``: the non-tensor
-    object), the format ``tensordict._consolidate._build`` turns into a TensorDict.
-    """
-    entries = []
-    append = entries.append
-    if td.__class__ is td_cls:
-        items = td._tensordict.items()
-        bs, device, names = td._batch_size, td._device, td._names
-    else:
-        items = td._items_raw()
-        bs, device = td.batch_size, td.device
-        names = td.names if td._has_names() else None
-    tensor = torch.Tensor
-    for key, value in items:
-        cls = value.__class__
-        if cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
-            append((key, _TENSOR, len(leaves)))
-            leaves.append(value)
-        elif cls is td_cls or isinstance(value, base):
-            append((key, _TD, _collect(value, leaves, base, td_cls)))
-        else:
-            append((key, _OTHER, value))
-    return (bs, device, names, entries)
-
 
 def _dtype_name(t: torch.Tensor, path: tuple) -> str:
     name = _NAMES.get(t.dtype)
@@ -152,7 +122,7 @@ def _dtype_name(t: torch.Tensor, path: tuple) -> str:
 
 def _walk(node: tuple, leaves: list, path: tuple, tokens: list, with_meta: bool) -> dict | None:
     """One pass over a skeleton: the structure tokens (digest) and, optionally, the JSON node."""
-    from tensordict._nontensor import NonTensorData, NonTensorStack
+    from tensordict.ext import NonTensorData, NonTensorStack
 
     bs, dev, names, entries = node
     out_entries: list | None = [] if with_meta else None
@@ -270,7 +240,7 @@ class Plan:
     )
 
     def __init__(self, td: Any, leaves: list, has_values: bool) -> None:
-        skeleton = _collect(td, [], TensorDictBase, TensorDict)
+        skeleton = _skeleton(td, [])
         tokens: list = []
         root = _walk(skeleton, leaves, (), tokens, not has_values)
         self.digest = _digest(tokens)
@@ -454,7 +424,7 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
         and all(map(_is, state.leaves, leaves))
         and [r[:3] for r in state.runs] == [r[:3] for r in plan.runs]
         and [list(r[3]) for r in state.runs] == [list(r[3]) for r in plan.runs]
-        and _matches(td, state.skeleton, state.leaves, base)
+        and _matches(td, state.skeleton, state.leaves)
     ):
         storage = state.storage
     result = (leaves, plan, has_values, plain, storage)
@@ -548,7 +518,7 @@ class Outgoing:
         self.digest = plan.digest
         meta = None
         if has_values or tensorclass is not None:
-            skeleton = _collect(td, [], TensorDictBase, TensorDict)
+            skeleton = _skeleton(td, [])
             meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass)
         flags = FLAG_VALUES if has_values else 0
         if storage is not None and storage.device != device:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tensordict._keys import NestedKey, _as_tuple, _KeysView
+from tensordict.ext import KeysView as _KeysView
+from tensordict.ext import as_key_tuple as _as_tuple
+
+from tensordict import NestedKey
 
 __all__ = ["H5KeysView"]
 

@@ -34,18 +34,24 @@ from typing import Any
 import h5py
 import numpy as np
 import torch
+from tensordict.ext import (
+    NO_DEFAULT,
+    batch_mismatch_error,
+    fields_repr,
+    locked_error,
+    missing_key_error,
+    unravel_key,
+)
+from tensordict.ext import as_key_tuple as _as_tuple
+from tensordict.persistent._lazyshape import LazyShapeMixin
+from tensordict.persistent._save import save_atomic
+from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
-from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
-from tensordict._keys import NO_DEFAULT, NestedKey, _as_tuple, unravel_key
-from tensordict._repr import fields_repr
+from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from tensordict.persistent import _h5io as io
 from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5KeysView
-from tensordict.persistent._lazyshape import LazyShapeMixin
-from tensordict.persistent._save import save_atomic
-from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member
 
 __all__ = ["PersistentTensorDict", "from_h5"]

@@ -23,19 +23,20 @@ from typing import Any
 import h5py
 import numpy as np
 import torch
+from tensordict.ext import INPLACE_METHODS, locked_error, missing_key_error, unravel_key
+from tensordict.ext import as_key_tuple as _as_tuple
+from tensordict.persistent._links import has_link, refused_error
+from tensordict.persistent._selection import write_selected
 
 from tensordict import (
+    NestedKey,
     NonTensorData,
     NonTensorStack,
     TensorDict,
     TensorDictBase,
     is_tensor_collection,
 )
-from tensordict._errors import locked_error, missing_key_error
-from tensordict._keys import NestedKey, _as_tuple, unravel_key
 from tensordict.persistent import _h5io as io
-from tensordict.persistent._links import has_link, refused_error
-from tensordict.persistent._selection import write_selected
 
 __all__ = ["WriteMixin", "install_inplace_writeback"]
 
@@ -579,8 +580,6 @@ def _flatten_list(values: Any, ndim: int) -> list:
 
 
 # ---------------------------------------------------------------------- in-place math
-#: td-core modules whose public ``name_`` methods update tensor leaves in place
-_INPLACE_MODULES = ("tensordict._ops", "tensordict._apply")
 
 
 def _inplace_writeback(name: str) -> Any:
@@ -606,6 +605,5 @@ def install_inplace_writeback(cls: type) -> None:
     for name in dir(TensorDictBase):
         if not name.endswith("_") or name.startswith("_") or name in vars(cls):
             continue
-        owner = next((c for c in TensorDictBase.__mro__ if name in vars(c)), None)
-        if owner is not None and owner.__module__ in _INPLACE_MODULES:
+        if name in INPLACE_METHODS:
             setattr(cls, name, _inplace_writeback(name))

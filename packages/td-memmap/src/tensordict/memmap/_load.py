@@ -21,16 +21,16 @@ import warnings
 from typing import Any
 
 import torch
-
 from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.ext import lookup_memmap_name as lookup_name
 from tensordict.memmap._fileio import check_file, dtype_from_name
-from tensordict.memmap._names import _VALID, member_path
-from tensordict.memmap._save import VERSION, make_lazy_stack
-from tensordict.memmap._store import META, META_MAX_BYTES, find_partial, parse_meta, read_meta
 from tensordict.memmap._tensor import _map_file
 from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
 from tensordict.memmap._values import load_pickle
+
+from tensordict.memmap._names import _VALID, member_path
+from tensordict.memmap._save import VERSION, make_lazy_stack
+from tensordict.memmap._store import META, META_MAX_BYTES, find_partial, parse_meta, read_meta
 
 __all__ = ["load_tree", "transplant"]
 

@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
+from tensordict.utils import ModeSwitch
 from torch import nn
 
-from tensordict import TensorDict, TensorDictBase, unravel_key
-from tensordict._keys import NestedKey
-from tensordict.utils import ModeSwitch
+from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 
 __all__ = [
     "TensorDictModuleBase",

@@ -8,8 +8,7 @@ from typing import Any
 
 import torch
 
-from tensordict import TensorDictBase
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, TensorDictBase
 from tensordict.nn._common import _normalize_keys
 
 __all__ = ["CudaGraphModule"]

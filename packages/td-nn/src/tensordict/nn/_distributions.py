@@ -10,13 +10,12 @@ from enum import Enum
 from typing import Any
 
 import torch
+from tensordict.utils import ModeSwitch
 from torch import distributions as D  # noqa: N812
 from torch.distributions import constraints
 
-from tensordict import TensorDict, TensorDictBase, unravel_key
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 from tensordict.nn._common import _ReadableKeyError
-from tensordict.utils import ModeSwitch
 
 __all__ = [
     "CompositeDistribution",

@@ -15,8 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensordict import TensorDict, TensorDictBase
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn._common import (
     _NOTSET,
     TensorDictModuleBase,

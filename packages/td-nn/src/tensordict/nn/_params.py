@@ -23,10 +23,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
+from tensordict.ext import INPLACE_METHODS, NO_DEFAULT, batch_mismatch_error, locked_error
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict.ext import INPLACE_METHODS, NO_DEFAULT, batch_mismatch_error, locked_error
 from tensordict.nn._common import _NOTSET
 
 __all__ = ["TensorDictParams"]

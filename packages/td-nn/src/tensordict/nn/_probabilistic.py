@@ -12,12 +12,12 @@ from enum import Enum
 from typing import Any
 
 import torch
+from tensordict.utils import ModeSwitch
 from torch import distributions as D  # noqa: N812
 from torch.distributions.relaxed_bernoulli import LogitRelaxedBernoulli as _LogitRelaxedBernoulli
 from torch.distributions.relaxed_categorical import ExpRelaxedCategorical as _ExpRelaxedCategorical
 
-from tensordict import NonTensorData, TensorDictBase, unravel_key
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, NonTensorData, TensorDictBase, unravel_key
 from tensordict.nn._common import (
     _NOTSET,
     _SKIP_EXISTING,
@@ -36,7 +36,6 @@ from tensordict.nn._distributions import (
     composite_lp_aggregate,
 )
 from tensordict.nn._sequence import TensorDictSequential
-from tensordict.utils import ModeSwitch
 
 __all__ = [
     "InteractionType",

@@ -15,8 +15,7 @@ from typing import Any
 
 from torch import fx, nn
 
-from tensordict import TensorDictBase
-from tensordict._keys import NestedKey
+from tensordict import NestedKey, TensorDictBase
 
 __all__ = ["TDGraphModule", "symbolic_trace"]
 

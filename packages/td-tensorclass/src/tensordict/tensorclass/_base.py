@@ -14,12 +14,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+from tensordict.ext import (
+    NO_DEFAULT,
+    NonTensorData,
+    TensorDict,
+    TensorDictBase,
+    leaf_repr,
+    unravel_key,
+)
 
-from tensordict._base import TensorDictBase
-from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData
-from tensordict._repr import leaf_repr
-from tensordict._td import TensorDict
+from tensordict import NestedKey
 from tensordict.tensorclass._storage import (
     _ABSENT,
     _EMPTY_SIZE,

@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tensordict._base import TensorDictBase
+from tensordict.ext import TensorDictBase
+from tensordict.tensorclass._registry import register_tensorclass
+
 from tensordict.tensorclass._base import _init_empty, _init_instance
 from tensordict.tensorclass._pytree import register_pytree
-from tensordict.tensorclass._registry import register_tensorclass
 from tensordict.tensorclass._storage import _Slots, check_tensor_only_hints
 
 __all__: list[str] = []

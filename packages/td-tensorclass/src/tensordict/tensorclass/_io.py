@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensordict.ext import TensorDictBase
-from tensordict.ext import NonTensorData
-from tensordict.ext import TensorDict
+from tensordict.ext import NonTensorData, TensorDict, TensorDictBase
+
 from tensordict.tensorclass._storage import _resync, _Slots
 
 if TYPE_CHECKING:  # pragma: no cover

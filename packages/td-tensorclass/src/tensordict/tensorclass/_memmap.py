@@ -1,6 +1,6 @@
 """Saving tensorclasses with td-memmap.
 
-td-memmap stores "registered types" (``tensordict.memmap._registry``): it asks
+td-memmap stores "registered types" (td-core's registry, ``tensordict.ext``): it asks
 ``save_fn(obj)`` for a TensorDict to write and a JSON dict of extra metadata, and on
 load calls ``load_fn(td, extra)``. Every tensorclass is saved under one registration,
 ``"tensordict.tensorclass"``, with its class name (``tensorclass_name``) in the extra
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensordict._nontensor import NonTensorData
-from tensordict._td import TensorDict
+from tensordict.ext import NonTensorData, TensorDict
 from tensordict.tensorclass._registry import get_tensorclass, tensorclass_name
+
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _read, _resync
 
 __all__ = ["REGISTERED_NAME", "register_with_memmap"]
@@ -98,18 +98,10 @@ _REGISTERED = [False]
 
 
 def register_with_memmap() -> bool:
-    """Registers tensorclasses with td-memmap; ``False`` if td-memmap is not installed."""
+    """Registers tensorclasses in td-core's memmap type registry (td-memmap reads it); ``True``."""
     if _REGISTERED[0]:
         return True
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            # importing td-memmap probes dtypes; its warnings are not ours to show here
-            warnings.simplefilter("ignore")
-            from tensordict.memmap._registry import register_memmap_type
-    except ImportError:
-        return False
+    from tensordict.ext import register_memmap_type  # td-core's registry: no td-memmap import
     from tensordict.tensorclass._decorator import _TensorClassBase
 
     register_memmap_type(REGISTERED_NAME, _save_fn, _load_fn, cls=_TensorClassBase)
@@ -118,7 +110,7 @@ def register_with_memmap() -> bool:
 
 
 def _memmap_methods() -> Any:
-    from tensordict._seams import import_sibling
+    from tensordict.ext import import_sibling
 
     return import_sibling("memmap", "_td_methods")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
+from tensordict.ext import TensorDictBase
 
-from tensordict._base import TensorDictBase
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _resync, _Slots
 from tensordict.tensorclass._wrap import (
     _call_deep,

@@ -17,9 +17,8 @@ import collections
 from typing import TYPE_CHECKING, Any
 
 import torch
+from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 
-from tensordict._base import TensorDictBase
-from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict.tensorclass._storage import _resync, _Slots, _store_field
 
 if TYPE_CHECKING:  # pragma: no cover

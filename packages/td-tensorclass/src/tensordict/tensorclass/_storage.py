@@ -34,10 +34,14 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-
-from tensordict._base import TensorDictBase, is_tensor_collection
-from tensordict._nontensor import NonTensorData, NonTensorStack, _same
-from tensordict._td import TensorDict
+from tensordict.ext import (
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,
+)
+from tensordict.ext import same_value as _same
 
 __all__: list[str] = []
 
@@ -79,8 +83,8 @@ def _locked_error(cls: type, name: str) -> RuntimeError:
 
 
 # batch-size and device normalisation are td-core's own (one definition)
-from tensordict._td import _to_device as _to_device  # noqa: E402
-from tensordict._td import _to_size as _to_size  # noqa: E402
+from tensordict.ext import to_batch_size as _to_size  # noqa: E402, F401
+from tensordict.ext import to_device as _to_device  # noqa: E402, F401 (used by the tests)
 
 
 # ---------------------------------------------------------------------- binding

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from tensordict.ext import TD_HANDLED_FUNCTIONS
 
-from tensordict._torch_fn import TD_HANDLED_FUNCTIONS
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import _unwrap, _wrap_out
 
@@ -55,7 +55,7 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
     items, cls = _instances(items, "stack")
     tds = [_full_td(item) for item in items]
     if how == "stack":
-        from tensordict._stack import stack
+        from tensordict.ext import stack
 
         result = stack(tds, dim, **kwargs)
     else:
@@ -69,7 +69,7 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
 
 def cat_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
     """Concatenates tensorclass instances of one class along batch dim ``dim``."""
-    from tensordict._stack import cat
+    from tensordict.ext import cat
 
     items, cls = _instances(items, "cat")
     result = cat([_full_td(item) for item in items], dim)

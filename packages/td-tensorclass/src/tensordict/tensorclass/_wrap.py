@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tensordict._base import TensorDictBase
-from tensordict._td import TensorDict
+from tensordict.ext import TensorDict, TensorDictBase
+
 from tensordict.tensorclass._storage import _new, _resync, _Slots
 
 __all__: list[str] = []
@@ -232,7 +232,7 @@ def _forward_property(name: str, prop: property) -> property:
 
 def _forward_classmethod(name: str) -> classmethod:
     def method(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        from tensordict._td import TensorDict
+        from tensordict.ext import TensorDict
 
         args, kwargs = _unwrap_args(args, kwargs)
         out = getattr(TensorDict, name)(*args, **kwargs)
