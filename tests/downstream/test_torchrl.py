@@ -190,8 +190,8 @@ def _make_env_class():
 
 @pytest.fixture
 def env():
-    from torchrl.envs import Compose, StepCounter, TensorDictPrimer, TransformedEnv
     from torchrl.data import Unbounded
+    from torchrl.envs import Compose, StepCounter, TensorDictPrimer, TransformedEnv
 
     base = _make_env_class()()
     base.set_seed(0)

@@ -182,3 +182,36 @@ def test_exclude_td_from_pytree():
     with _exclude_td_from_pytree():
         assert pt.tree_leaves(td) == [td]
     assert pt.tree_leaves(td)[0] is td["a"]
+
+
+def test_sequence_initialised_through_module_init_like_upstream_subclasses():
+    # TorchRL's SafeSequential computes the keys, then skips TensorDictSequential.__init__
+    class SafeSeq(tdnn.TensorDictSequential):
+        def __init__(self, *modules, inplace=None):
+            self.partial_tolerant = False
+            in_keys, out_keys = self._compute_in_and_out_keys(modules)
+            super(tdnn.TensorDictSequential, self).__init__(
+                module=nn.ModuleList(list(modules)), in_keys=in_keys, out_keys=out_keys, inplace=inplace
+            )
+
+    seq = SafeSeq(
+        tdnn.TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+        tdnn.TensorDictModule(lambda h: h * 2, in_keys=["h"], out_keys=["y"]),
+    )
+    assert seq.in_keys == ["x"] and seq.out_keys == ["h", "y"]
+    td = seq(TensorDict(x=torch.randn(5, 3), batch_size=[5]))
+    assert torch.allclose(td["y"], td["h"] * 2)
+    assert len(seq) == 2
+
+
+def test_probabilistic_private_names_read_by_subclasses():
+    module = tdnn.ProbabilisticTensorDictModule(
+        in_keys=["loc", "scale"], out_keys=["action"], distribution_class=torch.distributions.Normal,
+        return_log_prob=True, generator=3,
+    )
+    assert module._out_keys == module.out_keys
+    assert module._in_keys == module.in_keys
+    gen, write_back = module._resolve_generator(TensorDict())
+    assert isinstance(gen, torch.Generator) and write_back is None
+    with pytest.raises(AttributeError):
+        module._not_an_attribute  # noqa: B018

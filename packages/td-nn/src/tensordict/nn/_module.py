@@ -143,6 +143,8 @@ class TensorDictModule(TensorDictModuleBase):
                 "Wrap tensors in an nn.Module or a function."
             )
             raise TypeError(msg)
+        if inplace is None:  # upstream's subclasses (TorchRL's SafeSequential) pass None for the default
+            inplace = True
         if inplace not in (True, False, "empty"):
             msg = f"{owner}: inplace must be True, False or 'empty', got {inplace!r}."
             raise ValueError(msg)

@@ -12,7 +12,6 @@ from enum import Enum
 from typing import Any
 
 import torch
-from tensordict.utils import ModeSwitch
 from torch import distributions as D  # noqa: N812
 from torch.distributions.relaxed_bernoulli import LogitRelaxedBernoulli as _LogitRelaxedBernoulli
 from torch.distributions.relaxed_categorical import ExpRelaxedCategorical as _ExpRelaxedCategorical
@@ -36,6 +35,7 @@ from tensordict.nn._distributions import (
     composite_lp_aggregate,
 )
 from tensordict.nn._sequence import TensorDictSequential
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "InteractionType",
@@ -379,6 +379,15 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         """The tensordict keys read to build the distribution."""
         return list(self._dist_keys.values())
 
+    def __getattr__(self, name: str) -> Any:
+        # Upstream keeps the keys in ``_in_keys``/``_out_keys``, and subclasses read them
+        # (TorchRL's SafeProbabilisticModule); reached only when normal lookup fails.
+        if name in ("_in_keys", "_out_keys"):
+            keys = self.__dict__.get(name[1:])
+            if keys is not None:
+                return keys
+        return super().__getattr__(name)
+
     def get_dist(self, tensordict: TensorDictBase) -> D.Distribution:
         """Builds the distribution from the entries of ``tensordict``.
 
@@ -416,6 +425,14 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         if isinstance(dist, CompositeDistribution):
             return dist.log_prob(tensordict)
         return dist.log_prob(*[tensordict.get(k) for k in self.dist_sample_keys])
+
+    def _resolve_generator(self, tensordict: TensorDictBase) -> tuple[torch.Generator | None, Any]:
+        """Upstream's name of :meth:`_generator_for` (TorchRL's SafeProbabilisticModule calls
+        it and passes the generator to the write-back)."""
+        gen, write_back = self._generator_for(tensordict)
+        if write_back is None:
+            return gen, None
+        return gen, lambda *_: write_back()
 
     def _generator_for(self, tensordict: TensorDictBase) -> tuple[torch.Generator | None, Any]:
         """(generator, write-back) for this call; write-back stores the next seed of a key seed."""

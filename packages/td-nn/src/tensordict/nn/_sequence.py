@@ -167,6 +167,35 @@ class TensorDictSequential(TensorDictModule):
         d["_written"] = out_keys
         d["_precheck"] = tuple(in_keys) if tracked and not self.partial_tolerant else None
 
+    def _compute_in_and_out_keys(self, modules: Sequence[nn.Module]) -> tuple[list, list]:
+        """``(in_keys, out_keys)`` of a sequence made of ``modules``, as upstream computes them.
+
+        Upstream's subclasses (TorchRL's ``SafeSequential``) call it before the module
+        is initialised, then initialise it through ``TensorDictModule.__init__``.
+        """
+        in_keys: list = []
+        out_keys: list = []
+        written: set = set()
+        for m in modules:
+            for key in _keys_of(m, "in_keys"):
+                if key not in written and key not in in_keys:
+                    in_keys.append(key)
+            for key in _keys_of(m, "out_keys"):
+                if key not in out_keys:
+                    out_keys.append(key)
+                written.add(key)
+        return in_keys, out_keys
+
+    def _set_out_keys_source(self, keys: list) -> None:
+        # Reached only when a subclass initialises the sequence through
+        # ``TensorDictModule.__init__(module=nn.ModuleList(...), in_keys, out_keys)``, as
+        # upstream's subclasses do: finish the sequence's own set-up from its steps.
+        d = self.__dict__
+        d.setdefault("partial_tolerant", False)
+        d.setdefault("_selected", None)
+        d.setdefault("_kwargs", None)
+        self._update_keys()
+
     @property
     def in_keys(self) -> list:
         """The keys read before any step writes them."""
