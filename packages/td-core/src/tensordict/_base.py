@@ -29,6 +29,7 @@ from tensordict._convert import ConvertMixin
 from tensordict._device import DeviceMixin
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._cumulative import CumulativeMixin
+from tensordict._entries import EntriesMixin
 from tensordict._factories import FactoryMixin
 from tensordict._grad import GradMixin
 from tensordict._keys import (
@@ -50,6 +51,7 @@ from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
 from tensordict._seams import SiblingMixin
 from tensordict._select import SelectMixin
+from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._shape import ShapeMixin
 from tensordict._torch_fn import dispatch
 from tensordict._unbatched import UnbatchedTensor
@@ -136,6 +138,8 @@ class TensorDictBase(
     GradMixin,
     CumulativeMixin,
     FactoryMixin,
+    EntriesMixin,
+    ShapeAliasMixin,
     UpstreamMethodsMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.

@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 
+from tensordict._losses import loss_torch_table
 from tensordict._ops import _torch_function_table
+from tensordict._shape_aliases import shape_alias_torch_table
 from tensordict._stack import cat, stack
 
 __all__ = ["register_torch_function", "dispatch", "TD_HANDLED_FUNCTIONS"]
@@ -39,6 +41,8 @@ def dispatch(func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
 def _register_defaults() -> None:
     reg = TD_HANDLED_FUNCTIONS
     reg.update(_torch_function_table())  # leaf-wise math and reductions (_ops.py)
+    reg.update(shape_alias_torch_table())  # swapaxes, fliplr, rot90, tile, atleast_*d, ...
+    reg.update(loss_torch_table())  # F.l1_loss, F.mse_loss, ... leaf by leaf
     reg[torch.stack] = stack
     reg[torch.cat] = cat
     reg[torch.concat] = cat

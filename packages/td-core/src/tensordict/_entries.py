@@ -1,0 +1,391 @@
+"""Entry-level helpers of the tensordict API: building, combining and describing entries.
+
+``create_nested``, ``cat_tensors``/``stack_tensors``, ``separates``, ``replace``,
+``get_item_shape``, ``from_schema``; the descriptive ``dtype``, ``bytes``,
+``param_count``; and the ``_check_batch_size`` / ``_has_non_tensor`` helpers that code
+written against tensordict calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from tensordict import _classes
+from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+
+__all__ = ["EntriesMixin"]
+
+_STORAGES = ("memory", "memmap", "h5", "shared")
+
+
+def _leaf_parts(t: torch.Tensor) -> list[torch.Tensor]:
+    """The dense tensors holding ``t``'s data (a jagged tensor: values, offsets, lengths)."""
+    if t.is_nested and t.layout is torch.jagged:
+        parts = [t._values, t._offsets]
+        if t._lengths is not None:
+            parts.append(t._lengths)
+        return parts
+    return [t]
+
+
+def _count(td: Any, measure: Any, count_duplicates: bool, with_grad: bool) -> int:
+    seen: set = set()
+    total = 0
+    for _, leaf in td.items(include_nested=True, leaves_only=True):
+        if not isinstance(leaf, torch.Tensor):
+            continue
+        tensors = _leaf_parts(leaf)
+        if with_grad and leaf.grad is not None:
+            tensors = tensors + _leaf_parts(leaf.grad)
+        for t in tensors:
+            if not count_duplicates:
+                ident = (t.data_ptr(), t.dtype, tuple(t.shape), tuple(t.stride()))
+                if ident in seen:
+                    continue
+                seen.add(ident)
+            total += measure(t)
+    return total
+
+
+def _schema_tree(schema: Mapping, batch_size: torch.Size, device: Any) -> dict:
+    out = {}
+    for key, spec in schema.items():
+        if isinstance(spec, Mapping):
+            out[key] = _classes.TensorDict._new_unsafe(_schema_tree(spec, batch_size, device), batch_size, device)
+            continue
+        try:
+            shape, dtype = spec
+        except (TypeError, ValueError):
+            msg = f"from_schema: entry {key!r} must be a (shape, dtype) pair or a nested dict, got {spec!r}."
+            raise TypeError(msg) from None
+        out[key] = torch.zeros((*batch_size, *shape), dtype=dtype, device=device)
+    return out
+
+
+class EntriesMixin:
+    """Mixed into TensorDictBase: entry-level helpers (see the module docstring)."""
+
+    # ------------------------------------------------------------------ building
+    def create_nested(self, key: NestedKey) -> Any:
+        """Creates an empty nested TensorDict under ``key`` (with this batch size and
+        device), creating the missing levels.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: the TensorDict is locked.
+            KeyError: a level of ``key`` holds a leaf.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({}, [3])
+            >>> td.create_nested(("a", "b"))["a", "b"].batch_size
+            torch.Size([3])
+        """
+        key = unravel_key(key)
+        node = self
+        for sub in (key,) if isinstance(key, str) else key:
+            node = node._create_nested(sub)
+        return self
+
+    def _combine_tensors(self, op: Any, name: str, keys: tuple, out_key: NestedKey, dim: int, keep_entries: bool) -> Any:
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)) and not all(isinstance(k, str) for k in keys[0]):
+            keys = tuple(keys[0])
+        values = [self._get_any_raw(key) for key in keys]
+        for key, value in zip(keys, values):
+            if not isinstance(value, torch.Tensor):
+                msg = f"{name}: entry {key!r} is a {type(value).__name__}, not a tensor."
+                raise TypeError(msg)
+        result = op(values, dim)
+        if not keep_entries:
+            for key in keys:
+                self.del_(key)
+        self.set(out_key, result)
+        return self
+
+    def cat_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> Any:
+        """Concatenates the tensors under ``keys`` along ``dim`` into ``out_key``.
+
+        Args:
+            *keys (NestedKey): the entries to concatenate.
+
+        Keyword Args:
+            out_key (NestedKey): where the result is written.
+            dim (int): the tensor dim to concatenate along (a feature dim, usually
+                negative). Defaults to ``0``.
+            keep_entries (bool): keep the source entries. Defaults to ``False``.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 1), "b": torch.ones(3, 2)}, [3])
+            >>> td.cat_tensors("a", "b", out_key="c", dim=-1)["c"].shape
+            torch.Size([3, 3])
+            >>> "a" in td.keys()
+            False
+        """
+        return self._combine_tensors(lambda v, d: torch.cat(v, d), "cat_tensors", keys, out_key, dim, keep_entries)
+
+    def stack_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> Any:
+        """Stacks the tensors under ``keys`` along a new ``dim`` into ``out_key``.
+
+        Keyword args as :meth:`cat_tensors`.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": torch.ones(3)}, [3])
+            >>> td.stack_tensors("a", "b", out_key="c", dim=-1, keep_entries=True)["c"].shape
+            torch.Size([3, 2])
+        """
+        return self._combine_tensors(lambda v, d: torch.stack(v, d), "stack_tensors", keys, out_key, dim, keep_entries)
+
+    def separates(
+        self,
+        *keys: NestedKey,
+        default: Any = NO_DEFAULT,
+        strict: bool = True,
+        filter_empty: bool = True,
+    ) -> Any:
+        """Moves the entries under ``keys`` out of ``self`` into a new TensorDict.
+
+        Args:
+            *keys (NestedKey): the entries to move.
+
+        Keyword Args:
+            default (Any, optional): the value given for a missing key (without it a
+                missing key raises ``KeyError`` and nothing is moved).
+            strict (bool): ``False`` skips missing keys. Defaults to ``True``.
+            filter_empty (bool): drop the nested TensorDicts of ``self`` left empty.
+
+        Returns:
+            a TensorDict with the batch size of ``self`` holding the moved entries.
+
+        Raises:
+            KeyError: a key is missing, ``strict=True`` and no ``default`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])
+            >>> out = td.separates("a", ("b", "c"))
+            >>> sorted(out.keys(True, True)), list(td.keys())
+            (['a', ('b', 'c')], [])
+        """
+        keys = [unravel_key(k) for k in keys]
+        if default is NO_DEFAULT and strict:
+            for key in keys:
+                if self._get_any_raw(key, None) is None:
+                    msg = f"separates: key {key!r} not found in {sorted(map(str, self.keys(True)))}."
+                    raise KeyError(msg)
+        out = self.empty()
+        for key in keys:
+            value = self._get_any_raw(key, None)
+            if value is None:
+                if default is NO_DEFAULT:
+                    continue
+                out.set(key, default)
+                continue
+            out.set(key, value)
+            self.del_(key)
+            if filter_empty and isinstance(key, tuple):
+                for depth in range(len(key) - 1, 0, -1):
+                    parent = self._get_any_raw(key[:depth], None)
+                    if isinstance(parent, _classes.TensorDictBase) and parent.is_empty():
+                        self.del_(key[:depth] if depth > 1 else key[0])
+                    else:
+                        break
+        return out
+
+    def replace(self, *args: Any, **kwargs: Any) -> Any:
+        """A shallow copy of ``self`` with some entries replaced (``self`` is unchanged).
+
+        Args:
+            *args (dict or TensorDictBase): the new entries.
+            **kwargs: more new entries (``key=value``).
+
+        Returns:
+            a new TensorDict of the same structure.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2)}, [2])
+            >>> out = td.replace(a=torch.ones(2))
+            >>> out["a"].sum().item(), td["a"].sum().item(), out["b"] is td["b"]
+            (2.0, 0.0, True)
+        """
+        out = self.copy()
+        for arg in args:
+            out.update(arg)
+        if kwargs:
+            out.update(kwargs)
+        return out
+
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of the entry under ``key`` (a nested TensorDict's batch size),
+        without stacking lazy entries where the container can avoid it.
+
+        Raises:
+            KeyError: ``key`` is missing.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.zeros(3, 4)}, [3]).get_item_shape("a")
+            torch.Size([3, 4])
+        """
+        value = self._get_any_raw(key)
+        if isinstance(value, torch.Tensor):
+            return value.shape
+        return value.batch_size
+
+    @classmethod
+    def from_schema(
+        cls,
+        schema: Mapping,
+        *,
+        batch_size: Sequence[int] | torch.Size = (),
+        device: Any = None,
+        storage: str | None = None,
+        prefix: str | None = None,
+        filename: str | None = None,
+    ) -> Any:
+        """A zero-filled TensorDict laid out by ``schema``.
+
+        Args:
+            schema (dict): ``key -> (feature_shape, dtype)``, or a nested dict.
+
+        Keyword Args:
+            batch_size (sequence of int): the batch size. Defaults to ``()``.
+            device (torch.device, optional): where the tensors live.
+            storage (str, optional): ``"memory"`` (default), ``"shared"`` (shared
+                memory), ``"memmap"`` (files under ``prefix``, needs td-memmap) or
+                ``"h5"`` (an HDF5 ``filename``, needs td-h5).
+
+        Returns:
+            a TensorDict, memory-mapped TensorDict or PersistentTensorDict.
+
+        Raises:
+            ValueError: an unknown ``storage``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict.from_schema({"obs": ([4], torch.float32)}, batch_size=[2])
+            >>> td["obs"].shape
+            torch.Size([2, 4])
+        """
+        storage = storage or "memory"
+        if storage not in _STORAGES:
+            msg = f"Unknown storage backend {storage!r}; expected one of {_STORAGES}."
+            raise ValueError(msg)
+        bs = torch.Size(batch_size)
+        dev = torch.device(device) if device is not None else None
+        td = _classes.TensorDict._new_unsafe(_schema_tree(schema, bs, dev), bs, dev)
+        if storage == "shared":
+            return td.share_memory_()
+        if storage == "memmap":
+            return td.memmap_(prefix)
+        if storage == "h5":
+            from tensordict.persistent import PersistentTensorDict  # sibling, loaded on use
+
+            return PersistentTensorDict.from_dict(td, filename=filename)
+        return td
+
+    # ------------------------------------------------------------------ description
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The dtype shared by every tensor leaf, or ``None`` when they differ.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2]).dtype
+            torch.float32
+            >>> TensorDict({"a": torch.zeros(2), "b": torch.ones(2, dtype=torch.int64)}, [2]).dtype is None
+            True
+        """
+        dtype = None
+        for _, leaf in self.items(include_nested=True, leaves_only=True):
+            if not isinstance(leaf, torch.Tensor):
+                continue
+            if dtype is None:
+                dtype = leaf.dtype
+            elif leaf.dtype != dtype:
+                return None
+        return dtype
+
+    def bytes(self, *, count_duplicates: bool = False) -> int:
+        """Number of bytes of the tensor leaves (and their ``.grad``).
+
+        Args:
+            count_duplicates (bool): count a tensor stored under several keys each
+                time. Defaults to ``False``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": torch.zeros(2, dtype=torch.int64)}, [])
+            >>> td.bytes()
+            28
+        """
+        return _count(self, lambda t: t.numel() * t.element_size(), count_duplicates, True)
+
+    def param_count(self, *, count_duplicates: bool = True) -> int:
+        """Number of elements of the tensor leaves.
+
+        Args:
+            count_duplicates (bool): count a tensor stored under several keys each
+                time. Defaults to ``True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3)}, [])
+            >>> td["b"] = td["a"]
+            >>> td.param_count(), td.param_count(count_duplicates=False)
+            (6, 3)
+        """
+        return _count(self, torch.Tensor.numel, count_duplicates, False)
+
+    @property
+    def _has_non_tensor(self) -> bool:
+        """``True`` if an entry (nested ones included) is non-tensor data."""
+        for _, value in self._items_raw():
+            if isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack)):
+                return True
+            if isinstance(value, _classes.TensorDictBase) and value._has_non_tensor:
+                return True
+            inner = getattr(value, "_tensordict", None)
+            if getattr(value, "_is_tensorclass", False) and inner is not None and inner._has_non_tensor:
+                return True
+        return False
+
+    def _check_batch_size(self) -> None:
+        """Raises if a leaf (nested ones included) does not start with the batch size."""
+        bs = self.batch_size
+        n = len(bs)
+        for key, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                shape = value.shape
+            elif hasattr(value, "batch_size"):
+                shape = value.batch_size
+                if isinstance(value, _classes.TensorDictBase):
+                    value._check_batch_size()
+            else:
+                continue
+            if tuple(shape[:n]) != tuple(bs):
+                msg = f"batch_size {tuple(bs)} does not match the shape {tuple(shape)} of entry {key!r}."
+                raise RuntimeError(msg)
