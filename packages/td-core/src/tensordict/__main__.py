@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         report = inspect_store(args.path)
-    except (FileNotFoundError, ValueError, ImportError) as err:
+    except (FileNotFoundError, ValueError, ImportError, RecursionError, PermissionError) as err:
         print(f"tensordict inspect: error: {err}", file=sys.stderr)
         return 2
     if args.json:

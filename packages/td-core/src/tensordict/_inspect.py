@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +187,82 @@ def _itemsize(dtype: Any) -> int | None:
     return _ITEMSIZE.get(dtype) if isinstance(dtype, str) else None
 
 
+#: the largest metadata the inspector reads (the loaders' cap)
+_META_MAX_BYTES = 64 << 20
+#: deepest JSON nesting the inspector parses (td-memmap metadata nests 3 levels)
+_MAX_JSON_DEPTH = 64
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_depth(raw: bytes) -> int:
+    """Deepest ``[``/``{`` nesting of the JSON text ``raw`` (strings skipped), in one linear pass."""
+    depth = top = 0
+    for m in _JSON_TOKENS.finditer(raw):
+        tok = m.group()
+        if tok in (b"[", b"{"):
+            depth += 1
+            top = max(top, depth)
+        elif tok in (b"]", b"}"):
+            depth -= 1
+    return top
+
+
+def _read_regular(path: str, cap: int = _META_MAX_BYTES) -> bytes:
+    """The bytes of ``path`` under the loaders' rules: not a link, a regular file, at most ``cap`` bytes.
+
+    Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before a byte
+    is read, so a link (to a file outside the store, ``/dev/zero``...) or a FIFO is
+    refused instead of followed or waited on.
+
+    Raises:
+        FileNotFoundError: ``path`` is missing.
+        ValueError: ``path`` is a link, not a regular file, or larger than ``cap``.
+    """
+    if os.path.islink(path):
+        msg = f"{path} is a symbolic link; stores never contain links, so it is not followed"
+        raise ValueError(msg)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        msg = f"{path} cannot be opened ({err.strerror or err})"
+        raise ValueError(msg) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            msg = f"{path} is not a regular file (a device, FIFO, socket or folder); not read"
+            raise ValueError(msg)
+        if st.st_size > cap:
+            msg = f"{path} holds {st.st_size} bytes, over the {cap}-byte limit for metadata; not read"
+            raise ValueError(msg)
+        data = os.read(fd, cap + 1)
+        chunks = [data]
+        while data and sum(map(len, chunks)) <= cap:
+            data = os.read(fd, cap + 1)
+            chunks.append(data)
+        raw = b"".join(chunks)
+        if len(raw) > cap:
+            msg = f"{path} holds more than {cap} bytes, over the limit for metadata; not read"
+            raise ValueError(msg)
+        return raw
+    finally:
+        os.close(fd)
+
+
+def _parse_json(raw: bytes, where: str) -> Any:
+    """``json.loads(raw)``; ``ValueError`` naming ``where`` for bad or too deeply nested JSON."""
+    if _json_depth(raw) > _MAX_JSON_DEPTH:
+        msg = f"{where}: the JSON nests more than {_MAX_JSON_DEPTH} levels deep (store metadata is shallow)"
+        raise ValueError(msg)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        msg = f"{where}: not valid JSON ({type(err).__name__}: {err})"
+        raise ValueError(msg) from None
+
+
 def _files_under(root: str) -> tuple[int, int, int]:
     """(count, total st_size, total allocated bytes) of the regular files under ``root``."""
     count = size = alloc = 0
@@ -202,10 +280,12 @@ def _files_under(root: str) -> tuple[int, int, int]:
 
 # ------------------------------------------------------------------------ td-memmap
 def _member(folder: str, name: Any, root: str) -> str | None:
-    """``folder/name`` if ``name`` is a name td-memmap writes and stays inside ``root``."""
-    if not isinstance(name, str) or not MEMMAP_MEMBER.match(name):
+    """``folder/name`` if ``name`` is a name td-memmap writes, is not a link and stays inside ``root``."""
+    if not isinstance(name, str) or not MEMMAP_MEMBER.fullmatch(name):
         return None
     path = os.path.join(folder, name)
+    if os.path.islink(path):
+        return None
     real = os.path.realpath(path)
     return path if real == root or real.startswith(root + os.sep) else None
 
@@ -235,10 +315,14 @@ def _memmap_leaf(entry: dict, folder: str, root: str, where: str) -> Entry:
             node.problems.append(f"{where}: key {key!r} names an invalid data file {entry.get('file')!r}")
             return node
         try:
-            actual = os.stat(path).st_size
+            st = os.lstat(path)
         except FileNotFoundError:
             node.problems.append(f"{path}: data file of key {key!r} is missing")
             return node
+        if not stat.S_ISREG(st.st_mode):
+            node.problems.append(f"{path}: data file of key {key!r} is not a regular file")
+            return node
+        actual = st.st_size
         node.nbytes = actual
         if actual != nbytes:
             node.problems.append(f"{path}: data file of key {key!r} has {actual} bytes, the metadata "
@@ -257,7 +341,7 @@ def _memmap_leaf(entry: dict, folder: str, root: str, where: str) -> Entry:
             elif not os.path.isfile(path):
                 node.problems.append(f"{path}: pickle file of key {key!r} is missing")
             else:
-                node.nbytes = os.stat(path).st_size
+                node.nbytes = os.lstat(path).st_size
         else:
             node.problems.append(f"{where}: key {key!r} has an unknown encoding {entry.get('encoding')!r}")
         return node
@@ -266,19 +350,28 @@ def _memmap_leaf(entry: dict, folder: str, root: str, where: str) -> Entry:
     return node
 
 
-def _memmap_folder(folder: str, key: str, root: str, depth: int) -> Entry:
+def _memmap_folder(folder: str, key: str, root: str, depth: int, seen: set | None = None) -> Entry:
     where = os.path.join(folder, MEMMAP_META)
     if depth > 64:
         return Entry(key, "TensorDict", problems=[f"{folder}: nested more than 64 levels deep"])
+    seen = set() if seen is None else seen
     try:
-        with open(where, "rb") as f:
-            meta = json.loads(f.read())
+        st = os.stat(folder)
+    except OSError as err:
+        return Entry(key, "TensorDict", problems=[f"{folder}: cannot be read ({err.strerror or err})"])
+    ident = (st.st_dev, st.st_ino)
+    if ident in seen:  # metadata naming one sub-folder twice (a DAG or a cycle): each is visited once
+        return Entry(key, "TensorDict", problems=[f"{folder}: referenced more than once in the metadata "
+                                                  "(a shared or cyclic sub-folder; td-memmap writes each once)"])
+    seen.add(ident)
+    try:
+        meta = _parse_json(_read_regular(where), where)
     except FileNotFoundError:
         node = Entry(key, "TensorDict", problems=[f"{where} is missing (interrupted save or copy)"])
         node.children = _stray_files(folder)
         return node
-    except (OSError, ValueError, UnicodeDecodeError) as err:
-        return Entry(key, "TensorDict", problems=[f"{where}: not valid JSON ({err})"])
+    except (OSError, ValueError) as err:
+        return Entry(key, "TensorDict", problems=[str(err)])
     if not isinstance(meta, dict) or meta.get("format") != MEMMAP_FORMAT:
         return Entry(key, "TensorDict", problems=[f"{where}: not td-memmap metadata"])
     kind = meta.get("type")
@@ -305,7 +398,7 @@ def _memmap_folder(folder: str, key: str, root: str, depth: int) -> Entry:
                 what = "invalid" if sub is None else "missing"
                 node.children.append(Entry(f"[{i}]", "TensorDict", problems=[f"{where}: stacked folder {name!r} is {what}"]))
             else:
-                node.children.append(_memmap_folder(sub, f"[{i}]", root, depth + 1))
+                node.children.append(_memmap_folder(sub, f"[{i}]", root, depth + 1, seen))
         return node
     if kind != "TensorDict":
         node.problems.append(f"{where}: unknown container type {kind!r}")
@@ -327,7 +420,7 @@ def _memmap_folder(folder: str, key: str, root: str, depth: int) -> Entry:
                 node.children.append(Entry(entry["key"], "TensorDict",
                                            problems=[f"{sub}: folder of key {entry['key']!r} is missing"]))
             else:
-                node.children.append(_memmap_folder(sub, entry["key"], root, depth + 1))
+                node.children.append(_memmap_folder(sub, entry["key"], root, depth + 1, seen))
         else:
             node.children.append(_memmap_leaf(entry, folder, root, where))
     return node
@@ -337,15 +430,15 @@ def _stray_files(folder: str) -> list[Entry]:
     out = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            out.append(Entry(name, "file", nbytes=os.stat(path).st_size))
+        if os.path.isfile(path) and not os.path.islink(path):
+            out.append(Entry(name, "file", nbytes=os.lstat(path).st_size))
     return out
 
 
 def _looks_like_memmap(folder: str) -> bool:
     """A folder with ``meta.json``, one being saved into, or one holding only td-memmap data files."""
-    if os.path.isfile(os.path.join(folder, MEMMAP_META)) or _siblings(folder, ".td-tmp-"):
-        return True
+    if os.path.lexists(os.path.join(folder, MEMMAP_META)) or _siblings(folder, ".td-tmp-"):
+        return True  # a meta.json that is a link, FIFO or device is reported, not skipped
     try:
         files = [e for e in os.listdir(folder) if os.path.isfile(os.path.join(folder, e))]
     except OSError:
@@ -434,11 +527,15 @@ def _inspect_consolidated(path: str) -> StoreReport:
             report.problems.append(f"{path}: truncated: the header announces {meta_len} bytes of metadata, "
                                    f"the file holds {size} bytes in all")
             return report
+        if meta_len > _META_MAX_BYTES:
+            report.problems.append(f"{path}: the header announces {meta_len} bytes of metadata, over the "
+                                   f"{_META_MAX_BYTES}-byte limit; not read")
+            return report
         raw = f.read(meta_len)
     try:
-        meta = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        report.problems.append(f"{path}: the metadata is not valid JSON ({err})")
+        meta = _parse_json(raw, f"{path}: the metadata")
+    except ValueError as err:
+        report.problems.append(str(err))
         return report
     if not isinstance(meta, dict) or meta.get("format") != "tensordict.consolidated":
         report.problems.append(f"{path}: the metadata is not consolidated-TensorDict metadata")
@@ -539,8 +636,8 @@ def _inspect_h5(path: str) -> StoreReport:
     try:
         import h5py
     except ImportError:
-        msg = (f"{path} is an HDF5 file; inspecting it needs h5py. Install it with `pip install td-h5` "
-               "(or `pip install h5py`).")
+        msg = (f"{path} is an HDF5 file; inspecting it needs h5py. Install h5py with `pip install h5py`, "
+               "or td-h5 from a checkout: `pip install -c constraints.txt ./packages/td-h5`.")
         raise ImportError(msg) from None
     size = os.stat(path).st_size
     report = StoreReport(path, "hdf5", Entry("", "TensorDict"), bytes_on_disk=size, files=1)
@@ -552,7 +649,36 @@ def _inspect_h5(path: str) -> StoreReport:
         return report
     with handle:
         report.root = _h5_group(handle, "", h5py, size, 0)
+    _report_h5_temp_files(path, report)
     return report
+
+
+#: ``.<name>.<pid>-<hex>.tmp``: the temporary file a ``to_h5`` writes beside its destination
+_H5_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})-[0-9a-f]{8}\.tmp")
+
+
+def _report_h5_temp_files(path: str, report: StoreReport) -> None:
+    """Notes the temporary files of interrupted saves to ``path`` (ignored by readers, removed by the next save)."""
+    folder, base = os.path.split(path)
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        m = _H5_TEMP.fullmatch(entry)
+        if m is None or m.group("name") != base:
+            continue
+        pid = int(m.group("pid"))
+        try:
+            os.kill(pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except (PermissionError, OverflowError):
+            alive = True
+        what = "a save in progress (process {pid} is running)" if alive else "left by an interrupted save"
+        report.notes.append(f"{os.path.join(folder, entry)}: temporary file {what.format(pid=pid)}; readers "
+                            "ignore it and the next save to this file removes it")
 
 
 # ------------------------------------------------------------------------ entry points
