@@ -379,3 +379,17 @@ def test_vmap_ensemble_on_device(device):
 
     y = torch.vmap(run, (0, None))(params, x)
     torch.testing.assert_close(y, torch.stack([m(x) for m in modules]))
+
+
+def test_to_module_shared_submodule_restored():
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(shared, nn.Sequential(shared))
+    original = shared.weight
+    params = TensorDict.from_module(model).detach().clone().zero_()
+    for preserve in (True, False):
+        with params.to_module(model, preserve_module_state=preserve):
+            assert (model(torch.ones(2)) == 0).all()
+        assert shared.weight is original
+    with params.to_module(model, inplace=True):
+        assert (shared.weight == 0).all()
+    assert shared.weight is original and not (shared.weight == 0).all()

@@ -182,3 +182,19 @@ class TestSeams:
         params = TensorDict.from_modules(nn.Linear(3, 4), nn.Linear(3, 4), as_module=True)
         assert isinstance(params, TensorDictParams) and params.batch_size == torch.Size([2])
         assert params["weight"].shape == (2, 4, 3)
+
+
+def test_clone_keeps_tied_parameters_tied():
+    shared = torch.nn.Parameter(torch.zeros(()))
+    params = TensorDictParams(TensorDict({"a": shared, "b": {"c": shared}}, []), no_convert=True)
+    clone = params.clone()
+    assert clone["a"] is clone["b", "c"] and clone["a"] is not shared
+
+
+def test_in_place_writes_on_leaf_parameters():
+    td = TensorDict({"a": {"b": torch.zeros((), requires_grad=True)}, "e": torch.zeros((), requires_grad=True)}, [])
+    params = TensorDictParams(td)
+    params.copy_(params.data.apply(lambda x: x + 1))
+    assert (params == 1).all()
+    params.zero_()
+    assert (params == 0).all() and params["e"].requires_grad

@@ -539,7 +539,7 @@ class ModuleParamsMixin(StateDictMixin):
 
             def restore() -> None:
                 with torch.no_grad():
-                    for store, name, old, replaced in saved:
+                    for store, name, old, replaced in reversed(saved):  # shared modules: first value last
                         if replaced:
                             store[name] = old
                         else:
@@ -547,19 +547,22 @@ class ModuleParamsMixin(StateDictMixin):
 
         elif not preserve:
             olds = []
+            seen: dict = {}  # a module reached through two paths is swapped once
             for store, name, value, src, owner in plan:
-                old = store[name]
+                first = seen.setdefault((id(owner), name), (store, store.get(name)))
+                old = first[1]
                 if old is None:
                     has_none = True
-                olds.append((store, old))
+                olds.append(first)
                 src[name] = old
-                delattr(owner, name)
+                if hasattr(owner, name):
+                    delattr(owner, name)
                 setattr(owner, name, value)
             if not return_swap:
                 return None
 
             def restore() -> None:
-                for (_, name, _, _, owner), (store, old) in zip(plan, olds):
+                for (_, name, _, _, owner), (store, old) in reversed(list(zip(plan, olds))):
                     if hasattr(owner, name):
                         delattr(owner, name)
                     store[name] = old
@@ -584,7 +587,7 @@ class ModuleParamsMixin(StateDictMixin):
                 return None
 
             def restore() -> None:
-                for (store, name, _, _, owner), old in zip(plan, olds):
+                for (store, name, _, _, owner), old in reversed(list(zip(plan, olds))):
                     if store is owner.__dict__ and hasattr(owner, name):
                         delattr(owner, name)
                     store[name] = old

@@ -23,10 +23,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
-from tensordict.ext import INPLACE_METHODS, NO_DEFAULT, batch_mismatch_error, locked_error
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
+from tensordict.ext import INPLACE_METHODS, NO_DEFAULT, batch_mismatch_error, locked_error
 from tensordict.nn._common import _NOTSET
 
 __all__ = ["TensorDictParams"]
@@ -277,15 +277,26 @@ class TensorDictParams(TensorDictBase, nn.Module):
         """A new TensorDictParams.
 
         With ``recurse=True`` (default) the tensors are copied (parameters stay
-        parameters, with the same ``requires_grad``, as new leaves); with
+        parameters, with the same ``requires_grad``, as new leaves; a parameter
+        found under several keys gets one copy, so tied weights stay tied); with
         ``recurse=False`` the same parameter objects are shared.
         """
+        return self._clone(recurse, {})
+
+    def _clone(self, recurse: bool, memo: dict) -> TensorDictParams:
+        # ``memo`` maps id(parameter) -> its copy, so tied parameters stay tied
         source: dict = {}
         for key, value in self._items_raw():
             if isinstance(value, TensorDictParams):
-                source[key] = value.clone(recurse)
+                source[key] = value._clone(recurse, memo)
             elif isinstance(value, nn.Parameter):
-                source[key] = nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad) if recurse else value
+                if recurse:
+                    copy = memo.get(id(value))
+                    if copy is None:
+                        copy = memo[id(value)] = nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+                    source[key] = copy
+                else:
+                    source[key] = value
             elif isinstance(value, torch.Tensor):
                 source[key] = value.clone() if recurse else value
             else:
