@@ -198,3 +198,11 @@ def test_in_place_writes_on_leaf_parameters():
     assert (params == 1).all()
     params.zero_()
     assert (params == 0).all() and params["e"].requires_grad
+
+
+@pytest.mark.parametrize("detach", [True, False])
+def test_load_tensordict_state_dict(detach):
+    params = TensorDictParams(TensorDict({"a": 1.0, "b": {"c": 3.0}}, []))
+    sd = params.detach().clone().zero_().state_dict() if detach else {k: v * 0 for k, v in params.state_dict().items()}
+    params.load_state_dict(sd)
+    assert (params == 0).all() and isinstance(params["b", "c"], nn.Parameter)

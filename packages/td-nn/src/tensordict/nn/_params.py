@@ -240,7 +240,20 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     # -------------------------------------------------------------- nn.Module side
     state_dict = nn.Module.state_dict
-    load_state_dict = nn.Module.load_state_dict
+
+    def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False, **kwargs: Any) -> Any:
+        """Loads a module state dict (``"a.b"`` keys, as :meth:`state_dict` gives) or a
+        TensorDict state dict (nested, with ``"__batch_size"`` entries, as
+        ``TensorDict.state_dict()`` gives, e.g. from ``params.detach().state_dict()``).
+
+        Returns:
+            what ``nn.Module.load_state_dict`` returns for a module state dict, else ``self``.
+        """
+        if "__batch_size" in state_dict or any(isinstance(v, Mapping) for v in state_dict.values()):
+            with torch.no_grad():
+                return TensorDictBase.load_state_dict(self, state_dict, strict=strict, assign=assign, **kwargs)
+        return nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
+
     cpu = nn.Module.cpu
     cuda = nn.Module.cuda
     float = nn.Module.float
