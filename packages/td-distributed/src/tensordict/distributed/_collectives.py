@@ -23,16 +23,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from tensordict.distributed._transport import (
-    check_initialized,
-    comm_error,
-    comm_mode,
-    global_rank,
-    group_rank,
-    group_size,
-    wait_all,
-)
-from tensordict.ext import copy_leaves as _copy
 from torch._C._nn import flatten_dense_tensors as _flatten_dense
 from torch._C._nn import unflatten_dense_tensors as _unflatten_dense
 
@@ -47,6 +37,15 @@ from tensordict.distributed._decode import (
     structure_of,
     tensor_bytes,
 )
+from tensordict.distributed._transport import (
+    check_initialized,
+    comm_error,
+    comm_mode,
+    global_rank,
+    group_rank,
+    group_size,
+    wait_all,
+)
 from tensordict.distributed._wire import (
     FLAG_VALUES,
     HEADER_SIZE,
@@ -55,6 +54,7 @@ from tensordict.distributed._wire import (
     WireError,
     copy_bytes,
 )
+from tensordict.ext import copy_leaves as _copy
 
 __all__ = ["broadcast", "all_reduce", "reduce", "all_gather", "gather_and_stack", "scatter"]
 

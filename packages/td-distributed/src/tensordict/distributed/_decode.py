@@ -14,15 +14,8 @@ import struct
 from typing import Any
 
 import torch
-from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
-from tensordict.ext import SKELETON_OTHER as _OTHER
-from tensordict.ext import SKELETON_TD as _TD
-from tensordict.ext import SKELETON_TENSOR as _TENSOR
-from tensordict.ext import ConsolidatedState as _State
-from tensordict.ext import build_from_skeleton as _build
-from tensordict.ext import runs_from_specs as _runs_from_specs
-from tensordict.ext import skeleton as _skeleton
 
+from tensordict.distributed._integrity import max_message_bytes
 from tensordict.distributed._wire import (
     _MAX_DEPTH,
     _NAMES,
@@ -35,6 +28,14 @@ from tensordict.distributed._wire import (
     WireError,
     align,
 )
+from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
+from tensordict.ext import SKELETON_OTHER as _OTHER
+from tensordict.ext import SKELETON_TD as _TD
+from tensordict.ext import SKELETON_TENSOR as _TENSOR
+from tensordict.ext import ConsolidatedState as _State
+from tensordict.ext import build_from_skeleton as _build
+from tensordict.ext import runs_from_specs as _runs_from_specs
+from tensordict.ext import skeleton as _skeleton
 
 __all__ = [
     "Header",
@@ -105,6 +106,15 @@ def read_counts(raw: bytes, who: str) -> tuple[int, int, int, int, int]:
         raise WireError(f"{who} uses wire format version {version}; this process reads version {VERSION}.")
     if meta_len > MAX_BYTES or total > MAX_BYTES or n_seg > MAX_BYTES // 8:
         raise WireError(f"{who} sent a header with impossible sizes (metadata {meta_len}, payload {total}).")
+    cap = max_message_bytes()
+    if meta_len + total + 8 * n_seg > cap:
+        msg = (
+            f"{who} announced a message of {meta_len + total + 8 * n_seg} bytes (metadata {meta_len}, payload "
+            f"{total}), more than this process accepts ({cap} bytes); nothing was allocated. Raise the cap "
+            "with tensordict.distributed.set_max_message_bytes() or TENSORDICT_DIST_MAX_BYTES if the "
+            "transfer is legitimate."
+        )
+        raise WireError(msg)
     if flags & FLAG_INLINE and n_seg:
         raise WireError(f"{who} sent an inline payload with a segment table.")
     return flags, digest, meta_len, total, n_seg

@@ -44,6 +44,7 @@ from tensordict.distributed._decode import (
     structure_of,
     tensor_bytes,
 )
+from tensordict.distributed._integrity import FLAG_CHECKED, crc_chain, crc_of, read_crcs
 from tensordict.distributed._lazy_view import plain_view
 from tensordict.distributed._transport import (
     check_initialized,
@@ -62,6 +63,7 @@ from tensordict.distributed._wire import (
     HEADER_SIZE,
     Outgoing,
     Template,
+    WireError,
     copy_bytes,
 )
 
@@ -297,6 +299,8 @@ class _Incoming:
         self.cap = HEADER_SIZE if self.exact else FIRST_CAP
         if self.device.type == "cpu" and not self.exact:
             self.raw, self.first = _scratch(self.cap)
+            # a message shorter than the header must never be read as the previous one's
+            self.raw[:HEADER_SIZE] = bytes(HEADER_SIZE)
         else:
             self.raw, self.first = None, torch.empty(self.cap, dtype=torch.uint8, device=self.device)
         self.first_work = self._irecv(self.first, 0)
@@ -316,10 +320,41 @@ class _Incoming:
             self.stream = torch.empty(n, dtype=torch.uint8, device=self.device)
             copy_bytes(self.stream[:cap], first)
             self._wait([self._irecv(self.stream[cap:], 1)])
+        if not self.exact:
+            # gloo may deliver fewer bytes than posted: check the stream is the one announced
+            self._check_stream(flags, n)
         table_end = HEADER_SIZE + 8 * n_seg
         self.header = parse_header(
             raw[:table_end] if raw is not None else tensor_bytes(self.stream[:table_end].cpu()), self.who
         )
+
+    def _check_stream(self, flags: int, n: int) -> None:
+        head = self.raw[:HEADER_SIZE] if self.raw is not None else tensor_bytes(self.stream[:HEADER_SIZE].cpu())
+        if not flags & FLAG_CHECKED:
+            msg = (
+                f"{self.op}: the message from {self.who} carries no checksum; this process only accepts "
+                "checked transfers over a backend that may deliver short messages (gloo). Both sides must "
+                "run the same tensordict version."
+            )
+            raise WireError(msg)
+        self.crc_stream, self.crc_segments = read_crcs(head)
+        if crc_of(self.stream[HEADER_SIZE:n]) != self.crc_stream:
+            msg = (
+                f"{self.op}: the message from {self.who} is incomplete or corrupted (its {n}-byte stream does "
+                "not match the checksum in its header); nothing was used."
+            )
+            raise WireError(msg)
+
+    def check_segments(self, bufs: list, written: str) -> None:
+        """Checks the received segments against the header's checksum (gloo)."""
+        if self.exact:
+            return
+        if crc_chain(bufs) != self.crc_segments:
+            msg = (
+                f"{self.op}: the payload from {self.who} is incomplete or corrupted (its segments do not "
+                f"match the checksum in its header); {written}."
+            )
+            raise WireError(msg)
 
     def meta(self) -> dict:
         return parse_meta(self.stream, self.header, self.who, self.raw)
@@ -353,6 +388,7 @@ class _Incoming:
         else:
             bufs = template.segment_buffers(header.segments, self.device)
             self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])
+            self.check_segments(bufs, "the receiving TensorDict's values are undefined")
             template.finish_segments()
         if header.flags & FLAG_VALUES:
             set_values(template.td, self.meta(), self.who)
@@ -374,6 +410,7 @@ class _Incoming:
                 works.append(self._irecv(storage[start : start + size], 2 + j))
                 start += size
             self._wait(works)
+            self.check_segments([storage], "nothing was used")
         return build_from_payload(meta, storage, self.who)
 
 
@@ -394,9 +431,24 @@ def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, 
     original, td = td, plain_view(td)
     template = Template(td)
     incoming.read_prefix()
+    expected = template.plan.total
     if incoming.header.digest == template.digest and template.plain:
+        if incoming.header.total != expected:
+            msg = (
+                f"{op}: {incoming.who} announced a {incoming.header.total}-byte payload for a structure whose "
+                f"layout takes {expected} bytes; nothing was received."
+            )
+            raise WireError(msg)
         incoming.into_template(template)
         return init_tag + incoming.slots_used
+    if incoming.header.total > max(2 * expected, 1 << 20):
+        # a template bounds what may be allocated: a same-structure sender sends as many bytes
+        msg = (
+            f"{op}: {incoming.who} announced a {incoming.header.total}-byte payload; the receiving "
+            f"TensorDict takes {expected} bytes, so the structures differ. Nothing was received "
+            "(receive without a template with TensorDict.from_remote_init())."
+        )
+        raise RuntimeError(msg)
     received = incoming.into_new()
     theirs = structure_of(received)
     mine = structure_of(td)

@@ -9,10 +9,12 @@ aligned and a consolidated TensorDict *is* its payload).
 Prefix (all integers little-endian):
 
 ====================  ==========================================================
-bytes ``0:64``        header: magic ``b"TDWIRE01"``, ``uint32`` version (``1``),
+bytes ``0:56``        header: magic ``b"TDWIRE01"``, ``uint32`` version (``2``),
                       ``uint32`` flags, ``uint64`` structure digest, ``uint64``
                       metadata length ``M``, ``uint64`` payload length ``N``,
-                      ``uint64`` number of segments ``S``, 8 reserved bytes
+                      ``uint64`` number of segments ``S``, ``uint32`` CRC-32 of
+                      the rest of the stream, ``uint32`` CRC-32 of the segments
+                      (with flag ``CHECKED``, see ``_integrity``)
 ``S`` x ``uint64``    segment sizes (they tile the payload, in order)
 ``M`` bytes           UTF-8 JSON metadata (below)
 zero padding          up to a multiple of 64 bytes: the prefix length ``P``
@@ -59,6 +61,9 @@ import weakref
 from typing import Any
 
 import torch
+
+from tensordict import TensorDict, TensorDictBase
+from tensordict.distributed._integrity import FLAG_CHECKED, HEADER_LEN, write_crcs
 from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
 from tensordict.ext import SKELETON_TD as _TD
 from tensordict.ext import SKELETON_TENSOR as _TENSOR
@@ -68,8 +73,6 @@ from tensordict.ext import run_views as _views
 from tensordict.ext import skeleton as _skeleton
 from tensordict.ext import skeleton_matches as _matches
 from tensordict.ext import unsupported_leaf_error as _bad_leaf_error
-
-from tensordict import TensorDict, TensorDictBase
 
 __all__ = [
     "BIG_LEAF",
@@ -82,9 +85,11 @@ __all__ = [
 ]
 
 MAGIC = b"TDWIRE01"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<8sIIQQQQ8x")
-HEADER_SIZE = HEADER.size  # 64
+HEADER_SIZE = HEADER.size  # 56
+if HEADER_SIZE != HEADER_LEN:  # pragma: no cover - the two modules describe one layout
+    raise ImportError(f"wire header is {HEADER_SIZE} bytes, _integrity expects {HEADER_LEN}")
 ALIGN = 64
 #: leaves of at least this many bytes travel as their own segment (no packing copy)
 BIG_LEAF = 1 << 20
@@ -521,6 +526,9 @@ class Outgoing:
             skeleton = _skeleton(td, [])
             meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass)
         flags = FLAG_VALUES if has_values else 0
+        checked = device.type == "cpu"  # checksums for the backends that may deliver short messages
+        if checked:
+            flags |= FLAG_CHECKED
         if storage is not None and storage.device != device:
             storage = None
         if inline or plan.total <= INLINE_MAX:
@@ -537,6 +545,8 @@ class Outgoing:
                     copy_bytes(stream[:p], prefix)
                     entry[2] = (prefix, stream)
                 copy_bytes(stream[p:], storage)
+                if checked:
+                    write_crcs(stream, stream.numel(), [])
                 self.stream, self.segments = stream, []
                 return
             stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
@@ -545,6 +555,8 @@ class Outgoing:
                 copy_bytes(stream[p:], storage)
             elif plan.total:
                 _pack(stream[p:], 0, 0, plan.total, plan, leaves)
+            if checked:
+                write_crcs(stream, stream.numel(), [])
             self.stream, self.segments = stream, []
             return
         if storage is not None:  # consolidated: the storage is the payload, one segment, no copy
@@ -562,6 +574,9 @@ class Outgoing:
                     _pack(buf, start, start, stop, plan, leaves)
                     segments.append(buf)
         prefix = plan.prefix(flags, tuple(s.numel() for s in segments), meta)
+        if checked:
+            prefix = prefix.clone()  # the cached prefix is shared: the checksums are per transfer
+            write_crcs(prefix, prefix.numel(), segments)
         self.stream = prefix.to(device) if prefix.device != device else prefix
         self.segments = segments
 
