@@ -61,6 +61,11 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool) -> se
             base = ".".join([*parts, base] if base else parts)
         names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
     for name in names:
+        parts = name.split(".")
+        if parts[0] != "tensordict":
+            continue
+        if len(parts) > 1 and ".".join(parts[:2]) not in MODULES:
+            continue  # a sibling distribution's subpackage (tensordict.memmap, ...)
         # ``import tensordict._x.y`` loads every parent package too
         while name and name not in MODULES:
             name = name.rpartition(".")[0]

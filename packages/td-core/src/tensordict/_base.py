@@ -49,7 +49,7 @@ from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
-from tensordict._seams import SiblingMixin
+from tensordict._seams_generated import GeneratedSiblingMixin as SiblingMixin
 from tensordict._select import SelectMixin
 from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._shape import ShapeMixin

@@ -44,6 +44,7 @@ from tensordict._ops_foreach import (
     _unary_,
     _with_default,
 )
+from tensordict._ops_generated import GeneratedOpsMixin
 from tensordict._reductions import ReductionMixin, _torch_reduction_table
 
 __all__ = ["MathMixin"]
@@ -152,55 +153,7 @@ def _doc_binary(name: str, inplace: bool) -> str:
         """
 
 
-def _make_binary(name: str) -> tuple[Callable, Callable]:
-    def op(self: Any, other: Any) -> Any:
-        out = _binary(self, other, name)
-        if out is NotImplemented:
-            msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
-            raise TypeError(msg)
-        return out
-
-    def op_(self: Any, other: Any) -> Any:
-        return _binary_(self, other, name)
-
-    op.__name__, op_.__name__ = name, name + "_"
-    op.__doc__, op_.__doc__ = _doc_binary(name, False), _doc_binary(name, True)
-    return op, op_
-
-
-def _make_unary(name: str) -> tuple[Callable, Callable]:
-    def op(self: Any) -> Any:
-        return _unary(self, name)
-
-    def op_(self: Any) -> Any:
-        return _unary_(self, name)
-
-    op.__name__, op_.__name__ = name, name + "_"
-    op.__doc__, op_.__doc__ = _doc_unary(name, False), _doc_unary(name, True)
-    return op, op_
-
-
-def _make_loop(name: str, has_inplace: bool) -> tuple[Callable, Callable | None]:
-    fn = getattr(torch, name)
-
-    def op(self: Any) -> Any:
-        return _loop(self, fn)
-
-    op.__name__ = name
-    op.__doc__ = _doc_loop(name, False)
-    if not has_inplace:
-        return op, None
-    method = name + "_"
-
-    def op_(self: Any) -> Any:
-        return _loop_(self, lambda x: getattr(x, method)())
-
-    op_.__name__ = method
-    op_.__doc__ = _doc_loop(name, True)
-    return op, op_
-
-
-class MathMixin(ReductionMixin):
+class MathMixin(GeneratedOpsMixin, ReductionMixin):
     """Mixed into TensorDictBase: leaf-wise arithmetic, pointwise math, masking and
     (through ``ReductionMixin``) reductions."""
 
@@ -744,9 +697,17 @@ class MathMixin(ReductionMixin):
             return self.apply(lambda x: torch.where(_align(cond, x), x, _align(other, x)), out=out)
         return self.apply(lambda x: torch.where(_align(cond, x), x, other), out=out)
 
+    # torch's other names for the same ops
+    true_divide = div
+    multiply = mul
+    subtract = sub
+
 
 # ---------------------------------------------------------------------- generated methods
-for _name in (
+# The methods for these tables (and for ``_UNARY_FOREACH`` / ``_UNARY_LOOP``) are written
+# into ``_ops_generated.py`` by ``tools/gen_ops.py``; add an entry here and run it.
+#: binary ops with an out-of-place and an in-place method
+_GENERATED_BINARY = (
     "maximum",
     "minimum",
     "clamp_min",
@@ -760,30 +721,13 @@ for _name in (
     "logical_and",
     "logical_or",
     "logical_xor",
-):
-    _op, _op_ = _make_binary(_name)
-    setattr(MathMixin, _name, _op)
-    setattr(MathMixin, _name + "_", _op_)
-for _name in ("mul", "div", "pow"):
-    setattr(MathMixin, _name + "_", _make_binary(_name)[1])
-for _name in _UNARY_FOREACH:
-    if _name == "round":
-        continue
-    _op, _op_ = _make_unary(_name)
-    setattr(MathMixin, _name, _op)
-    setattr(MathMixin, _name + "_", _op_)
-for _name, _has_inplace in _UNARY_LOOP.items():
-    _op, _op_ = _make_loop(_name, _has_inplace)
-    setattr(MathMixin, _name, _op)
-    if _op_ is not None:
-        setattr(MathMixin, _name + "_", _op_)
-MathMixin.true_divide = MathMixin.div
-MathMixin.true_divide_ = MathMixin.div_
-MathMixin.multiply = MathMixin.mul
-MathMixin.subtract = MathMixin.sub
-MathMixin.negative = MathMixin.neg
-MathMixin.absolute = MathMixin.abs
-del _name, _op, _op_, _has_inplace
+)
+#: binary ops whose out-of-place method is hand-written above (only ``name_`` is generated)
+_GENERATED_BINARY_INPLACE_ONLY = ("mul", "div", "pow")
+#: unary ops of ``_UNARY_FOREACH`` written by hand above
+_HAND_WRITTEN = frozenset({"round"})
+#: torch's other names for generated ops (alias -> generated method)
+_GENERATED_ALIASES = {"true_divide_": "div_", "negative": "neg", "absolute": "abs"}
 
 
 # ---------------------------------------------------------------------- torch.* on TensorDicts

@@ -192,6 +192,15 @@ _UNARY_LOOP = {
 }
 
 
+def _binary_method(td: Any, other: Any, name: str) -> Any:
+    """``td.<name>(other)`` of a generated binary op: ``_binary`` or a ``TypeError``."""
+    out = _binary(td, other, name)
+    if out is NotImplemented:
+        msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
+        raise TypeError(msg)
+    return out
+
+
 def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool = False) -> Any:
     """Out-of-place binary op on every tensor leaf; ``NotImplemented`` for an unknown operand."""
     leaves: list = []

@@ -7,7 +7,9 @@ the same name, passing the TensorDict (or, for class methods, the class) first.
 A missing sibling raises ``ImportError`` naming the distribution to install.
 
 Contract for a sibling: ``tensordict/<sub>/_td_methods.py`` defines one function per
-name listed in ``_SIBLING_METHODS`` below.
+name listed in ``_SIBLING_METHODS`` below (published as
+``tensordict.ext.SIBLING_METHODS``). ``tools/gen_ops.py`` writes one method per entry,
+with the sibling function's docstring, into ``_seams_generated.py``.
 """
 
 from __future__ import annotations
@@ -103,20 +105,14 @@ _SIBLING_METHODS = [
 ]
 
 
-def _make_method(sub: str, name: str, is_cls: bool) -> Any:
-    dist = SIBLINGS[sub]
+def forward_to_sibling(sub: str, name: str, self_or_cls: Any, args: tuple, kwargs: dict) -> Any:
+    """Calls ``tensordict.<sub>._td_methods.<name>(self_or_cls, *args, **kwargs)``.
 
-    def method(self_or_cls: Any, *args: Any, **kwargs: Any) -> Any:
-        mod = import_sibling(sub, "_td_methods")
-        return getattr(mod, name)(self_or_cls, *args, **kwargs)
-
-    method.__name__ = name
-    method.__qualname__ = f"TensorDictBase.{name}"
-    method.__doc__ = (
-        f"Provided by the ``{dist}`` distribution (``tensordict.{sub}``); see its documentation.\n\n"
-        f"Raises:\n    ImportError: ``{dist}`` is not installed."
-    )
-    return classmethod(method) if is_cls else method
+    The generated methods of ``_seams_generated.py`` forward through this; a missing
+    distribution raises ``ImportError`` naming it.
+    """
+    mod = import_sibling(sub, "_td_methods")
+    return getattr(mod, name)(self_or_cls, *args, **kwargs)
 
 
 class SiblingMixin:
@@ -126,8 +122,3 @@ class SiblingMixin:
     def saved_path(self) -> Any:
         """Folder this TensorDict was memory-mapped to (td-memmap), or ``None``."""
         return getattr(self, "_saved_path", None)
-
-
-for _sub, _name, _is_cls in _SIBLING_METHODS:
-    setattr(SiblingMixin, _name, _make_method(_sub, _name, _is_cls))
-del _sub, _name, _is_cls

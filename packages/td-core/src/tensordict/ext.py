@@ -32,6 +32,9 @@ Containers and keys
     Makes :func:`is_tensor_collection` accept instances of ``cls``.
 ``TD_HANDLED_FUNCTIONS``
     The ``torch`` function -> implementation table behind ``__torch_function__``.
+``SIBLING_METHODS``
+    The seam table: ``(subpackage, method name, is_classmethod)`` for every
+    TensorDictBase method a sibling serves from ``tensordict.<sub>._td_methods``.
 ``INPLACE_METHODS``
     The names of TensorDictBase's public in-place methods that rewrite tensor leaves
     (leaf-wise math such as ``add_``, ``clamp_``, ``zero_``, and ``apply_``). A
@@ -106,7 +109,7 @@ from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._nontensor import _same as same_value
 from tensordict._ops import MathMixin
 from tensordict._repr import fields_repr, leaf_repr
-from tensordict._seams import import_sibling
+from tensordict._seams import _SIBLING_METHODS, import_sibling
 from tensordict._stack import cat, stack
 from tensordict._td import TensorDict
 from tensordict._td import _to_size as to_batch_size
@@ -136,6 +139,7 @@ __all__ = [
     "NestedKey",
     "NonTensorData",
     "NonTensorStack",
+    "SIBLING_METHODS",
     "SKELETON_OTHER",
     "SKELETON_TD",
     "SKELETON_TENSOR",
@@ -183,6 +187,9 @@ def _inplace_methods() -> frozenset[str]:
             names.update(n for n in vars(klass) if n.endswith("_") and not n.startswith("_"))
     return frozenset(n for n in names if callable(getattr(TensorDictBase, n, None)))
 
+
+#: ``(subpackage, method, is_classmethod)`` for every method served by a sibling
+SIBLING_METHODS: tuple[tuple[str, str, bool], ...] = tuple(_SIBLING_METHODS)
 
 #: public in-place methods of TensorDictBase that rewrite tensor leaves
 INPLACE_METHODS: frozenset[str] = _inplace_methods()
