@@ -211,6 +211,8 @@ def _bad_leaf(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
 
 def _breaks(res: Any, n: int, b0: int, bs: torch.Size) -> bool:
     """``True`` if ``res``'s leading dims are not ``bs`` (``n = len(bs) > 0``)."""
+    if getattr(res.__class__, "_pass_through", False):  # UnbatchedTensor: no batch dims
+        return False
     if n == 1:
         try:
             return res.shape[0] != b0
@@ -232,8 +234,11 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
     if value.batch_size == new_bs:
         return value
     if hasattr(value, "_with_batch"):
-        if value.__class__.__name__ == "NonTensorData" or value.numel() == _Size(new_bs).numel():
+        if not hasattr(value, "_items") or value.numel() == _Size(new_bs).numel():
             return value._with_batch(new_bs)
+        items = value._items  # a NonTensorStack of one repeated object acts as that object
+        if items and all(x is items[0] for x in items):
+            return _classes.NonTensorData(items[0], new_bs, value.device)
     msg = (
         f"apply: the non-tensor entry {key!r} has batch_size {tuple(value.batch_size)} and "
         f"cannot take the new batch_size {tuple(new_bs)}: its number of elements differs. "

@@ -96,6 +96,21 @@ def set_get_defaults_to_none(set_to_none: bool | None = True) -> None:
     _GET_DEFAULTS_TO_NONE[0] = bool(set_to_none)
 
 
+def _adopt_batch_size(key: Any, value: Any, bs: torch.Size) -> Any:
+    """A shallow copy of the TensorDict ``value`` with batch size ``bs`` (as tensordict
+    does when a TensorDict whose batch size is shorter than the parent's is stored);
+    raises the batch-mismatch error when its leaves do not start with ``bs``."""
+    if value.batch_dims < len(bs) and tuple(bs[: value.batch_dims]) == tuple(value.batch_size):
+        try:
+            adopted = value.clone(recurse=False)
+            adopted.batch_size = bs
+        except (RuntimeError, ValueError, TypeError, NotImplementedError):
+            pass
+        else:
+            return adopted
+    raise batch_mismatch_error(key, value.batch_size, bs)
+
+
 def _is_numpy(value: Any) -> bool:
     mod = type(value).__module__
     return mod == "numpy" or mod.startswith("numpy.")
@@ -233,8 +248,9 @@ class TensorDictBase(
 
     def __bool__(self) -> bool:
         msg = (
-            "Boolean value of TensorDict is ambiguous (as for a Tensor with more than one "
-            "value). Use `td.is_empty()`, `td.all()` or `td.any()` instead."
+            "Converting a tensordict to boolean value is not permitted: it is ambiguous "
+            "(as for a Tensor with more than one value). Use `td.is_empty()`, `td.all()` "
+            "or `td.any()` instead."
         )
         raise RuntimeError(msg)
 
@@ -420,7 +436,7 @@ class TensorDictBase(
         if isinstance(value, TensorDictBase):
             bs = self.batch_size
             if value.batch_size[: len(bs)] != bs:
-                raise batch_mismatch_error(key, value.batch_size, bs)
+                value = _adopt_batch_size(key, value, bs)
             device = self.device
             if device is not None and value.device != device:
                 value = value.to(device)
@@ -715,7 +731,11 @@ class TensorDictBase(
         if value is _ABSENT:
             if default is not NO_DEFAULT:
                 return default
-            raise missing_key_error(key, self.keys(True))
+            msg = (
+                f"You are trying to pop key {key!r} which is not in dict without providing "
+                f"default value. Present keys: {sorted(map(str, self.keys(True)))}."
+            )
+            raise KeyError(msg)
         self.del_(key)
         return self._unwrap_leaf(value)
 

@@ -38,9 +38,13 @@ class CompareMixin:
         return self._new_like(source)
 
     def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        if other is None or isinstance(other, (str, bytes)):
+            return False  # not comparable leaf-wise: never equal (as tensordict)
         return self._compare(other, torch.eq)
 
     def __ne__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+        if other is None or isinstance(other, (str, bytes)):
+            return True
         return self._compare(other, torch.ne)
 
     def __lt__(self, other: Any) -> TensorDictBase:

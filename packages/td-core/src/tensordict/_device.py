@@ -26,9 +26,13 @@ def _to_device(device: Any) -> torch.device | None:
 
 def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
     batch_size = kwargs.pop("batch_size", None)
+    other = kwargs.pop("other", None) if not args else None
     if args and isinstance(args[0], _classes.TensorDictBase):
         other = args[0]
-        return other.device, None, bool(kwargs.get("non_blocking", False)), batch_size
+    if isinstance(other, _classes.TensorDictBase):  # its device, and its dtype when all leaves share one
+        return other.device, other.dtype, bool(kwargs.get("non_blocking", False)), batch_size
+    if other is not None:
+        args = (other,)
     if args and isinstance(args[0], int) and not isinstance(args[0], bool):
         args = (torch.device("cuda", args[0]), *args[1:])
     device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)

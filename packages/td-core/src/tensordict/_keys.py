@@ -218,8 +218,7 @@ class _ValuesView(_KeysView):
     __slots__ = ()
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        td_get = self._td._unwrap_leaf
-        return (td_get(v) for _, v in self._pairs())
+        return (v for _, v in self._pairs())
 
     def __contains__(self, value: object) -> bool:  # type: ignore[override]
         return any(v is value for v in self)
@@ -232,8 +231,7 @@ class _ItemsView(_KeysView):
     __slots__ = ()
 
     def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:  # type: ignore[override]
-        td_get = self._td._unwrap_leaf
-        return ((k, td_get(v)) for k, v in self._pairs())
+        return iter(self._pairs())
 
     def __contains__(self, item: object) -> bool:  # type: ignore[override]
         return any(k == item[0] and v is item[1] for k, v in self)  # type: ignore[index]

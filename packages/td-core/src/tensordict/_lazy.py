@@ -701,7 +701,7 @@ class LazyStackedTensorDict(
             and index
             and all(i.__class__ is str or i.__class__ is tuple for i in index)
         ):
-            return self.get(index)
+            return self._unwrap_leaf(self._get_any_raw(index))
         return self._index(index)
 
     def get(

@@ -328,8 +328,12 @@ class ShapeMixin:
             raise RuntimeError(msg)
         return self._batch_transform(lambda t, n: t.repeat(*repeats, *([1] * (t.ndim - n))), nd)
 
-    def repeat_interleave(self, repeats: Any, dim: int = 0, *, output_size: int | None = None) -> Any:
-        """Repeats each element along batch dim ``dim``."""
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Any:
+        """Repeats each element along batch dim ``dim`` (``None``: the batch is flattened
+        first, as ``Tensor.repeat_interleave`` flattens a tensor)."""
+        if dim is None:
+            flat = self.reshape(-1) if self.batch_dims != 1 else self
+            return flat.repeat_interleave(repeats, 0, output_size=output_size)
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return self._batch_transform(

@@ -4,6 +4,7 @@ TensorDicts land here through ``__torch_function__``; under
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,8 @@ import torch
 
 from tensordict import _classes
 from tensordict._nontensor import NonTensorData, NonTensorStack, _cat_non_tensor, _stack_non_tensor
+from tensordict._switch import ModeSwitch
+from tensordict._unbatched import UnbatchedTensor
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -96,7 +99,9 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
     for key in keys:
         values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
         first = values[0]
-        if isinstance(first, torch.Tensor):
+        if first.__class__ is UnbatchedTensor:
+            source[key] = _one_unbatched(key, values)
+        elif isinstance(first, torch.Tensor):
             try:
                 source[key] = torch.stack(values, dim)
             except RuntimeError as err:
@@ -112,12 +117,15 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         else:
             source[key] = torch.stack(values, dim)
     new_bs = torch.Size((*bs[:dim], len(tds), *bs[dim:]))
+    _rebatch_unbatched(source, new_bs)
 
     names = None
     if tds[0]._has_names() and all(td.names == tds[0].names for td in tds):
         names = list(tds[0].names)
         names.insert(dim, None)
     result = _classes.TensorDict._new_unsafe(source, new_bs, _common_device(tds), names)
+    if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
+        result = tds[0]._typed_restack(tds, result)
     if out is not None:
         out.update_(result)
         return out
@@ -168,7 +176,9 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     for key in keys:
         values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
         first = values[0]
-        if isinstance(first, torch.Tensor):
+        if first.__class__ is UnbatchedTensor:
+            source[key] = _one_unbatched(key, values)
+        elif isinstance(first, torch.Tensor):
             source[key] = torch.cat(values, dim)
         elif isinstance(first, _classes.TensorDictBase):
             source[key] = cat(values, dim)
@@ -182,14 +192,95 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     names = tds[0].names if tds[0]._has_names() else None
     result = _classes.TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
     if out is not None:
+    _rebatch_unbatched(source, torch.Size(new_bs))
         out.update_(result)
         return out
     return result
+    if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
+        result = tds[0]._typed_restack(tds, result)
 
 
 def lazy_legacy(allow_none: bool = False) -> bool:
     """``True`` if ``torch.stack`` of TensorDicts builds lazy stacks (see :class:`set_lazy_legacy`)."""
     return _LAZY_LEGACY[0]
+
+def _cat_lazy(tds: list, dim: int, out: Any) -> Any:
+    """``cat`` when some inputs are lazy stacks: the result is a lazy stack along their
+    stack dim (dense inputs are unbound along it), so heterogeneous stacked
+    TensorDicts are never stacked. Along the stack dim the stacked TensorDicts are
+    chained; along another dim the i-th ones are concatenated together."""
+    lazy_cls = _classes.LazyStackedTensorDict
+    lazies = [td for td in tds if td.__class__ is lazy_cls]
+    sd = lazies[0].stack_dim
+    bs = lazies[0].batch_size
+    nd = len(bs)
+    if not -nd <= dim < nd:
+        msg = f"cat: dim={dim} is out of range for batch_size {tuple(bs)}."
+        raise IndexError(msg)
+    if dim < 0:
+        dim += nd
+    parts = [
+        td.tensordicts if td.__class__ is lazy_cls and td.stack_dim == sd else list(td.unbind(sd))
+        for td in tds
+    ]
+    if dim != sd and len({len(p) for p in parts}) != 1:
+        msg = (
+            f"cat along dim {dim} (not the stack dim {sd}) needs the same number of stacked "
+            f"tensordicts in every input, got {[len(p) for p in parts]}."
+        )
+        raise RuntimeError(msg)
+    for i, td in enumerate(tds):
+        obs = td.batch_size
+        if len(obs) != nd or any(a != b for j, (a, b) in enumerate(zip(bs, obs)) if j != dim):
+            msg = (
+                f"cat expects batch sizes that match outside dim {dim}, got {tuple(bs)} "
+                f"and {tuple(obs)} (TensorDict {i})."
+            )
+            raise RuntimeError(msg)
+    td_bs = [*bs[:sd], *bs[sd + 1 :]]
+    if dim == sd:
+        chained = [t for p in parts for t in p]
+        if out is not None and out.__class__ is lazy_cls and out.stack_dim == sd and len(out.tensordicts) == len(chained):
+            for dest, src in zip(out.tensordicts, chained):
+                dest.update_(src)
+            return out
+        if not chained:
+            result = lazy_cls(stack_dim=sd, batch_size=td_bs)
+        else:
+            result = lazy_cls._from_list(chained, sd)
+    else:
+        td_dim = dim - (dim > sd)
+        n = len(parts[0])
+        if out is not None and out.__class__ is lazy_cls and out.stack_dim == sd and len(out.tensordicts) == n:
+            for i, dest in enumerate(out.tensordicts):
+                cat([p[i] for p in parts], td_dim, out=dest)
+            return out
+        result = lazy_cls._from_list([cat([p[i] for p in parts], td_dim) for i in range(n)], sd)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def _one_unbatched(key: str, values: list) -> Any:
+    """Stacking unbatched tensors keeps the first one whole; warns if the others differ."""
+    first = values[0]
+    ptr = first.data_ptr()
+    if any(v.data_ptr() != ptr for v in values[1:]):
+        warnings.warn(
+            f"Stacking or concatenating UnbatchedTensor entries under key {key!r} that have different "
+            "data storage: only the first one is kept.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return first
+
+
+def _rebatch_unbatched(source: dict, batch_size: torch.Size) -> None:
+    for key, value in source.items():
+        if value.__class__ is UnbatchedTensor:
+            source[key] = value._rebatch(batch_size)
+
 
 
 class set_lazy_legacy:  # noqa: N801 - public name of the tensordict API

@@ -16,6 +16,7 @@ from tensordict._errors import batch_mismatch_error, locked_error, missing_key_e
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData
+from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["TensorDict"]
 
@@ -211,7 +212,9 @@ class TensorDict(TensorDictBase):
                     except RuntimeError:
                         raise batch_mismatch_error(key, value.batch_size, new_size) from None
             elif isinstance(value, _Tensor):
-                if value.shape[:n] != new_size:
+                if value.__class__ is UnbatchedTensor:
+                    self._tensordict[key] = value._rebatch(new_size)
+                elif value.shape[:n] != new_size:
                     raise batch_mismatch_error(key, value.shape, new_size)
             elif isinstance(value, (NonTensorData,)):
                 value._batch_size = new_size
@@ -267,9 +270,7 @@ class TensorDict(TensorDictBase):
                         return None
                     raise missing_key_error(key, self._tensordict) from None
                 return default
-            if value.__class__ is _Tensor:
-                return value
-            return self._unwrap_leaf(value)
+            return value
         if key.__class__ is tuple and key:
             node = self
             try:
@@ -278,9 +279,7 @@ class TensorDict(TensorDictBase):
                         break
                     node = node._tensordict[sub]
                 else:
-                    if node.__class__ is _Tensor:
-                        return node
-                    return self._unwrap_leaf(node)
+                    return node
             except KeyError:
                 pass
         return TensorDictBase.get(self, key, default)
