@@ -435,3 +435,26 @@ def test_backward_through_module():
     td = module(TensorDict(x=torch.randn(5, 3), batch_size=[5]))
     td["y"].sum().backward()
     assert module.module.weight.grad is not None
+
+
+class TestAsTensorDictModule:
+    def test_free_function_and_method(self):
+        from tensordict.nn import as_tensordict_module
+
+        @as_tensordict_module(in_keys=["a", ("n", "b")], out_keys=["s", "d"])
+        def sum_diff(a, b):
+            return a + b, a - b
+
+        td = sum_diff(TensorDict({"a": torch.ones(2), "n": {"b": torch.ones(2)}}, [2]))
+        assert (td["s"] == 2).all() and (td["d"] == 0).all()
+
+        class Holder:
+            scale = 3.0
+
+            @as_tensordict_module(in_keys="x", out_keys="y")
+            def forward(self, x):
+                return x * self.scale
+
+        assert (Holder().forward(TensorDict(x=torch.ones(2), batch_size=[2]))["y"] == 3).all()
+        with pytest.raises(TypeError, match="expected a TensorDict"):
+            sum_diff(torch.ones(2))

@@ -41,7 +41,7 @@ from tensordict.nn._mappings import (
     inv_softplus,
     mappings,
 )
-from tensordict.nn._module import TensorDictModule, TensorDictModuleWrapper, WrapModule
+from tensordict.nn._module import TensorDictModule, TensorDictModuleWrapper, WrapModule, as_tensordict_module
 from tensordict.nn._params import TensorDictParams
 from tensordict.nn._probabilistic import (
     InteractionType,
@@ -60,6 +60,7 @@ __all__ = [
     "TensorDictModuleWrapper",
     "TensorDictSequential",
     "WrapModule",
+    "as_tensordict_module",
     "TensorDictParams",
     "EnsembleModule",
     "CudaGraphModule",

@@ -8,6 +8,7 @@ change) so that a call costs one ``td.get`` per input and one ``td.set`` per out
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from tensordict.nn._common import (
 )
 from tensordict.nn._common import _SKIP_EXISTING as _SKIP
 
-__all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule"]
+__all__ = ["TensorDictModule", "TensorDictModuleWrapper", "WrapModule", "as_tensordict_module"]
 
 _Tensor = torch.Tensor
 #: attributes whose change invalidates the precomputed forward plan
@@ -548,3 +549,60 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Runs the wrapped module's ``forward``."""
         return self.td_module.forward(*args, **kwargs)
+
+
+def as_tensordict_module(
+    in_keys: NestedKey | Sequence[NestedKey], out_keys: NestedKey | Sequence[NestedKey]
+) -> Callable[[Callable], Callable]:
+    """Decorator: a function (or method) of tensors becomes a function of a TensorDict.
+
+    The decorated function reads ``in_keys`` from the TensorDict it is given (its last
+    positional argument; ``self`` comes first for a method), passes them positionally
+    to the original function and writes the result(s) at ``out_keys`` in that
+    TensorDict, which it returns.
+
+    Args:
+        in_keys (NestedKey or list of NestedKey): the entries read, in argument order.
+        out_keys (NestedKey or list of NestedKey): where the outputs go.
+
+    Returns:
+        the decorator.
+
+    Raises:
+        ValueError: the function returns a different number of values than ``out_keys``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> @as_tensordict_module(in_keys="c", out_keys="d")
+        ... def add_one(c):
+        ...     return c + 1
+        >>> add_one(TensorDict(c=torch.zeros(2), batch_size=[2]))["d"]
+        tensor([1., 1.])
+    """
+    ins = _normalize_keys(in_keys, "in_keys", "as_tensordict_module")
+    outs = _normalize_keys(out_keys, "out_keys", "as_tensordict_module")
+
+    def decorator(func: Callable) -> Callable:
+        name = getattr(func, "__name__", "function")
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not args or not isinstance(args[-1], TensorDictBase):
+                msg = f"{name} (as_tensordict_module): expected a TensorDict as last positional argument."
+                raise TypeError(msg)
+            *head, tensordict = args
+            result = func(*head, *(tensordict.get(k) for k in ins), **kwargs)
+            values = result if isinstance(result, tuple) else (result,)
+            if len(values) != len(outs):
+                msg = f"{name} (as_tensordict_module): returned {len(values)} value(s) for out_keys {outs}."
+                raise ValueError(msg)
+            for key, value in zip(outs, values):
+                tensordict.set(key, value)
+            return tensordict
+
+        wrapper.in_keys = ins  # type: ignore[attr-defined]
+        wrapper.out_keys = outs  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorator

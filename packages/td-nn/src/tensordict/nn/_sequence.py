@@ -355,6 +355,11 @@ class TensorDictSequential(TensorDictModule):
                 return TensorDictSequential(mapping, partial_tolerant=self.partial_tolerant)
         return self._new_like([m for _, m in selected])
 
+    @property
+    def _select_before_return(self) -> bool:
+        """Whether :meth:`select_out_keys` is active (the output keeps only those keys)."""
+        return self.__dict__.get("_selected") is not None
+
     def _flat_steps(self) -> list:
         """``(name, step)`` pairs, nested plain sequences opened (for :meth:`select_subsequence`)."""
         fn = self._fn

@@ -4,13 +4,14 @@ A thin module; the code lives in ``_common.py`` and ``_module.py``.
 """
 
 from tensordict.nn._common import TensorDictModuleBase, dispatch, make_tensordict
-from tensordict.nn._module import TensorDictModule, TensorDictModuleWrapper, WrapModule
+from tensordict.nn._module import TensorDictModule, TensorDictModuleWrapper, WrapModule, as_tensordict_module
 
 __all__ = [
     "TensorDictModule",
     "TensorDictModuleBase",
     "TensorDictModuleWrapper",
     "WrapModule",
+    "as_tensordict_module",
     "dispatch",
     "make_tensordict",
 ]
