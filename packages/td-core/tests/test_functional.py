@@ -95,7 +95,7 @@ class TestPadSequence:
         out = pad_sequence(tds, return_mask=("m", "k"))
         assert out.batch_size == (2, 4)
         assert out["m", "k", "x"].tolist() == [[True, True, False, False], [True] * 4]
-        assert out["tag"] == "k"
+        assert out["tag"] == [["k"] * 4] * 2
 
     def test_pad_dim_inside_features(self):
         tds = [TensorDict({"x": torch.ones(2, n)}, [2]) for n in (1, 3)]

@@ -320,7 +320,7 @@ class TestCollate:
         batch = default_collate(items)
         assert isinstance(batch, TensorDict) and batch.batch_size == (3,)
         assert torch.equal(batch["a"][:, 0], torch.tensor([0.0, 1.0, 2.0]))
-        assert batch["s"] == "x"
+        assert batch["s"] == ["x", "x", "x"]  # a stack of the 3 values, as tensordict 0.15
 
     def test_dataloader(self):
         class DS(Dataset):

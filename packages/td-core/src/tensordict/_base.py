@@ -156,6 +156,7 @@ class TensorDictBase(
     EntriesMixin,
     ShapeAliasMixin,
     UpstreamMethodsMixin,
+    NonTensorMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 

@@ -123,12 +123,36 @@ def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) 
                 # a batch-shaped operand: expand it on the right to the leaf's shape
                 other = other.reshape(*other.shape, *([1] * (value.ndim - other.ndim))).expand_as(value)
         return op(value, other)
-    if isinstance(value, NonTensorData):
-        o = other.data if isinstance(other, NonTensorData) else other
-        same = value == o
-        res = same if op is torch.eq else (not same if op is torch.ne else False)
-        return torch.full(tuple(batch_size), bool(res))
-    if isinstance(value, NonTensorStack):
-        same = value == other
-        return torch.full(tuple(batch_size), bool(same if op is torch.eq else not same))
+    if isinstance(value, (NonTensorData, NonTensorStack)):
+        same = _non_tensor_equal(value, other, batch_size)
+        if op is torch.eq:
+            return same
+        if op is torch.ne:
+            return ~same
+        return torch.zeros(tuple(batch_size), dtype=torch.bool)
     return op(value, other)
+
+
+def _non_tensor_items(value: Any, batch_size: torch.Size) -> list:
+    n = batch_size.numel()
+    if isinstance(value, NonTensorStack):
+        return list(value._items) if value.batch_size == batch_size else [value.tolist()] * n
+    if isinstance(value, NonTensorData):
+        return [value.data] * n
+    return [value] * n
+
+
+def _non_tensor_equal(value: Any, other: Any, batch_size: torch.Size) -> torch.Tensor:
+    """Element-wise equality of non-tensor leaves (data or stacks) as a bool tensor."""
+    batch_size = torch.Size(batch_size)
+    if isinstance(value, NonTensorData) and not isinstance(other, NonTensorStack):
+        o = other.data if isinstance(other, NonTensorData) else other
+        return torch.full(tuple(batch_size), bool(value == o))
+    mine = _non_tensor_items(value, batch_size)
+    theirs = _non_tensor_items(other, batch_size)
+    flags = [bool(_same_obj(a, b)) for a, b in zip(mine, theirs)]
+    return torch.tensor(flags, dtype=torch.bool).view(batch_size)
+
+
+def _same_obj(a: Any, b: Any) -> bool:
+    return bool(NonTensorData(a) == b)

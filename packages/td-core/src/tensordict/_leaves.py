@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from tensordict._base import TensorDictBase, is_tensor_collection
@@ -89,28 +88,4 @@ class MetaData(NonTensorData):
     """
 
     __slots__ = ()
-
-    def _rebuild(self, batch_size: Sequence[int]) -> MetaData:
-        return MetaData(self.data, batch_size, self.device)
-
-    def __getitem__(self, index: Any) -> MetaData:
-        return self._rebuild(super().__getitem__(index).batch_size)
-
-    def _batch_transform(self, fn: Any, nd: int) -> MetaData:
-        return self._rebuild(super()._batch_transform(fn, nd).batch_size)
-
-    def clone(self, recurse: bool = True) -> MetaData:
-        return self._rebuild(self.batch_size)
-
-    def _with_batch(self, batch_size: Sequence[int]) -> MetaData:
-        return self._rebuild(batch_size)
-
-    def to(self, device: Any = None, *args: Any, **kwargs: Any) -> MetaData:
-        moved = super().to(device, *args, **kwargs)
-        return MetaData(self.data, self.batch_size, moved.device)
-
-    def __reduce__(self) -> tuple:
-        return (MetaData, (self.data, tuple(self.batch_size), self.device))
-
-    def __repr__(self) -> str:
-        return f"MetaData(data={self.data}, batch_size={self.batch_size}, device={self.device})"
+    _keeps_whole = True

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from tensordict._options import capture_non_tensor_stack
+
 __all__ = ["NonTensorData", "NonTensorStack", "is_non_tensor"]
 
 
@@ -37,7 +39,204 @@ def _shape_of_index(batch_size: torch.Size, fn: Callable[[torch.Tensor], torch.T
     return fn(probe).shape
 
 
-class NonTensorData:
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", repr(tp))
+
+
+_TYPED_CLASSES: dict = {}
+
+
+def _typed_class(cls: type, data_type: Any) -> type:
+    key = (cls, data_type)
+    typed = _TYPED_CLASSES.get(key)
+    if typed is None:
+        name = f"{cls.__name__}[{_type_name(data_type)}]"
+        typed = type(cls)(name, (cls,), {"__slots__": (), "_data_type": data_type, "__module__": cls.__module__})
+        _TYPED_CLASSES[key] = typed
+    return typed
+
+
+def _shape_arg(shape: tuple) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+class _NonTensorShapeOps:
+    """Batch-dim shape ops shared by ``NonTensorData`` and ``NonTensorStack``.
+
+    Each op is applied to the index tensor of the leaf (``_apply_index``): whatever
+    torch does to the index tensor is done to the objects.
+    """
+
+    __slots__ = ()
+
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def view(self, *shape: Any) -> Any:
+        return self._apply_index(lambda t: t.view(_shape_arg(shape)))
+
+    def reshape(self, *shape: Any) -> Any:
+        return self._apply_index(lambda t: t.reshape(_shape_arg(shape)))
+
+    def flatten(self, start_dim: int | None = None, end_dim: int | None = None) -> Any:
+        start = 0 if start_dim is None else start_dim
+        end = -1 if end_dim is None else end_dim
+        return self._apply_index(lambda t: t.flatten(start, end))
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Any:
+        return self._apply_index(lambda t: t.unflatten(dim, sizes))
+
+    def unsqueeze(self, dim: int) -> Any:
+        return self._apply_index(lambda t: t.unsqueeze(dim), grow=True)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        return self._apply_index(lambda t: t.squeeze() if dim is None else t.squeeze(dim))
+
+    def permute(self, *dims: Any) -> Any:
+        return self._apply_index(lambda t: t.permute(_shape_arg(dims)))
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        return self._apply_index(lambda t: t.transpose(dim0, dim1))
+
+    def expand(self, *shape: Any) -> Any:
+        return self._apply_index(lambda t: t.expand(_shape_arg(shape)), grow=True)
+
+    def expand_as(self, other: Any) -> Any:
+        return self.expand(other.shape)
+
+    def repeat(self, *repeats: Any) -> Any:
+        return self._apply_index(lambda t: t.repeat(_shape_arg(repeats)), grow=True)
+
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Any:
+        return self._apply_index(lambda t: t.repeat_interleave(repeats, dim=dim, output_size=output_size), grow=True)
+
+    def flip(self, dims: Any) -> Any:
+        return self._apply_index(lambda t: t.flip(dims))
+
+    def roll(self, shifts: Any, dims: Any = None) -> Any:
+        return self._apply_index(lambda t: t.roll(shifts, dims))
+
+    def gather(self, dim: int, index: torch.Tensor) -> Any:
+        return self._apply_index(lambda t: t.gather(dim, index))
+
+    def masked_select(self, mask: torch.Tensor) -> Any:
+        return self._apply_index(lambda t: t[mask])
+
+    def unbind(self, dim: int = 0) -> tuple:
+        n = self.batch_size[dim]
+        return tuple(self._apply_index(lambda t, i=i: t.select(dim, i)) for i in range(n))
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple:
+        probe = torch.zeros(self.batch_size, dtype=torch.uint8)
+        sizes = [p.shape[dim] for p in probe.split(split_size, dim)]
+        out, start = [], 0
+        for size in sizes:
+            out.append(self._apply_index(lambda t, s=start, n=size: t.narrow(dim, s, n)))
+            start += size
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        probe = torch.zeros(self.batch_size, dtype=torch.uint8)
+        sizes = [p.shape[dim] for p in probe.chunk(chunks, dim)]
+        return self.split(sizes, dim)
+
+    def contiguous(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.batch_size if dim is None else self.batch_size[dim]
+
+    def dim(self) -> int:
+        return len(self.batch_size)
+
+    def __len__(self) -> int:
+        bs = self.batch_size
+        return bs[0] if bs else 0
+
+    def cpu(self) -> Any:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Any:
+        return self.to("cuda" if device is None else torch.device("cuda", device) if isinstance(device, int) else device)
+
+    def copy(self) -> Any:
+        return self.clone(recurse=False)
+
+    def detach(self) -> Any:
+        return self
+
+    def is_empty(self) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_memmap(self) -> bool:
+        return False
+
+    def lock_(self) -> Any:
+        return self
+
+    def unlock_(self) -> Any:
+        return self
+
+    @property
+    def is_locked(self) -> bool:
+        return False
+
+    def keys(self, *args: Any, **kwargs: Any) -> list:
+        return []
+
+    def maybe_to_stack(self) -> Any:
+        """This leaf as a ``NonTensorStack`` (one object per batch element)."""
+        if isinstance(self, NonTensorStack):
+            return self
+        return NonTensorStack._from_flat([self.data] * self.numel(), self.batch_size, self.device)
+
+    def update(self, other: Any, *args: Any, inplace: bool = False, **kwargs: Any) -> Any:
+        """Replaces the content with ``other``'s (``NonTensorData``, ``NonTensorStack`` or object).
+
+        Raises:
+            ValueError: ``self`` is a ``NonTensorData`` and ``other`` a ``NonTensorStack``
+                (turn ``self`` into a stack first with :meth:`maybe_to_stack`).
+        """
+        if isinstance(self, NonTensorData):
+            if isinstance(other, NonTensorStack):
+                msg = (
+                    "Cannot update a NonTensorDataBase object with a NonTensorStack. Call "
+                    "`non_tensor_data.maybe_to_stack()` before calling update()."
+                )
+                raise ValueError(msg)
+            self.data = other.data if isinstance(other, NonTensorData) else other
+            return self
+        self[...] = other
+        return self
+
+    def update_(self, other: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.update(other, inplace=True)
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func in (torch.stack, torch.cat, torch.concat, torch.concatenate):
+            parts = list(args[0]) if args else list(kwargs.pop("tensors"))
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+            if not all(isinstance(p, (NonTensorData, NonTensorStack)) for p in parts):
+                return NotImplemented
+            if func is torch.stack:
+                return _stack_non_tensor(parts, dim)
+            return _cat_non_tensor(parts, dim)
+        if func is torch.unbind:
+            return args[0].unbind(*args[1:], **kwargs)
+        return NotImplemented
+
+
+class NonTensorData(_NonTensorShapeOps):
     """A non-tensor value (str, number, any object) stored as a TensorDict leaf.
 
     The same object stands for every element of ``batch_size``.
@@ -57,12 +256,28 @@ class NonTensorData:
 
     __slots__ = ("data", "_batch_size", "_device")
 
-    def __init__(self, data: Any, batch_size: Sequence[int] | None = None, device: Any = None) -> None:
+    #: the data type a ``NonTensorData[T]`` / ``MetaData[T]`` class checks (``None``: any)
+    _data_type: Any = None
+
+    def __init__(
+        self, data: Any = None, batch_size: Sequence[int] | None = None, device: Any = None, names: Any = None
+    ) -> None:
         if isinstance(data, NonTensorData):
             data = data.data
+        expected = self._data_type
+        if expected is not None and not isinstance(data, expected):
+            msg = f"Expected data of type {_type_name(expected)}, got {type(data).__name__}."
+            raise TypeError(msg)
         self.data = data
         self._batch_size = torch.Size(batch_size) if batch_size is not None else torch.Size(())
         self._device = torch.device(device) if device is not None else None
+
+    def __class_getitem__(cls, data_type: Any) -> type:
+        """``NonTensorData[int]`` / ``MetaData[str]``: a subclass that checks the data type.
+
+        The class is cached, so ``isinstance(x, MetaData[int])`` works across calls.
+        """
+        return _typed_class(cls, data_type)
 
     # shape -------------------------------------------------------------
     @property
@@ -98,24 +313,44 @@ class NonTensorData:
         return build(tuple(self._batch_size))
 
     # batch operations --------------------------------------------------
-    def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> NonTensorData:
-        shape = _shape_of_index(self._batch_size, lambda t: fn(t, nd))
-        return NonTensorData(self.data, shape, self._device)
+    #: ``True`` for leaves that stay one object through every batch op (``MetaData``)
+    _keeps_whole = False
+
+    def _rebuild(self, batch_size: Sequence[int]) -> NonTensorData:
+        return type(self)(self.data, batch_size, self._device)
+
+    def _reshaped(self, shape: torch.Size, grow: bool) -> Any:
+        if grow and not self._keeps_whole:
+            return NonTensorStack._from_flat([self.data] * shape.numel(), shape, self._device)
+        return self._rebuild(shape)
+
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:
+        shape = fn(torch.zeros(self._batch_size, dtype=torch.uint8)).shape
+        return self._reshaped(shape, grow)
+
+    def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
+        shape = fn(torch.zeros(self._batch_size, dtype=torch.uint8), nd).shape
+        old = self._batch_size
+        return self._reshaped(shape, shape.numel() > old.numel() or len(shape) > len(old))
 
     def __getitem__(self, index: Any) -> NonTensorData:
         shape = _shape_of_index(self._batch_size, lambda t: t[index])
-        return NonTensorData(self.data, shape, self._device)
+        return self._rebuild(shape)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the stored object (a function stored as non-tensor data)."""
+        return self.data(*args, **kwargs)
 
     def clone(self, recurse: bool = True) -> NonTensorData:
-        return NonTensorData(self.data, self._batch_size, self._device)
+        return self._rebuild(self._batch_size)
 
     def to(self, device: Any = None, *args: Any, **kwargs: Any) -> NonTensorData:
         if isinstance(device, (str, torch.device, int)):
-            return NonTensorData(self.data, self._batch_size, device)
+            return type(self)(self.data, self._batch_size, device)
         return self
 
     def _with_batch(self, batch_size: Sequence[int]) -> NonTensorData:
-        return NonTensorData(self.data, batch_size, self._device)
+        return self._rebuild(batch_size)
 
     def __eq__(self, other: object) -> bool:  # type: ignore[override]
         if isinstance(other, NonTensorData):
@@ -128,13 +363,20 @@ class NonTensorData:
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
-        return (NonTensorData, (self.data, tuple(self._batch_size), self._device))
+        cls = type(self)
+        if cls._data_type is not None:
+            return (_rebuild_typed, (cls.__mro__[1], cls._data_type, self.data, tuple(self._batch_size), self._device))
+        return (cls, (self.data, tuple(self._batch_size), self._device))
 
     def __repr__(self) -> str:
-        return f"NonTensorData(data={self.data}, batch_size={self._batch_size}, device={self._device})"
+        return f"{type(self).__name__}(data={self.data}, batch_size={self._batch_size}, device={self._device})"
 
 
-class NonTensorStack:
+def _rebuild_typed(base: type, data_type: Any, data: Any, batch_size: tuple, device: Any) -> NonTensorData:
+    return _typed_class(base, data_type)(data, batch_size, device)
+
+
+class NonTensorStack(_NonTensorShapeOps):
     """Non-tensor leaf holding one object per batch element.
 
     Built when TensorDicts whose non-tensor values differ are stacked or
@@ -154,13 +396,53 @@ class NonTensorStack:
 
     __slots__ = ("_items", "_batch_size", "_device")
 
-    def __init__(self, *items: Any, stack_dim: int = 0) -> None:
+    def __init__(self, *items: Any, stack_dim: int = 0, batch_size: Any = None, device: Any = None) -> None:
         parts = [it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it) for it in items]
         if parts:
             stacked = _stack_non_tensor(parts, stack_dim, collapse=False)
             self._items, self._batch_size, self._device = stacked._items, stacked._batch_size, stacked._device
         else:
             self._items, self._batch_size, self._device = [], torch.Size([0]), None
+        if device is not None:
+            self._device = torch.device(device)
+        if batch_size is not None and torch.Size(batch_size) != self._batch_size:
+            msg = f"NonTensorStack: batch_size {tuple(batch_size)} does not match the stacked items {tuple(self._batch_size)}."
+            raise RuntimeError(msg)
+
+    @classmethod
+    def from_list(cls, non_tensors: list, device: Any = None) -> NonTensorStack:
+        """Builds a stack from (nested) lists; the nesting gives ``batch_size``.
+
+        Args:
+            non_tensors (list): a list (of lists ...) of objects or ``NonTensorData``.
+            device (torch.device, optional): the device attribute of the stack.
+
+        Examples:
+            >>> s = NonTensorStack.from_list([["a", "b"], ["c", "d"]])
+            >>> s.batch_size
+            torch.Size([2, 2])
+        """
+        shape: list = []
+        level: Any = non_tensors
+        while isinstance(level, list):
+            shape.append(len(level))
+            if not level:
+                break
+            level = level[0]
+        items: list = []
+
+        def walk(obj: Any, depth: int) -> None:
+            if depth == len(shape):
+                items.append(obj.data if isinstance(obj, NonTensorData) else obj)
+                return
+            if not isinstance(obj, list) or len(obj) != shape[depth]:
+                msg = f"NonTensorStack.from_list: ragged nested lists (expected {shape[depth]} items at depth {depth})."
+                raise ValueError(msg)
+            for sub in obj:
+                walk(sub, depth + 1)
+
+        walk(non_tensors, 0)
+        return cls._from_flat(items, shape, None if device is None else torch.device(device))
 
     @classmethod
     def _from_flat(cls, items: list, batch_size: Sequence[int], device: Any = None) -> NonTensorStack:
@@ -217,8 +499,34 @@ class NonTensorStack:
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
         return self._from_index(fn(self._index_tensor(), nd))
 
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:
+        return self._from_index(fn(self._index_tensor()))
+
     def __getitem__(self, index: Any) -> Any:
         return self._from_index(self._index_tensor()[index])
+
+    def where(self, condition: torch.Tensor, other: Any, *, out: Any = None, pad: Any = None) -> NonTensorStack:
+        """Element ``i`` is ``self[i]`` where ``condition[i]`` else ``other[i]``.
+
+        Args:
+            condition (torch.Tensor): bool tensor broadcastable to ``batch_size``.
+            other (NonTensorStack, NonTensorData or object): values where ``condition`` is false.
+            out (NonTensorStack, optional): written in place and returned when given.
+            pad: ignored (no key can be missing in a non-tensor leaf).
+        """
+        n = len(self._items)
+        if isinstance(other, NonTensorStack):
+            other_items, other_idx = other._items, other._index_tensor()
+        else:
+            value = other.data if isinstance(other, NonTensorData) else other
+            other_items, other_idx = [value], torch.zeros(self._batch_size, dtype=torch.long)
+        idx = torch.where(condition.to(torch.bool), self._index_tensor(), other_idx + n)
+        pool = list(self._items) + list(other_items)
+        result = NonTensorStack._from_flat([pool[i] for i in idx.reshape(-1).tolist()], idx.shape, self._device)
+        if out is not None:
+            out._items, out._batch_size = result._items, result._batch_size
+            return out
+        return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
         idx = self._index_tensor()[index].reshape(-1).tolist()
@@ -283,14 +591,22 @@ def _parts_index(parts: Sequence[NonTensorData | NonTensorStack]) -> tuple[list,
 
 
 def _stack_non_tensor(parts: Sequence[Any], dim: int, collapse: bool = True) -> NonTensorData | NonTensorStack:
-    """Stacks non-tensor leaves; equal values collapse to one ``NonTensorData``."""
+    """Stacks non-tensor leaves.
+
+    Equal ``MetaData`` stay one ``MetaData``; equal ``NonTensorData`` collapse to one
+    ``NonTensorData`` only under ``set_capture_non_tensor_stack(True)``; anything else
+    gives a ``NonTensorStack``.
+    """
     if collapse and all(isinstance(p, NonTensorData) for p in parts):
-        first = parts[0].data
-        if all(_same(first, p.data) for p in parts[1:]):
-            bs = list(parts[0].batch_size)
-            d = dim if dim >= 0 else dim + len(bs) + 1
-            bs.insert(d, len(parts))
-            return NonTensorData(first, bs, parts[0].device)
+        head = parts[0]
+        whole = all(p._keeps_whole for p in parts)
+        if whole or capture_non_tensor_stack():
+            first = head.data
+            if all(_same(first, p.data) for p in parts[1:]):
+                bs = list(head.batch_size)
+                d = dim if dim >= 0 else dim + len(bs) + 1
+                bs.insert(d, len(parts))
+                return head._rebuild(bs) if whole else NonTensorData(first, bs, head.device)
     items, idx = _parts_index(parts)
     stacked = torch.stack(idx, dim)
     flat = stacked.reshape(-1).tolist()

@@ -15,6 +15,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
+from tensordict._unbatched import UnbatchedTensor
 
 _Tensor = torch.Tensor
 
@@ -125,7 +126,7 @@ class ShapeMixin:
         source = {}
         new_bs = None
         for key, value in self._items_raw():
-            if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            if value.__class__ is _Tensor or (isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor):
                 out = fn(value, nd)
                 if new_bs is None:
                     new_bs = out.shape[: out.ndim - (value.ndim - bd)]
@@ -168,18 +169,26 @@ class ShapeMixin:
                     source[key] = value[index]
                 elif isinstance(value, _classes.TensorDictBase):
                     source[key] = value._index(index)
+                elif value.__class__ is UnbatchedTensor:
+                    source[key] = value._rebatch(new_bs)
                 else:
                     source[key] = value[index]
             return self._new_like(source, batch_size=new_bs, names=names)
         bd = len(bs)
         for key, value in self._items_raw():
             out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
+            if value.__class__ is UnbatchedTensor:
+                unbatched.append(key)
+                source[key] = value
+                continue
             if new_bs is None and isinstance(out, torch.Tensor):
                 new_bs = out.shape[: out.ndim - (value.ndim - bd)]
             source[key] = out
         if new_bs is None:
             new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
+        for key in unbatched:
+            source[key] = source[key]._rebatch(new_bs)
 
     # -------------------------------------------------------------- reshaping
     def view(self, *shape: Any, size: Any = None) -> Any:
@@ -392,6 +401,9 @@ class ShapeMixin:
                 if shapes is None and parts:
                     shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]
             elif isinstance(value, torch.Tensor):
+            elif value.__class__ is UnbatchedTensor:
+                probe = fn(torch.zeros((), dtype=torch.uint8).expand(value.batch_size), nd)
+                parts = [value._rebatch(p.shape) for p in probe]
                 parts = fn(value, nd)
                 if shapes is None:
                     shapes = [p.shape[: p.ndim - (value.ndim - bd)] for p in parts]

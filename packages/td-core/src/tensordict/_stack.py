@@ -195,10 +195,9 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     _rebatch_unbatched(source, torch.Size(new_bs))
         out.update_(result)
         return out
-    return result
     if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
         result = tds[0]._typed_restack(tds, result)
-
+    return result
 
 def lazy_legacy(allow_none: bool = False) -> bool:
     """``True`` if ``torch.stack`` of TensorDicts builds lazy stacks (see :class:`set_lazy_legacy`)."""

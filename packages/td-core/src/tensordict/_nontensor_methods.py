@@ -1,0 +1,102 @@
+"""Non-tensor data methods of every TensorDict (``NonTensorMixin``):
+``set_non_tensor``, ``get_non_tensor`` and ``filter_non_tensor_data``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensordict import _classes
+from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+from tensordict._nontensor import NonTensorData, NonTensorStack
+
+__all__ = ["NonTensorMixin"]
+
+
+class NonTensorMixin:
+    """Reading and writing non-tensor leaves by key."""
+
+    def set_non_tensor(self, key: NestedKey, data: Any) -> Any:
+        """Stores ``data`` (any object) as non-tensor data under ``key``.
+
+        The object is wrapped in a :class:`~tensordict.NonTensorData` whose
+        ``batch_size`` and ``device`` are those of the TensorDict that receives it;
+        a ``NonTensorData`` passed in is unwrapped first (its object is stored).
+        Missing nested levels are created.
+
+        Args:
+            key (NestedKey): where to write.
+            data (Any): the object, e.g. a str, a list or a ``NonTensorData``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: the TensorDict is locked and ``key`` is new.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(batch_size=[3])
+            >>> _ = td.set_non_tensor(("meta", "name"), [1, 2])
+            >>> td.get_non_tensor(("meta", "name"))
+            [1, 2]
+        """
+        key = unravel_key(key)
+        if isinstance(data, NonTensorData):
+            data = data.data
+        parent: Any = self
+        if key.__class__ is tuple:
+            for sub in key[:-1]:
+                parent = parent._create_nested(sub)
+            last = key[-1]
+        else:
+            last = key
+        value = NonTensorData(data, parent.batch_size, parent.device)
+        parent._set_str(last, value, False, validated=True)
+        return self
+
+    def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The object stored under ``key``: the data of a ``NonTensorData``, the
+        nested list of a ``NonTensorStack``; tensors and TensorDicts come back as they are.
+
+        Args:
+            key (NestedKey): the key to read.
+            default (Any, optional): returned when ``key`` is missing.
+
+        Raises:
+            KeyError: ``key`` is missing and no default is given.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a="a string")
+            >>> td.get_non_tensor("a")
+            'a string'
+            >>> td.get_non_tensor("b", None) is None
+            True
+        """
+        value = self._get_any_raw(key, default)
+        if isinstance(value, (NonTensorData, NonTensorStack)):
+            return value.data if isinstance(value, NonTensorData) else value.tolist()
+        return value
+
+    def filter_non_tensor_data(self) -> Any:
+        """A TensorDict without its non-tensor leaves (nested TensorDicts included).
+
+        Returns:
+            a new TensorDict with the same batch size, holding only tensors and
+            nested TensorDicts.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(()), b="text")
+            >>> list(td.filter_non_tensor_data().keys())
+            ['a']
+        """
+        source = {}
+        for key, value in self._items_raw():
+            if isinstance(value, (NonTensorData, NonTensorStack)):
+                continue
+            if isinstance(value, _classes.TensorDictBase):
+                value = value.filter_non_tensor_data()
+            source[key] = value
+        return self._new_like(source)
