@@ -41,7 +41,12 @@ from tensordict.nn._mappings import (
     inv_softplus,
     mappings,
 )
-from tensordict.nn._module import TensorDictModule, TensorDictModuleWrapper, WrapModule, as_tensordict_module
+from tensordict.nn._module import (
+    TensorDictModule,
+    TensorDictModuleWrapper,
+    WrapModule,
+    as_tensordict_module,
+)
 from tensordict.nn._params import TensorDictParams
 from tensordict.nn._probabilistic import (
     InteractionType,
