@@ -127,3 +127,27 @@ def test_other_tools_members_with_our_temp_suffix_are_visible(tmp_path):
         assert td["x__td_tmp__"].tolist() == [0, 1, 2, 3]
         assert td["x"].tolist() == [1.0] * 4
         assert set(td.keys()) == {"x__td_tmp__", "x", "y"}
+
+
+def test_listing_keys_reads_metadata_only(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "huge.h5"
+    with h5py.File(path, "w") as f:  # declares 512 GiB; nothing is written, the file stays tiny
+        f.create_dataset("g/x", shape=(1 << 20, 1 << 17), dtype="f4", chunks=(1, 1 << 17), compression="gzip")
+        f.create_dataset("y", shape=(1 << 20,), dtype="f4", chunks=True)
+    assert path.stat().st_size < 64 << 10
+    with PersistentTensorDict(filename=path, mode="r") as td:
+        tracemalloc.start()
+        try:
+            keys = list(td.keys(include_nested=True))
+            leaves = list(td.keys(include_nested=True, leaves_only=True))
+            n_items = len(td.items(include_nested=True))
+            n_values = len(td.values(include_nested=True, leaves_only=True))
+            first = next(iter(td.items(include_nested=True)))  # the group "g": no data either
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert set(keys) == {"g", ("g", "x"), "y"} and set(leaves) == {("g", "x"), "y"}
+    assert n_items == 3 and n_values == 2 and first[0] == "g"
+    assert peak < 16 << 20, peak

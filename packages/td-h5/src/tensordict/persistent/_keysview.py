@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tensordict import NestedKey
 from tensordict.ext import KeysView as _KeysView
 from tensordict.ext import as_key_tuple as _as_tuple
 
-from tensordict import NestedKey
-
-__all__ = ["H5KeysView"]
+__all__ = ["H5ItemsView", "H5KeysView", "H5ValuesView"]
 
 
 class H5KeysView(_KeysView):
@@ -38,6 +37,16 @@ class H5KeysView(_KeysView):
         if not self.include_nested and not self.leaves_only:
             return iter(self._td._keys_raw())
         return self._meta_walk(self._td, ())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in H5KeysView.__iter__(self))  # metadata only (td-core's count reads every value)
+
+    def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
+        """``(key, value)`` with keys from the metadata, each value read only when reached."""
+        td = self._td
+        for key in H5KeysView.__iter__(self):
+            yield key, (td._get_raw(key) if key.__class__ is str else td._get_tuple_raw(key))
+
 
     def __contains__(self, key: object) -> bool:
         if key.__class__ is str:
@@ -64,3 +73,33 @@ class H5KeysView(_KeysView):
             is_leaf = self.is_leaf
             return (found[0] != "group") if is_leaf is None else bool(is_leaf(cls))
         return True
+
+
+class H5ValuesView(H5KeysView):
+    """Values of a ``PersistentTensorDict``: keys listed from metadata, each value read when reached."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        return (v for _, v in self._pairs())
+
+    def __contains__(self, value: object) -> bool:  # type: ignore[override]
+        return any(v is value for v in self)
+
+    def __repr__(self) -> str:
+        return f"_ValuesView(keys={list(H5KeysView.__iter__(self))!r})"
+
+
+class H5ItemsView(H5KeysView):
+    """``(key, value)`` pairs of a ``PersistentTensorDict``: keys from metadata, values read when reached."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:  # type: ignore[override]
+        return iter(self._pairs())
+
+    def __contains__(self, item: object) -> bool:  # type: ignore[override]
+        return any(k == item[0] and v is item[1] for k, v in self)  # type: ignore[index]
+
+    def __repr__(self) -> str:
+        return f"_ItemsView(keys={list(H5KeysView.__iter__(self))!r})"

@@ -34,6 +34,8 @@ from typing import Any
 import h5py
 import numpy as np
 import torch
+
+from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from tensordict.ext import (
     NO_DEFAULT,
     batch_mismatch_error,
@@ -43,15 +45,13 @@ from tensordict.ext import (
     unravel_key,
 )
 from tensordict.ext import as_key_tuple as _as_tuple
-from tensordict.persistent._lazyshape import LazyShapeMixin
-from tensordict.persistent._save import save_atomic
-from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
-
-from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict, TensorDictBase
 from tensordict.persistent import _h5io as io
 from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
-from tensordict.persistent._keysview import H5KeysView
+from tensordict.persistent._keysview import H5ItemsView, H5KeysView, H5ValuesView
+from tensordict.persistent._lazyshape import LazyShapeMixin
+from tensordict.persistent._save import save_atomic
+from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member
 
 __all__ = ["PersistentTensorDict", "from_h5"]
@@ -729,6 +729,14 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
 
     def __contains__(self, key: object) -> bool:
         return key in H5KeysView(self, True)
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+        """A live view of ``(key, value)`` pairs: keys listed from metadata, each value read when reached."""
+        return H5ItemsView(self, include_nested, leaves_only, is_leaf)
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+        """A live view of the values: keys listed from metadata, each value read when reached."""
+        return H5ValuesView(self, include_nested, leaves_only, is_leaf)
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
         """Shape of the entry ``key`` as this (view of the) TensorDict would return it, from metadata.
