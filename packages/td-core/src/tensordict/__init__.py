@@ -71,6 +71,7 @@ __all__ = [
     "TypedTensorDict",
     "PersistentTensorDict",
     "TensorDictParams",
+    "as_tensordict_module",
     "MemoryMappedTensor",
     # construction and combination
     "stack",
@@ -170,6 +171,9 @@ _LAZY = {
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),
+    "as_tensordict_module": ("tensordict.nn", "as_tensordict_module"),
+    "TensorClassModuleBase": ("tensordict.nn", "TensorClassModuleBase"),
+    "TensorClassModuleWrapper": ("tensordict.nn", "TensorClassModuleWrapper"),
     "tensorclass": ("tensordict.tensorclass", "tensorclass"),
     "TensorClass": ("tensordict.tensorclass", "TensorClass"),
     "from_dataclass": ("tensordict.tensorclass", "from_dataclass"),
