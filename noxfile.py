@@ -6,7 +6,7 @@
 - ``tests_all(<device>)``: every suite with every distribution installed editable.
 - ``downstream``: TorchRL 0.14.1 (``--no-deps``) on the full stack, ``tests/downstream``.
 - ``wheels``: builds every wheel and fails if two ship the same file.
-- ``lint`` (ruff), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
+- ``lint`` (ruff), ``typecheck`` (mypy), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
   ``bench_chart`` (the docs' chart from the benchmark JSON), ``demo`` (the end-to-end
   example), ``fuzz`` (long property-test profile).
 
@@ -208,6 +208,13 @@ def lint(session: nox.Session) -> None:
     """ruff over every package, the benchmarks and the examples."""
     session.install("ruff")
     session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
+
+
+@nox.session(tags=["tests"])
+def typecheck(session: nox.Session) -> None:
+    """mypy with the root pyproject's [tool.mypy] settings (td-core's contract modules)."""
+    session.install("mypy")
+    session.run("mypy", "--config-file", str(ROOT / "pyproject.toml"))
 
 
 @nox.session

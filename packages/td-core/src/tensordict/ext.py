@@ -179,7 +179,7 @@ __all__ = [
 
 
 def _inplace_methods() -> frozenset[str]:
-    names = set()
+    names: set[str] = set()
     for mixin in (MathMixin, ApplyMixin):
         for klass in mixin.__mro__:
             if klass is object:
