@@ -12,7 +12,6 @@ distribution.
 import importlib as _importlib
 from typing import Any as _Any
 
-
 from tensordict.tensorclass import TensorClass, from_dataclass, is_tensorclass, tensorclass
 
 __all__ = ["tensorclass", "TensorClass", "from_dataclass", "is_tensorclass", "symbolic_trace"]
