@@ -26,10 +26,10 @@ from tensordict._compare import CompareMixin
 from tensordict._compat_methods import UpstreamMethodsMixin
 from tensordict._consolidate import ConsolidateMixin
 from tensordict._convert import ConvertMixin
-from tensordict._device import DeviceMixin
-from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._cumulative import CumulativeMixin
+from tensordict._device import DeviceMixin
 from tensordict._entries import EntriesMixin
+from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._factories import FactoryMixin
 from tensordict._grad import GradMixin
 from tensordict._keys import (
@@ -51,8 +51,8 @@ from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
 from tensordict._seams_generated import GeneratedSiblingMixin as SiblingMixin
 from tensordict._select import SelectMixin
-from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._shape import ShapeMixin
+from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._torch_fn import dispatch
 from tensordict._unbatched import UnbatchedTensor
 
