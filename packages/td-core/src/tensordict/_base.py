@@ -45,7 +45,7 @@ from tensordict._keys import (
 from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._names import refine, renamed, sync_child_names
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._repr import td_repr
@@ -197,13 +197,13 @@ class TensorDictBase(
         if cls is NonTensorData:
             return value.data
         if cls is NonTensorStack:
-            return value.tolist()
+            return LinkedList(value.tolist())
         if cls is _classes.TensorDict or cls is torch.Tensor:
             return value
         if isinstance(value, NonTensorData):  # MetaData, NonTensorData[T]
             return value.data
         if isinstance(value, NonTensorStack):
-            return value.tolist()
+            return LinkedList(value.tolist())
         return value
 
     # ------------------------------------------------------------------ shape info
@@ -447,8 +447,9 @@ class TensorDictBase(
         if isinstance(value, (NonTensorData, NonTensorStack)):
             if value.batch_size != self.batch_size:
                 if isinstance(value, NonTensorData):
-                    return value._rebuild(self.batch_size)
-                raise batch_mismatch_error(key, value.batch_size, self.batch_size)
+                    return value._rebuild(bs)
+                if value.batch_size[: len(bs)] != bs:  # a stack may have more dims
+                    raise batch_mismatch_error(key, value.batch_size, bs)
             return value
         if isinstance(value, Mapping) and not getattr(type(value), "_is_tensorclass", False):
             return _classes.TensorDict(

@@ -118,6 +118,11 @@ def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) 
     if _is_td(value):
         return value._compare(other, op)
     if isinstance(value, torch.Tensor):
+        if isinstance(other, NonTensorData):  # a tensor against stored non-tensor data
+            try:
+                return op(value, other.data)
+            except (TypeError, RuntimeError):
+                return torch.full(value.shape, op is torch.ne, dtype=torch.bool)
         if isinstance(other, torch.Tensor) and other.ndim and other.shape != value.shape:
             if other.ndim <= value.ndim and other.shape == value.shape[: other.ndim]:
                 # a batch-shaped operand: expand it on the right to the leaf's shape

@@ -17,7 +17,23 @@ import torch
 
 from tensordict._options import capture_non_tensor_stack
 
-__all__ = ["NonTensorData", "NonTensorStack", "is_non_tensor"]
+__all__ = ["LinkedList", "NonTensorData", "NonTensorStack", "is_non_tensor"]
+
+
+class LinkedList(list):
+    """The list ``td[key]`` returns for a ``NonTensorStack`` leaf (a ``list`` subclass).
+
+    Examples:
+        >>> LinkedList(["a", "b"])
+        LinkedList(['a', 'b'])
+        >>> LinkedList(["a", "b"]) == ["a", "b"]
+        True
+    """
+
+    def __repr__(self) -> str:
+        return f"LinkedList({list.__repr__(self)})"
+
+    __str__ = __repr__
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -31,6 +31,7 @@ from tensordict._helpers import (
 )
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_keys
 from tensordict._leaves import is_leaf_nontensor, is_non_tensor, is_tensorclass
+from tensordict._nontensor import LinkedList
 from tensordict._options import (
     capture_non_tensor_stack,
     list_to_stack,
@@ -44,6 +45,7 @@ from tensordict._switch import ModeSwitch
 
 __all__ = [
     "Buffer",
+    "LinkedList",
     "ModeSwitch",
     "NestedKey",
     "assert_allclose_td",

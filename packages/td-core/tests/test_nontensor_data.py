@@ -1,0 +1,183 @@
+"""Non-tensor leaves: NonTensorData, NonTensorStack, MetaData and the TensorDict API for them."""
+
+import pickle
+
+import pytest
+import torch
+
+from tensordict import (
+    MetaData,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    capture_non_tensor_stack,
+    is_non_tensor,
+    lazy_stack,
+    set_capture_non_tensor_stack,
+)
+from tensordict.utils import LinkedList
+
+
+def test_get_returns_leaf_getitem_returns_object():
+    td = TensorDict(a="text", b=torch.zeros(2), batch_size=[2])
+    assert isinstance(td.get("a"), NonTensorData)
+    assert td.get("a").batch_size == (2,)
+    assert td["a"] == "text"
+    assert td.get_non_tensor("a") == "text"
+    assert td.get_non_tensor("missing", "dflt") == "dflt"
+    assert isinstance(dict(td.items())["a"], NonTensorData)
+
+
+def test_set_non_tensor_unwraps_and_nests():
+    td = TensorDict(batch_size=[3])
+    td.set_non_tensor(("x", "y"), NonTensorData("inner"))
+    assert td.get(("x", "y")).data == "inner"
+    assert td.get(("x", "y")).batch_size == (3,)
+    td.set_non_tensor("l", [1, 2])
+    assert td.get_non_tensor("l") == [1, 2]
+
+
+def test_filter_non_tensor_data():
+    td = TensorDict(a=torch.zeros(2), s="x", n={"t": torch.ones(2), "u": "y"}, batch_size=[2])
+    out = td.filter_non_tensor_data()
+    assert set(out.keys(include_nested=True)) == {"a", "n", ("n", "t")}
+
+
+def test_stack_rule_follows_capture_option():
+    tds = [TensorDict(s="same") for _ in range(2)]
+    assert capture_non_tensor_stack(allow_none=True) is None
+    stacked = torch.stack(tds)
+    assert isinstance(stacked.get("s"), NonTensorStack)
+    assert stacked["s"] == ["same", "same"]
+    with set_capture_non_tensor_stack(True):
+        assert torch.stack(tds)["s"] == "same"
+    different = torch.stack([TensorDict(s="a"), TensorDict(s="b")])
+    assert isinstance(different["s"], LinkedList)
+    assert repr(different["s"]) == "LinkedList(['a', 'b'])"
+
+
+def test_lazy_stack_get_is_a_stack():
+    ls = lazy_stack([TensorDict(q=NonTensorData(f"q{i}")) for i in range(3)])
+    assert isinstance(ls.get("q"), NonTensorStack)
+    assert ls["q"] == ["q0", "q1", "q2"]
+
+
+def test_metadata_stays_whole():
+    td0 = TensorDict(m=MetaData("cfg"))
+    td1 = TensorDict(m=MetaData("cfg"))
+    out = torch.stack([td0, td1])
+    assert isinstance(out.get("m"), MetaData) and out.get("m").batch_size == (2,)
+    assert out["m"] == "cfg"
+    mixed = torch.stack([td0, TensorDict(m=MetaData("other"))])
+    assert isinstance(mixed.get("m"), NonTensorStack)
+    expanded = MetaData(0, batch_size=(3,)).expand(2, 3)
+    assert isinstance(expanded, MetaData) and expanded.shape == (2, 3)
+    tdu = TensorDict(m=MetaData(3)).unsqueeze(0)
+    assert isinstance(tdu.get("m"), MetaData) and tdu["m"] == 3
+
+
+def test_typed_metadata():
+    cls = MetaData[int]
+    assert cls is MetaData[int] and issubclass(cls, MetaData)
+    assert isinstance(cls(1), MetaData[int])
+    with pytest.raises(TypeError, match="Expected data of type int, got str"):
+        MetaData[int]("x")
+    restored = pickle.loads(pickle.dumps(cls(4, batch_size=[2])))
+    assert type(restored) is cls and restored.data == 4 and restored.batch_size == (2,)
+    td = TensorDict(a=torch.zeros(4, 3), batch_size=[4])
+    td.set(("n", "meta"), MetaData[str]("m"))
+    assert td.get(("n", "meta")).batch_size == (4,)
+    assert td[1:]["n", "meta"] == "m"
+
+
+def test_non_tensor_data_shape_ops():
+    d = NonTensorData(0, batch_size=(3,))
+    e = d.expand(2, 3)
+    assert isinstance(e, NonTensorStack) and e.tolist() == [[0] * 3] * 2
+    assert NonTensorData(0).flatten().tolist() == [0]
+    assert isinstance(d.view(3, 1), NonTensorData) and d.view(3, 1).shape == (3, 1)
+    td = TensorDict(foo=NonTensorData(3))
+    tdu = td.unsqueeze(0)
+    assert isinstance(tdu.get("foo"), NonTensorStack) and tdu["foo"] == [3]
+    assert isinstance(tdu.squeeze(0).get("foo"), NonTensorData)
+    assert tdu.squeeze()["foo"] == 3
+
+
+def test_non_tensor_stack_shape_ops():
+    s = NonTensorStack(*[str(i) for i in range(6)])
+    v = s.view(2, 3)
+    assert isinstance(v[0], NonTensorStack) and v.shape == (2, 3)
+    assert v.flatten().tolist() == [str(i) for i in range(6)]
+    assert v.transpose(0, 1)[0].tolist() == ["0", "3"]
+    st = NonTensorStack(NonTensorData("a", batch_size=(3,)), NonTensorData("b", batch_size=(3,)), stack_dim=1)
+    assert st.shape == (3, 2)
+    assert st.repeat(1, 2)[0].tolist() == ["a", "b", "a", "b"]
+    assert st.repeat_interleave(2, dim=1)[0].tolist() == ["a", "a", "b", "b"]
+    assert [p.tolist() for p in st.unbind(1)] == [["a"] * 3, ["b"] * 3]
+    assert [p.shape for p in st.split([1, 2], 0)] == [(1, 2), (2, 2)]
+
+
+def test_from_list_and_where():
+    nd = NonTensorStack.from_list([[True, "b", 1], ["c", 0, NonTensorData("final")]])
+    assert nd.shape == (2, 3)
+    assert nd[1, 2].data == "final"
+    with pytest.raises(ValueError, match="ragged"):
+        NonTensorStack.from_list([["a"], ["b", "c"]])
+    a = NonTensorStack("a", "a")
+    b = NonTensorStack("b", "b")
+    assert a.where(torch.tensor([True, False]), b).tolist() == ["a", "b"]
+
+
+def test_torch_stack_of_non_tensor_data_with_tensors():
+    t1, t2 = torch.zeros(2), torch.zeros(3)
+    out = torch.stack([NonTensorData(t1), NonTensorData(t2)])
+    assert isinstance(out, NonTensorStack)
+    assert [t.shape for t in out.tolist()] == [(2,), (3,)]
+
+
+def test_boolean_mask_and_setitem():
+    td = TensorDict(x=torch.arange(3), s=NonTensorStack("a", "b", "c"), batch_size=[3])
+    masked = td[torch.tensor([True, False, True])]
+    assert masked["s"] == ["a", "c"]
+    td[1] = TensorDict(x=torch.tensor(9), s="z")
+    assert td["s"] == ["a", "z", "c"]
+
+
+def test_assign_into_empty_keeps_single_value():
+    data = TensorDict({}, [1, 4])
+    data[0, 0] = TensorDict({"a": 0, "b": "first"}, [])
+    assert data["b"] == "first"
+    data[0, 1] = TensorDict({"a": 0, "b": "second"}, [])
+    assert data.get("b").tolist() == [["first", "second", "first", "first"]]
+
+
+def test_comparison_against_tensor_and_stack():
+    td = TensorDict(a=NonTensorData(3), s=NonTensorStack("x", "y").unsqueeze(0)[0], batch_size=[])
+    eq = td == td.clone()
+    assert eq.all()
+    lazy = lazy_stack([TensorDict(s="v"), TensorDict(s="v")])
+    assert (lazy == torch.stack([TensorDict(s="v"), TensorDict(s="v")])).all()
+
+
+def test_call_and_is_non_tensor():
+    td = TensorDict(f=lambda x: x + 1)
+    assert td.get("f")(1) == 2
+    assert is_non_tensor(td.get("f")) and is_non_tensor(MetaData(1))
+    assert not is_non_tensor(torch.zeros(1))
+
+
+def test_update_rules():
+    d = NonTensorData(1, batch_size=[2])
+    d.update(NonTensorData(5))
+    assert d.data == 5
+    with pytest.raises(ValueError, match="maybe_to_stack"):
+        d.update(NonTensorStack(1, 2))
+    s = d.maybe_to_stack().update(NonTensorStack(1, 2))
+    assert s.tolist() == [1, 2]
+
+
+def test_pickle_roundtrip():
+    td = TensorDict(s=NonTensorStack("a", "b"), m=MetaData("x", batch_size=[2]), batch_size=[2])
+    back = pickle.loads(pickle.dumps(td))
+    assert back["s"] == ["a", "b"] and back["m"] == "x"
+    assert isinstance(back.get("m"), MetaData)
