@@ -123,10 +123,12 @@ def test_state_dict_flat_layout_and_roundtrip():
 def test_state_dict_nested_and_legacy_layouts():
     tc = _node()
     nested = tc.state_dict(flatten=False)
-    assert set(nested) == {"x", "y", "_non_tensor"} and isinstance(nested["y"], dict)
+    assert set(nested) == {"x", "y"} and isinstance(nested["y"], dict)
+    assert nested._metadata["y"]["_non_tensor"]["z"] == "inner"
     other = tc.clone().zero_()
+    other.y.z = "changed"
     other.load_state_dict(nested)
-    assert torch.equal(other.y.x, tc.y.x)
+    assert torch.equal(other.y.x, tc.y.x) and other.y.z == "inner"
 
     @tensorclass
     class Pair:
@@ -181,6 +183,39 @@ def test_replace_leaves_original_untouched():
     assert tc.replace(z="kw").z == "kw" and tc.z == "tag"
     with pytest.raises(KeyError, match="not a field"):
         tc.replace(w=1)
+
+
+def test_select_drops_unselected_non_tensor_fields():
+    tc = _node()
+    sub = tc.select("x")
+    assert type(sub) is Node and sub.z is None and torch.equal(sub.x, tc.x)
+    td = tc.select("x", "z", as_tensordict=True)
+    assert type(td) is TensorDict and set(td.keys()) == {"x", "z"}
+
+
+def test_leafwise_methods_reach_nested_instances():
+    tc = _node()
+    assert not tc.clone().zero_().y.x.any()
+    assert tc.apply(lambda t: t.fill_(1.0)).all()
+    tc.y.x.fill_(0.0)
+    assert not tc.all() and tc.any()
+
+
+def test_update_keeps_nested_instances():
+    tc = _node()
+    src = _node()
+    tc.update(src.to_dict(retain_none=False))
+    assert type(tc.y) is Node and torch.equal(tc.y.x, src.y.x) and tc.y.z == "inner"
+
+
+def test_expected_keys_and_user_mappings():
+    assert Node.__expected_keys__ == {"x", "z", "y"}
+
+    class Holder(TensorClass):
+        data: Any
+
+    value = UserDict({"k": "v"})
+    assert Holder(data=value).data is value
 
 
 def test_is_non_tensor():

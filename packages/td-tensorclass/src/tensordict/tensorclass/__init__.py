@@ -10,9 +10,13 @@ Provided by the ``td-tensorclass`` distribution. Two ways to declare one:
 subpackage has been imported (td-core keeps the top-level name bound to it).
 """
 
+from tensordict import MetaData, is_non_tensor  # upstream re-exports them here
 from tensordict.ext import NonTensorData, NonTensorStack
 from tensordict.tensorclass._dataclass import from_dataclass
 from tensordict.tensorclass._decorator import TensorClass, tensorclass
+
+# td-memmap (when installed) learns to save and load tensorclasses, also inside TensorDicts
+from tensordict.tensorclass._memmap import register_with_memmap as _register_with_memmap
 from tensordict.tensorclass._registry import (
     get_tensorclass,
     is_tensorclass,
@@ -21,11 +25,6 @@ from tensordict.tensorclass._registry import (
     tensorclass_name,
 )
 from tensordict.tensorclass._version import __version__
-
-from tensordict import MetaData, is_non_tensor  # upstream re-exports them here
-
-# td-memmap (when installed) learns to save and load tensorclasses, also inside TensorDicts
-from tensordict.tensorclass._memmap import register_with_memmap as _register_with_memmap
 
 _register_with_memmap()
 del _register_with_memmap

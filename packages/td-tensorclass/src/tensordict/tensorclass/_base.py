@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from tensordict import NestedKey
 from tensordict.ext import (
     NO_DEFAULT,
     NonTensorData,
@@ -22,8 +24,6 @@ from tensordict.ext import (
     leaf_repr,
     unravel_key,
 )
-
-from tensordict import NestedKey
 from tensordict.tensorclass._storage import (
     _ABSENT,
     _EMPTY_SIZE,

@@ -15,10 +15,9 @@ import dataclasses
 from typing import Any
 
 from tensordict.ext import TensorDictBase
-from tensordict.tensorclass._registry import register_tensorclass
-
 from tensordict.tensorclass._base import _init_empty, _init_instance
 from tensordict.tensorclass._pytree import register_pytree
+from tensordict.tensorclass._registry import register_tensorclass
 from tensordict.tensorclass._storage import _Slots, check_tensor_only_hints
 
 __all__: list[str] = []
@@ -221,6 +220,7 @@ def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
                 break
     target._tc_fields = tuple(names)
     target._tc_field_set = frozenset(names)
+    target.__expected_keys__ = frozenset(names)  # upstream's name for the field set
     _set_options(target, {**getattr(cls, "_tc_options", {}), **options})
     if user_init is not None:
         target.__init__ = _wrap_user_init(user_init)

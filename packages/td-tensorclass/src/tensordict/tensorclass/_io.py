@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensordict.ext import NonTensorData, TensorDict, TensorDictBase
-
 from tensordict.tensorclass._storage import _resync, _Slots
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,7 +22,6 @@ from typing import Any
 
 from tensordict.ext import NonTensorData, TensorDict
 from tensordict.tensorclass._registry import get_tensorclass, tensorclass_name
-
 from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _read, _resync
 
 __all__ = ["REGISTERED_NAME", "register_with_memmap"]

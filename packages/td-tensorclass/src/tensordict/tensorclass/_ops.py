@@ -10,12 +10,13 @@ TensorDictBase attribute gets a forwarder when the base class is built
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict.ext import TensorDictBase
 
-from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _resync, _Slots
+from tensordict.ext import TensorDictBase
+from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _resync, _Slots
 from tensordict.tensorclass._wrap import (
     _call_deep,
     _unwrap,
@@ -125,9 +126,22 @@ class _OpsMixin:
         return _wrap_out(self, self._tensordict.contiguous())
 
     # ------------------------------------------------------------------ selection / apply
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Self:
-        """An instance with only ``keys`` set (the other fields read ``None``)."""
-        return _wrap_out(self, self._tensordict.select(*keys, inplace=inplace, strict=strict))
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False) -> Self:
+        """An instance with only ``keys`` set (the other fields, non-tensor ones included,
+        read ``None``); with ``as_tensordict=True`` a ``TensorDict`` of just those keys."""
+        if as_tensordict:
+            return _full_td(self).select(*keys, strict=strict)
+        nt = self._non_tensordict
+        wanted = {k if isinstance(k, str) else k[0] for k in keys}
+        td_keys = [k for k in keys if not (isinstance(k, str) and k in nt)]
+        out = self._tensordict.select(*td_keys, inplace=inplace, strict=strict)
+        if inplace:
+            for key in list(nt):
+                if key not in wanted:
+                    del nt[key]
+            _resync(self)
+            return self
+        return _new(type(self), out, {k: v for k, v in nt.items() if k in wanted})
 
     def exclude(self, *keys: Any, inplace: bool = False) -> Self:
         """An instance without ``keys`` (they read ``None``)."""
@@ -172,6 +186,21 @@ class _OpsMixin:
 
             msg = f"cannot update fields of {cls.__name__}: it is frozen."
             raise dataclasses.FrozenInstanceError(msg)
+        # a nested instance is updated field by field from a dict or TensorDict (it stays
+        # an instance of its class)
+        nested = {}
+        for key in list(keys):
+            if not isinstance(key, str):
+                continue
+            current = self._tensordict._get_raw(key, None)
+            if isinstance(current, _Slots):
+                value = source[key] if not hasattr(source, "_get_raw") else source._get_raw(key)
+                if isinstance(value, (Mapping, TensorDictBase)) and not isinstance(value, _Slots):
+                    nested[key] = value
+        if nested:
+            source = {k: (source[k] if not hasattr(source, "_get_raw") else source._get_raw(k)) for k in keys if k not in nested}
+            for key, value in nested.items():
+                self._tensordict._get_raw(key).update(value, clone=clone, inplace=inplace, **kwargs)
         with _non_tensor_in_td(self) as td:
             td.update(source, clone=clone, inplace=inplace, **kwargs)
         return self
@@ -215,14 +244,16 @@ def _merge_update_source(source: Any, kwargs: dict) -> tuple[Any, dict]:
 #: never tensorclasses
 _PLAIN = [
     "movedim", "moveaxis", "repeat", "repeat_interleave", "flip", "roll", "narrow",
-    "gather", "tensor_split", "float", "double", "half", "bfloat16", "int", "long",
-    "short", "byte", "char", "bool", "type", "pin_memory", "empty", "zero_", "fill_",
-    "detach_", "requires_grad_", "share_memory_", "lock_", "unlock_", "clear_device_",
+    "gather", "tensor_split", "type", "pin_memory", "empty",
+    "share_memory_", "lock_", "unlock_", "clear_device_",
     "rename", "rename_", "refine_names", "consolidate", "densify", "auto_batch_size_",
-    "filter_empty_", "data_ptr", "is_shared", "all", "any",
+    "filter_empty_", "data_ptr", "is_shared",
 ]
 #: methods whose arguments may be tensorclasses (unwrapped to their TensorDicts first)
 _UNWRAP = [
+    # leaf-wise: they must reach the leaves of nested instances too
+    "float", "double", "half", "bfloat16", "int", "long", "short", "byte", "char", "bool",
+    "zero_", "fill_", "detach_", "requires_grad_", "all", "any",
     "named_apply", "copy_", "masked_fill", "masked_fill_", "masked_select",
     "where", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "pow", "pow_",
     "maximum", "maximum_", "minimum", "minimum_", "clamp", "clamp_", "clamp_min",
@@ -277,7 +308,7 @@ _UPSTREAM_METHODS = [
     "param_count", "pin_memory_", "quantile", "record_stream", "rot90", "rsub", "separates",
     "set_non_tensor", "stack_from_tensordict", "stack_tensors", "tile", "to_csv", "to_json",
     "to_mds", "to_padded_tensor", "to_pandas", "to_parquet", "to_store", "to_zarr",
-    "zero_grad", "asend", "arecv", "from_dict_instance",
+    "zero_grad", "asend", "arecv", "from_dict_instance", "get_non_tensor",
 ]
 _UPSTREAM_PROPERTIES = ["dtype", "depth", "is_cpu", "is_cuda", "is_meta"]
 _UPSTREAM_CLASSMETHODS = ["from_csv", "from_json", "from_list", "from_pandas", "from_parquet", "from_schema", "from_zarr"]

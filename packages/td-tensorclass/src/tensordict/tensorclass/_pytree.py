@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
-from tensordict.ext import TensorDict
 
+from tensordict.ext import TensorDict
 from tensordict.tensorclass._storage import _new
 
 __all__ = ["register_pytree"]

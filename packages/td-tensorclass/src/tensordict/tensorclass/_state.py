@@ -6,7 +6,7 @@ State-dict layout (the one PyTorch users know from ``nn.Module``): a flat
 maps each instance's prefix (``""`` for the root, ``"y"`` for a nested instance under
 field ``y``) to ``{"_type": <class qualname>, "_non_tensor": {field: value}}``. With
 ``flatten=False`` the tensors are nested ``dict`` s instead (``{"x": ..., "y": {...}}``)
-and each level carries its non-tensor fields under ``"_non_tensor"``.
+with the same ``_metadata``.
 ``load_state_dict`` also reads the layout older tensorclass versions wrote
 (``{"_tensordict": {...}, "_non_tensordict": {...}}``).
 """
@@ -17,8 +17,8 @@ import collections
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 
+from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.tensorclass._storage import _resync, _Slots, _store_field
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,8 +65,6 @@ def _nested_state(obj: Any, keep_vars: bool) -> dict:
             out[key] = value.state_dict(keep_vars=keep_vars)
         elif isinstance(value, torch.Tensor):
             out[key] = value if keep_vars else value.detach()
-    if obj._non_tensordict:
-        out[_NT_KEY] = dict(obj._non_tensordict)
     return out
 
 
@@ -133,6 +131,21 @@ def _unflatten(sd: dict, meta: dict | None) -> dict:
     return nested
 
 
+def _with_non_tensor(nested: dict, meta: dict | None) -> dict:
+    """A nested state dict with each level's non-tensor fields (from ``_metadata``) added."""
+    for prefix, info in (meta or {}).items():
+        if not isinstance(info, dict) or _NT_KEY not in info:
+            continue
+        node = nested
+        for part in prefix.split(".") if prefix else ():
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[_NT_KEY] = dict(info[_NT_KEY])
+    return nested
+
+
 class _StateMixin:
     """``state_dict``/``load_state_dict``, autograd helpers and ``replace``."""
 
@@ -165,7 +178,11 @@ class _StateMixin:
             (['x'], {'tag': 'a'})
         """
         if not flatten:
-            return _nested_state(self, keep_vars)
+            out = _nested_state(self, keep_vars)
+            meta: dict = collections.OrderedDict()
+            _flat_state(self, "", collections.OrderedDict(), meta, keep_vars)
+            out._metadata = meta  # type: ignore[attr-defined]
+            return out
         out: dict = collections.OrderedDict() if destination is None else destination
         meta: dict = collections.OrderedDict()
         body: dict = collections.OrderedDict()
@@ -193,7 +210,7 @@ class _StateMixin:
             if nt:
                 nested[_NT_KEY] = dict(nt)
         elif any(isinstance(v, dict) and k != _NT_KEY for k, v in state_dict.items()):
-            nested = dict(state_dict)
+            nested = _with_non_tensor(dict(state_dict), getattr(state_dict, "_metadata", None))
         else:
             nested = _unflatten(state_dict, getattr(state_dict, "_metadata", None))
         _load_nested(self, nested, strict, "")

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+
 from tensordict.ext import (
     NonTensorData,
     NonTensorStack,
@@ -83,8 +84,8 @@ def _locked_error(cls: type, name: str) -> RuntimeError:
 
 
 # batch-size and device normalisation are td-core's own (one definition)
-from tensordict.ext import to_batch_size as _to_size  # noqa: E402, F401
-from tensordict.ext import to_device as _to_device  # noqa: E402, F401 (used by the tests)
+from tensordict.ext import to_batch_size as _to_size  # noqa: E402, F401 (used by the tests)
+from tensordict.ext import to_device as _to_device  # noqa: E402, F401
 
 
 # ---------------------------------------------------------------------- binding
@@ -457,7 +458,9 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
             if target is not None:
                 value = target.from_tensordict(value)
         return True, value
-    if isinstance(value, Mapping):
+    # a plain dict becomes a TensorDict (or the annotated tensorclass); other mappings
+    # (UserDict, ...) are kept as objects unless the annotation asks for a tensorclass
+    if isinstance(value, dict) or isinstance(value, Mapping) and _tensorclass_hint(cls, name) is not None:
         target = _tensorclass_hint(cls, name)
         try:
             sub = TensorDict(dict(value), batch_size=bs, device=device)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict.ext import TD_HANDLED_FUNCTIONS
 
+from tensordict.ext import TD_HANDLED_FUNCTIONS
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import _unwrap, _wrap_out
 

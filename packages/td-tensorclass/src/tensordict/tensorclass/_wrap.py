@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 from tensordict.ext import TensorDict, TensorDictBase
-
 from tensordict.tensorclass._storage import _new, _resync, _Slots
 
 __all__: list[str] = []
