@@ -458,3 +458,37 @@ class TestAsTensorDictModule:
         assert (Holder().forward(TensorDict(x=torch.ones(2), batch_size=[2]))["y"] == 3).all()
         with pytest.raises(TypeError, match="expected a TensorDict"):
             sum_diff(torch.ones(2))
+
+
+class TestCallExtras:
+    def test_extra_keyword_goes_to_the_module(self):
+        class TakesC(nn.Module):
+            def forward(self, x, c):
+                return x + c
+
+        module = TensorDictModule(TakesC(), in_keys=["a"], out_keys=["b"])
+        out = module(a=torch.zeros(2), c=1)
+        assert (out["b"] == 1).all()
+
+    def test_dispatch_extra_positional(self):
+        from tensordict.nn import dispatch
+
+        class WithOther(nn.Module):
+            in_keys = [("a", "c"), "d"]
+            out_keys = ["b"]
+
+            @dispatch(separator="_")
+            def forward(self, tensordict, other):
+                tensordict["b"] = tensordict["a", "c"] + tensordict["d"] + other
+                return tensordict
+
+        (b,) = WithOther()(torch.zeros(1, 2), torch.ones(1, 2), 1)
+        assert (b == 2).all()
+
+    def test_dispatch_switched_off(self):
+        from tensordict.nn.utils import _set_dispatch_td_nn_modules
+
+        module = TensorDictModule(nn.Linear(1, 1), ["a"], ["b"])
+        with _set_dispatch_td_nn_modules(False), pytest.raises(TypeError, match="missing 1 required positional argument"):
+            module(a=torch.zeros(1, 1))
+        assert isinstance(module(a=torch.zeros(1, 1)), TensorDict)

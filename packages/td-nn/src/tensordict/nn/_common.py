@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict.utils import ModeSwitch
 from torch import nn
 
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "TensorDictModuleBase",
@@ -275,8 +275,18 @@ def _values_from_call(
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
     separator: str,
+    extra: tuple[list, dict] | None = None,
 ) -> dict:
-    """Maps positional and keyword tensors to ``in_keys``; raises on duplicates/unknowns."""
+    """Maps positional and keyword tensors to ``in_keys``; raises on duplicates/unknowns.
+
+    With ``extra=(args_list, kwargs_dict)``, positional values beyond the in_keys and
+    keywords that name no in_key are collected there (passed on to the module) instead.
+    """
+    if extra is not None:
+        n_kw = sum(1 for key in in_keys if _key_to_name(key, separator) in kwargs)
+        n_pos = max(len(in_keys) - n_kw, 0)
+        extra[0].extend(args[n_pos:])
+        args = args[:n_pos]
     if len(args) > len(in_keys):
         msg = (
             f"{owner}: got {len(args)} positional inputs but the module reads only "
@@ -291,6 +301,9 @@ def _values_from_call(
             names.setdefault(key, key)
     for name, value in kwargs.items():
         key = names.get(name)
+        if key is None and extra is not None:
+            extra[1][name] = value
+            continue
         if key is None:
             msg = (
                 f"{owner}: unexpected keyword argument {name!r}. The module reads "
@@ -394,11 +407,12 @@ class dispatch:  # noqa: N801 - public name of the tensordict API
                 return call(*args, **kwargs)
             name = type(owner).__name__ if owner is not None else getattr(func, "__name__", "function")
             in_keys = keys_of(owner, source)
-            values = _values_from_call(name, in_keys, args, kwargs, separator)
+            extra: tuple[list, dict] = ([], {})
+            values = _values_from_call(name, in_keys, args, kwargs, separator, extra)
             td = _td_from_values(values)
             if auto_bs:
                 _infer_batch_size_(td)
-            out = call(td)
+            out = call(td, *extra[0], **extra[1])
             out_keys = keys_of(owner, dest)
             if not isinstance(out, TensorDictBase):
                 return out

@@ -18,6 +18,7 @@ from torch import nn
 
 from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn._common import (
+    _DISPATCH_TD_NN_MODULES,
     _NOTSET,
     TensorDictModuleBase,
     _all_present,
@@ -27,7 +28,9 @@ from tensordict.nn._common import (
     _module_label,
     _normalize_keys,
     _ReadableKeyError,
+    _td_from_values,
     _tensor_call_output,
+    _values_from_call,
 )
 from tensordict.nn._common import _SKIP_EXISTING as _SKIP
 
@@ -394,9 +397,18 @@ class TensorDictModule(TensorDictModuleBase):
             self._write(tensordict, out)
             return tensordict
         if not isinstance(tensordict, TensorDictBase):
-            td = self._td_from_call(tensordict, args, kwargs)
-            out = _infer_batch_size_(self.forward(td, tensordict_out=tensordict_out))
-            return _tensor_call_output(self, out, tensordict is not None or bool(args))
+            if not _DISPATCH_TD_NN_MODULES[0]:
+                msg = f"{type(self).__name__}.forward() missing 1 required positional argument: 'tensordict'"
+                raise TypeError(msg)
+            positional = (tensordict, *args) if tensordict is not None else args
+            extra: tuple[list, dict] = ([], {})
+            values = _values_from_call(type(self).__name__, self.in_keys, positional, kwargs, "_", extra)
+            if extra[1] and len(values) < len(self.in_keys):
+                # an unknown keyword while an input is missing: most likely a misspelt input
+                _values_from_call(type(self).__name__, self.in_keys, positional, kwargs, "_")
+            td = _td_from_values(values)
+            out = _infer_batch_size_(self.forward(td, *extra[0], tensordict_out=tensordict_out, **extra[1]))
+            return _tensor_call_output(self, out, bool(positional))
         if self._skips(tensordict):
             return tensordict
         fn = self._fn
