@@ -117,19 +117,25 @@ def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | No
 
 
 # ---------------------------------------------------------------------- parsing
+# Every variable-length part of these patterns is bounded (a size list, a device, a
+# class name), so one match attempt costs O(1) and parsing is linear in the input.
 _TENSOR_RE = re.compile(
-    r"(?P<cls>\w+)\(shape=torch\.Size\(\[(?P<shape>[^\]]*)\]\), device=(?P<device>[^,]+), "
-    r"dtype=torch\.(?P<dtype>\w+), is_shared=(?P<shared>True|False)\)"
+    r"(?P<cls>\w{1,200})\(shape=torch\.Size\(\[(?P<shape>[0-9, ]{0,1400})\]\), device=(?P<device>[^,\n]{1,200}), "
+    r"dtype=torch\.(?P<dtype>\w{1,60}), is_shared=(?P<shared>True|False)\)"
 )
-_NONTENSOR_RE = re.compile(
-    r"NonTensorData\(data=(?P<data>.*), batch_size=torch\.Size\(\[(?P<bs>[^\]]*)\]\), device=(?P<device>[^)]*)\)"
+_NONTENSOR_HEAD = "NonTensorData(data="
+_NONTENSOR_TAIL_RE = re.compile(
+    r", batch_size=torch\.Size\(\[(?P<bs>[0-9, ]{0,1400})\]\), device=(?P<device>[^)\n]{0,200})\)"
 )
+_NONTENSOR_SEP = ", batch_size=torch.Size(["
 _TAIL_RE = re.compile(
-    r",\s*batch_size=torch\.Size\(\[(?P<bs>[^\]]*)\]\),\s*device=(?P<device>[^,\s]+),\s*is_shared=(?:True|False)"
-    r"(?:,\s*stack_dim=\d+)?\)"
+    r",[ \t\n]{0,200}batch_size=torch\.Size\(\[(?P<bs>[0-9, ]{0,1400})\]\),[ \t\n]{0,200}"
+    r"device=(?P<device>[^,\s]{1,200}),[ \t\n]{0,200}is_shared=(?:True|False)"
+    r"(?:,[ \t\n]{0,200}stack_dim=\d{1,20})?\)"
 )
-_EXCLUSIVE_RE = re.compile(r",\s*exclusive_fields=\{")
-_HEAD_RE = re.compile(r"\s*(?P<cls>\w+)\(\s*fields=\{")
+_EXCLUSIVE_RE = re.compile(r",[ \t\n]{0,200}exclusive_fields=\{")
+_HEAD_RE = re.compile(r"[ \t\n]{0,4000}(?P<cls>\w{1,200})\([ \t\n]{0,200}fields=\{")
+_INT64_MAX = (1 << 63) - 1
 
 
 def _size(text: str) -> list[int]:
@@ -143,7 +149,29 @@ def _size(text: str) -> list[int]:
     if any(v < 0 for v in size):
         msg = f"parse_tensor_dict_string: invalid size [{text}]."
         raise ValueError(msg)
+    if any(v > _INT64_MAX for v in size):
+        msg = f"parse_tensor_dict_string: size [{text}] has a dimension beyond int64."
+        raise ValueError(msg)
     return size
+
+
+def _match_nontensor(s: str, pos: int, end: int) -> tuple[str, str, str, int] | None:
+    """``(data, batch size, device, end)`` of ``NonTensorData(data=..., batch_size=..., device=...)`` at ``pos``.
+
+    The data text runs up to the first ``, batch_size=torch.Size([`` that is followed
+    by a complete tail; each candidate is checked with a bounded pattern, so the scan
+    is linear in the line's length.
+    """
+    if not s.startswith(_NONTENSOR_HEAD, pos, end):
+        return None
+    start = pos + len(_NONTENSOR_HEAD)
+    at = s.find(_NONTENSOR_SEP, start, end)
+    while at >= 0:
+        m = _NONTENSOR_TAIL_RE.match(s, at, end)
+        if m is not None:
+            return s[start:at], m["bs"], m["device"], m.end()
+        at = s.find(_NONTENSOR_SEP, at + 1, end)
+    return None
 
 
 def _device(text: str) -> torch.device | None:
@@ -164,26 +192,29 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
         raise ValueError(msg)
     pos = m.end()
     fields: dict = {}
+    n = len(s)
+    line_end = -1  # end of the line holding ``pos`` (found once per line: linear time)
     while True:
-        while pos < len(s) and s[pos] in " \n\t,":
+        while pos < n and s[pos] in " \n\t,":
             pos += 1
-        if pos >= len(s):
+        if pos >= n:
             msg = "parse_tensor_dict_string: unexpected end of string inside fields."
             raise ValueError(msg)
         if s[pos] == "}":
             pos += 1
             break
-        sep = s.find(": ", pos)
-        newline = s.find("\n", pos)
-        if sep < 0 or (0 <= newline < sep):
+        if line_end < pos:
+            line_end = s.find("\n", pos)
+            if line_end < 0:
+                line_end = n
+        sep = s.find(": ", pos, line_end)
+        if sep < 0:
             msg = f"parse_tensor_dict_string: expected 'key: value' at position {pos}."
             raise ValueError(msg)
         key = s[pos:sep]
         pos = sep + 2
-        line_end = s.find("\n", pos)
-        line = s[pos : line_end if line_end >= 0 else len(s)]
-        mt = _TENSOR_RE.match(line)
-        mn = _NONTENSOR_RE.match(line)
+        mt = _TENSOR_RE.match(s, pos, line_end)
+        mn = _match_nontensor(s, pos, line_end) if mt is None else None
         if mt is not None:
             dtype = getattr(torch, mt["dtype"], None)
             if not isinstance(dtype, torch.dtype):
@@ -198,10 +229,10 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
             except (RuntimeError, TypeError) as err:  # invalid shape
                 msg = f"parse_tensor_dict_string: cannot build the tensor of key {key!r}: {err}"
                 raise ValueError(msg) from None
-            pos += mt.end()
+            pos = mt.end()
         elif mn is not None:
-            fields[key] = NonTensorData(mn["data"], _size(mn["bs"]))
-            pos += mn.end()
+            fields[key] = NonTensorData(mn[0], _size(mn[1]))
+            pos = mn[3]
         else:
             fields[key], pos = _parse_td(s, pos)
     mx = _EXCLUSIVE_RE.match(s, pos)
