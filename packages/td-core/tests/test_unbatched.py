@@ -96,3 +96,22 @@ def test_lazy_stack_holds_it():
     td = make()
     ls = lazy_stack([td, td])
     assert ls[0].get("u").data_ptr() == td["u"].data_ptr()
+
+
+def test_vmap_passes_it_through():
+    data = torch.randn(7, 11)
+    td = TensorDict(a=torch.randn(4, 3, 5), u=UnbatchedTensor(data), batch_size=[4, 3])
+    out = torch.vmap(lambda x: x)(td)
+    assert out.get("u").data_ptr() == data.data_ptr() and out.get("u").batch_size == (4, 3)
+    leaf = torch.vmap(lambda x: x["u"])(td)
+    assert isinstance(leaf, UnbatchedTensor) and leaf.batch_size == (4, 3)
+    direct = torch.vmap(lambda x: x)(UnbatchedTensor(data, batch_size=[4]))
+    assert direct.data_ptr() == data.data_ptr() and direct.batch_size == (4,)
+
+
+def test_nontensor_update_at_makes_a_stack():
+    from tensordict import NonTensorData
+
+    td = TensorDict(val=NonTensorData(0, batch_size=[6]), batch_size=[6])
+    td.update_at_(TensorDict(val=NonTensorData(1, batch_size=[3]), batch_size=[3]), slice(1, None, 2))
+    assert td.get("val").tolist() == [0, 1] * 3

@@ -605,6 +605,15 @@ class TensorDictBase(
         existing[index] = value
         return self
 
+        if isinstance(existing, NonTensorData):  # one object for the batch: becomes a stack
+            if isinstance(value, NonTensorData) and value.data is existing.data:
+                return self
+            stack = existing.maybe_to_stack()
+            stack[index] = value
+            key = unravel_key(key)
+            parent = self if key.__class__ is str else self._get_any_raw(key[:-1]) if len(key) > 1 else self
+            parent._set_raw(key if key.__class__ is str else key[-1], stack)
+            return self
     def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
         """Returns ``td[key]``, first setting it to ``default`` if missing."""
         if key not in self.keys(include_nested=True):

@@ -39,11 +39,18 @@ from torch._functorch import vmap as _vm
 from torch.utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
 
 from tensordict import _classes
+from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["install"]
 
 _Tensor = torch.Tensor
-_is_coll = _classes.is_tensor_collection
+_is_tc = _classes.is_tensor_collection
+
+
+def _is_coll(value: Any) -> bool:
+    """A tensor collection, or an ``UnbatchedTensor`` (batched through its ``batch_size``)."""
+    return value.__class__ is UnbatchedTensor or _is_tc(value)
+
 _ORIGINAL: dict[str, Any] = {}
 #: attribute marking a TensorDict made from a lazy stack batched along its stack dim
 _RESTACK = "_vmap_restack_level"
@@ -76,6 +83,9 @@ def add_batch_dim(coll: Any, in_dim: int | None, level: int) -> Any:
     the function writes into an unbatched input do not leak batched tensors out.
     """
     cls = type(coll)
+    if cls is UnbatchedTensor:  # kept whole: only its batch size changes
+        bs = coll.batch_size
+        return coll if in_dim is None else coll._rebatch(bs[:in_dim] + bs[in_dim + 1 :])
     if in_dim is None and not (
         getattr(coll, "_is_tensorclass", False)
         or cls is _classes.TensorDict
@@ -104,7 +114,9 @@ def add_batch_dim(coll: Any, in_dim: int | None, level: int) -> Any:
         new_bs, add = torch.Size(bs[:in_dim] + bs[in_dim + 1 :]), _vm._add_batch_dim
     source = {}
     for key, value in coll._items_raw():
-        if isinstance(value, _Tensor):
+        if value.__class__ is UnbatchedTensor:
+            source[key] = value._rebatch(new_bs)
+        elif isinstance(value, _Tensor):
             source[key] = add(value, in_dim, level)
         elif isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack)):
             source[key] = value if in_dim is None else _nt_rebatch(value, new_bs)
@@ -147,6 +159,9 @@ def _add_lazy(coll: Any, in_dim: int, level: int) -> Any:
 def remove_batch_dim(coll: Any, level: int, batch_size: int, out_dim: int) -> Any:
     """``coll`` with the vmap ``level`` turned back into a dim of size ``batch_size`` at ``out_dim``."""
     cls = type(coll)
+    if cls is UnbatchedTensor:
+        bs = coll.batch_size
+        return coll._rebatch((*bs[:out_dim], batch_size, *bs[out_dim:]))
     if getattr(coll, "_is_tensorclass", False) and hasattr(coll, "_tensordict"):
         non_tensor = getattr(coll, "_non_tensordict", None)
         inner = remove_batch_dim(coll._tensordict, level, batch_size, out_dim)
@@ -167,7 +182,9 @@ def remove_batch_dim(coll: Any, level: int, batch_size: int, out_dim: int) -> An
     source = {}
     remove = _vm._remove_batch_dim
     for key, value in coll._items_raw():
-        if isinstance(value, _Tensor):
+        if value.__class__ is UnbatchedTensor:
+            source[key] = value._rebatch(new_bs)
+        elif isinstance(value, _Tensor):
             source[key] = remove(value, level, batch_size, out_dim)
         elif isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack)):
             source[key] = _nt_rebatch(value, new_bs)
