@@ -10,12 +10,12 @@ from enum import Enum
 from typing import Any
 
 import torch
-from tensordict.utils import ModeSwitch
 from torch import distributions as D  # noqa: N812
 from torch.distributions import constraints
 
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 from tensordict.nn._common import _ReadableKeyError
+from tensordict.utils import ModeSwitch
 
 __all__ = [
     "CompositeDistribution",
@@ -552,17 +552,35 @@ class CompositeDistribution(D.Distribution):
         values = {key: dist.log_prob(sample.get(self.name_map[key])) for key, dist in self.dists.items()}
         return self._per_key(values, "_log_prob", sample.batch_size)
 
-    def log_prob_composite(self, sample: TensorDictBase, include_sum: bool = True) -> TensorDictBase:
-        """Writes each key's log-prob (and their sum at ``log_prob_key``) into ``sample``."""
+    def log_prob_composite(
+        self, sample: TensorDictBase, include_sum: bool | None = None, *, inplace: bool = False
+    ) -> TensorDictBase:
+        """Each key's log-prob at ``"<key>_log_prob"`` (and their sum at ``log_prob_key``).
+
+        Args:
+            sample (TensorDictBase): the samples.
+            include_sum (bool, optional): also write the sum over keys (each reduced to
+                the batch shape). Defaults to :func:`composite_lp_aggregate`.
+
+        Keyword Args:
+            inplace (bool, optional): write into ``sample`` instead of a new
+                TensorDict. Defaults to ``False``.
+
+        Returns:
+            the TensorDict of log-probabilities (``sample`` itself with ``inplace=True``).
+        """
+        if include_sum is None:
+            include_sum = self._aggregate()
+        out = sample if inplace else TensorDict({}, batch_size=sample.batch_size)
         total = None
         for key, dist in self.dists.items():
             lp = dist.log_prob(sample.get(self.name_map[key]))
-            sample.set(_suffixed(self.name_map[key], "_log_prob"), lp)
+            out.set(_suffixed(self.name_map[key], "_log_prob"), lp)
             red = self._reduce(lp, sample.batch_dims)
             total = red if total is None else total + red
         if include_sum and total is not None:
-            sample.set(self.log_prob_key, total)
-        return sample
+            out.set(self.log_prob_key, total)
+        return out
 
     def entropy(self, samples_mc: int = 1) -> TensorDict | torch.Tensor:
         """Entropies (Monte-Carlo estimated with ``samples_mc`` samples where no closed form exists)."""

@@ -513,11 +513,18 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             values = [tensordict.get(k) for k in self.dist_sample_keys]
         if self.return_log_prob:
             if isinstance(dist, CompositeDistribution):
-                lp = dist.log_prob(values[0] if _requires_sample else tensordict)
-                if isinstance(lp, TensorDictBase):
-                    dest.update(lp)
+                sample = values[0] if _requires_sample else tensordict
+                if dist._aggregate():
+                    # legacy layout: each "<key>_log_prob" plus their sum at log_prob_key
+                    lps = dist.log_prob_composite(sample, include_sum=False)
+                    dest.update(lps)
+                    total = None
+                    for _, lp in lps.items(True, True):
+                        red = dist._reduce(lp, dest.batch_dims)
+                        total = red if total is None else total + red
+                    dest.set(self.log_prob_keys[0], total)
                 else:
-                    dest.set(self.log_prob_keys[0], lp)
+                    dest.update(dist.log_prob(sample))
             else:
                 dest.set(self.log_prob_keys[0], dist.log_prob(*values))
         return dest
