@@ -113,3 +113,19 @@ def test_tensorclass_through_collectives_and_p2p(tmp_path):
     assert r0["reduced"] == r1["reduced"] == 1.0
     assert r1["type"] == "MyDistData" and r1["a"] == 42.0
     assert r0["bc_type"] == r1["bc_type"] == "MyDistData"
+
+
+def reduce_shapes_job(rank: int, world: int) -> dict:
+    td = TensorDict({("a", "b"): torch.ones(2), "c": torch.ones(2, 2)}, [2])
+    if rank == 0:
+        td = td.expand(1, 2).contiguous()  # same element counts, another batch shape
+    futures = td.reduce(0, async_op=True, return_premature=True)
+    for f in futures or []:
+        f.wait()
+    return {"sum": float(td["c"].sum()), "shape": list(td["c"].shape)}
+
+
+@pytest.mark.timeout(120)
+def test_reduce_matches_leaves_by_element_count(tmp_path):
+    r0, _ = run_ranks(reduce_shapes_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert r0 == {"sum": 8.0, "shape": [1, 2, 2]}

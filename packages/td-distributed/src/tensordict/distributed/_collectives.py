@@ -115,9 +115,24 @@ def _all_gather_bytes(op: str, payload: bytes, group: Any, device: torch.device,
     return [tensor_bytes(t[:m].cpu()) for t, m in zip(out, lens)]
 
 
-def _check_same_structure(op: str, template: Template, group: Any, device: torch.device, size: int) -> None:
-    """One tiny all-reduce: every rank must hold the same structure (keys, dtypes, shapes)."""
-    d = template.digest
+def _numel_digest(template: Template) -> int:
+    """A 63-bit hash of the keys, dtypes and element counts of the leaves, in order:
+    what an element-wise reduction of the flattened leaves needs to agree on (a leaf
+    of shape ``[1, 2]`` reduces with one of shape ``[2]``, as with torch.distributed)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    for key, leaf in template.td.items(include_nested=True, leaves_only=True):
+        if isinstance(leaf, torch.Tensor):
+            h.update(repr((key, str(leaf.dtype), leaf.numel())).encode())
+    return int.from_bytes(h.digest(), "little") >> 1
+
+
+def _check_same_structure(op: str, template: Template, group: Any, device: torch.device, size: int,
+                          by_numel: bool = False) -> None:
+    """One tiny all-reduce: every rank must hold the same structure (keys, dtypes, shapes;
+    element counts instead of shapes with ``by_numel``)."""
+    d = _numel_digest(template) if by_numel else template.digest
     probe = torch.tensor([d, -d], dtype=torch.int64, device=device)
     _blocking(op, group, dist.all_reduce, probe, op=dist.ReduceOp.MAX)
     hi, neg_lo = (int(v) for v in probe.tolist())
@@ -307,7 +322,7 @@ def _reduce_impl(opname: str, td: Any, op: Any, group: Any, dst: int | None, asy
         op = dist.ReduceOp.SUM
     dev, _ = comm_mode(group)
     bufs = _Buffers(td, dev)
-    _check_same_structure(opname, bufs.template, group, dev, size)
+    _check_same_structure(opname, bufs.template, group, dev, size, by_numel=True)
     divide = None
     wire_op = op
     if op == dist.ReduceOp.AVG and not _avg_supported(group):
