@@ -804,12 +804,38 @@ class TensorDictBase(
         Every value is validated before anything is written: if one fails, no key
         is changed.
 
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values to write; nested
+                mappings and TensorDicts are merged key by key into the nested
+                TensorDicts of ``self``. Each tensor's shape must start with
+                ``batch_size``; plain dicts become TensorDicts, other objects
+                non-tensor data.
+            clone (bool, optional): write clones of the values instead of the values
+                themselves. Defaults to ``False``.
+            inplace (bool, optional): copy into the existing tensors (``set_``) where a
+                key exists, instead of replacing them; required on a locked TensorDict.
+                Defaults to ``False``.
+
+        Keyword Args:
+            non_blocking (bool, optional): non-blocking copies when a value is moved to
+                ``self.device``. Defaults to ``False``.
+            keys_to_update (sequence of NestedKey, optional): write only these keys
+                (and what is nested under them). Defaults to every key.
+            is_leaf (callable, optional): accepted for compatibility with tensordict
+                0.15; the keys of nested TensorDicts are always merged.
+            update_batch_size (bool, optional): first set ``self.batch_size`` to
+                ``input_dict_or_td.batch_size`` (when it is a TensorDict). Defaults to
+                ``False``.
+            ignore_lock (bool, optional): write into a locked TensorDict (it is
+                unlocked for the update and locked again). Defaults to ``False``.
+
         Returns:
             ``self``.
 
         Raises:
-            RuntimeError: a value's leading dims do not match ``batch_size``, or the
-                TensorDict is locked.
+            RuntimeError: a value's leading dims do not match ``batch_size``
+                (``batch_size`` and the key are named), or the TensorDict is locked
+                and a key would be added or replaced.
 
         Examples:
             >>> import torch
