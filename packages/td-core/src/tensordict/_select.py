@@ -25,6 +25,16 @@ class SelectMixin:
     def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:
         """A TensorDict with only ``keys`` (nested keys select inside sub-TensorDicts).
 
+        Args:
+            *keys (NestedKey): the keys to keep (or one list of them).
+            inplace (bool, optional): remove the other keys from ``self`` and return
+                it. Defaults to ``False``: a new TensorDict sharing the leaves.
+            strict (bool, optional): raise on a missing key; ``False`` skips it.
+                Defaults to ``True``.
+
+        Returns:
+            a TensorDict with the batch size, device and names of ``self``.
+
         Raises:
             KeyError: a key is missing and ``strict=True``.
 
@@ -85,7 +95,26 @@ class SelectMixin:
         return self._new_like(source)
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
-        """A TensorDict without ``keys`` (missing keys are ignored)."""
+        """A TensorDict without ``keys`` (missing keys are ignored).
+
+        Args:
+            *keys (NestedKey): the keys to drop (or one list of them).
+            inplace (bool, optional): delete them from ``self`` and return it.
+                Defaults to ``False``: a new TensorDict sharing the other leaves.
+
+        Returns:
+            a TensorDict with the batch size, device and names of ``self``.
+
+        Raises:
+            RuntimeError: ``inplace=True`` on a locked TensorDict.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+            >>> list(td.exclude(("b", "c")).keys(True))
+            ['a', 'b']
+        """
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
         if not inplace and all(k.__class__ is str for k in keys):
@@ -135,6 +164,21 @@ class SelectMixin:
     ) -> tuple[TensorDictBase, ...]:
         """Splits into one TensorDict per key set, plus one with the remaining keys.
 
+        Args:
+            *key_sets (sequence of NestedKey): one sequence of keys per output.
+            inplace (bool, optional): the remaining keys stay in ``self``, which is
+                returned last. Defaults to ``False``.
+            default (object, optional): accepted for compatibility; missing keys
+                follow ``strict``.
+            strict (bool, optional): raise on a missing key; ``False`` skips it.
+                Defaults to ``True``.
+
+        Returns:
+            a tuple of ``len(key_sets) + 1`` TensorDicts with the batch size of ``self``.
+
+        Raises:
+            KeyError: a key is missing and ``strict=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -176,7 +220,26 @@ class SelectMixin:
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDictBase:
         """A TensorDict with the same batch size and device and no keys.
 
-        With ``recurse=True`` the nested TensorDicts are kept (empty).
+        Args:
+            recurse (bool, optional): keep the nested TensorDicts (emptied).
+                Defaults to ``False``.
+
+        Keyword Args:
+            batch_size (torch.Size, optional): the batch size of the result.
+                Defaults to ``self.batch_size``.
+            device (torch.device, optional): the device of the result (``None`` for
+                no device). Defaults to ``self.device``.
+            names (list of str, optional): accepted for compatibility.
+
+        Returns:
+            a new, empty :class:`~tensordict.TensorDict`.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3)}}, [3])
+            >>> list(td.empty(recurse=True).keys(True)), td.empty().batch_size
+            (['b'], torch.Size([3]))
         """
 
         source = {}
@@ -191,6 +254,15 @@ class SelectMixin:
     # ------------------------------------------------------------------ key rewriting
     def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDictBase:
         """Renames ``old_key`` to ``new_key`` in place.
+
+        Args:
+            old_key (NestedKey): the key to rename.
+            new_key (NestedKey): its new name (may be nested elsewhere).
+            safe (bool, optional): refuse to overwrite an existing ``new_key``.
+                Defaults to ``False``.
+
+        Returns:
+            ``self``.
 
         Raises:
             KeyError: ``old_key`` is missing, or ``safe=True`` and ``new_key`` exists.
@@ -209,6 +281,19 @@ class SelectMixin:
 
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
         """Flattens nested keys into single keys joined by ``separator``.
+
+        Args:
+            separator (str, optional): joins the parts of a nested key. Defaults to ``"."``.
+            inplace (bool, optional): replace the keys of ``self`` and return it.
+                Defaults to ``False``.
+            is_leaf (callable, optional): accepted for compatibility; nested
+                TensorDicts are always flattened.
+
+        Returns:
+            a TensorDict with the batch size of ``self`` and no nested TensorDict.
+
+        Raises:
+            RuntimeError: ``inplace=True`` on a locked TensorDict.
 
         Examples:
             >>> import torch
@@ -241,7 +326,26 @@ class SelectMixin:
                 source[full] = value
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
-        """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``)."""
+        """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``).
+
+        Args:
+            separator (str, optional): the separator to split on. Defaults to ``"."``.
+            inplace (bool, optional): replace the keys of ``self`` and return it.
+                Defaults to ``False``.
+
+        Returns:
+            a TensorDict with the batch size of ``self``.
+
+        Raises:
+            KeyError: a key nests under a name that holds a leaf.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a.b": torch.zeros(()), "c": torch.zeros(())})
+            >>> list(td.unflatten_keys().keys(True, True))
+            [('a', 'b'), 'c']
+        """
 
         bs, dev = self.batch_size, self.device
         tree: dict = {}
