@@ -53,6 +53,7 @@ from tensordict._seams_generated import GeneratedSiblingMixin as SiblingMixin
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 from tensordict._shape_aliases import ShapeAliasMixin
+from tensordict._shape_context import ShapeContextMixin
 from tensordict._torch_fn import dispatch
 from tensordict._unbatched import UnbatchedTensor
 
@@ -139,6 +140,7 @@ def _plan_lazy_write_at(dest: Any, index: tuple, value: Any, plan: list) -> bool
 
 
 class TensorDictBase(
+    ShapeContextMixin,
     SelectMixin,
     CompareMixin,
     ShapeMixin,
@@ -1002,6 +1004,8 @@ class TensorDictBase(
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if not self._lock_stack:
+            if self._shape_source is not None and exc_type is None:
+                self._exit_shape_context()  # ``with td.transpose(...) as t:`` writes back
             return
         op = self._lock_stack.pop()
         if op[0] == "lock":

@@ -1,0 +1,219 @@
+"""Shape ops as context managers, and the keyword forms of shape ops upstream accepts.
+
+``with td.transpose(1, 0) as t: ...`` (and ``permute``, ``view``, ``reshape``,
+``squeeze``, ``unsqueeze``, ``flatten``, ``unflatten``, ``movedim``, ``flatten_keys``,
+``unflatten_keys``): on exit, the inverse op is applied to ``t`` and what it holds is
+written back into ``td``: new keys are set, leaves that no longer share storage with
+``td``'s are copied in. Leaves that are views of ``td``'s tensors need nothing (writes
+already went through).
+
+Each op records ``(source, inverse)`` on its result in one attribute; nothing else is
+paid when the result is not used as a context manager. The ops are the ones of
+``ShapeMixin``/``SelectMixin``; this mixin sits before them in ``TensorDictBase``'s
+bases and only adds the record and the keywords (``inplace=``, ``batch_size=``,
+``dims=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from tensordict import _classes
+from tensordict._select import SelectMixin
+from tensordict._shape import ShapeMixin
+
+__all__ = ["ShapeContextMixin", "write_back"]
+
+
+def write_back(source: Any, new: Any) -> None:
+    """Writes the leaves of ``new`` (laid out as ``source``) into ``source``."""
+    for key, value in new.items(include_nested=True, leaves_only=True):
+        existing = source._get_any_raw(key, None)
+        if existing is None:
+            source.set(key, value.contiguous() if isinstance(value, torch.Tensor) else value)
+            continue
+        if isinstance(existing, torch.Tensor) and isinstance(value, torch.Tensor):
+            if existing.shape == value.shape:
+                try:
+                    same = existing.untyped_storage().data_ptr() == value.untyped_storage().data_ptr()
+                except (RuntimeError, NotImplementedError):  # meta / fake tensors
+                    same = False
+                if not same:
+                    existing.copy_(value)
+            else:
+                source.set(key, value.contiguous())
+        elif not isinstance(existing, torch.Tensor) and not isinstance(existing, _classes.TensorDictBase):
+            source.set(key, value)
+
+
+def _track(source: Any, result: Any, inverse: Callable[[Any], Any]) -> Any:
+    if result is not source and isinstance(result, _classes.TensorDictBase):
+        result._shape_source = (source, inverse)
+    return result
+
+
+def _become(td: Any, other: Any) -> Any:
+    """Makes ``td`` hold ``other``'s entries and batch size (the ``inplace=True`` form)."""
+    if td is other:
+        return td
+    if td.is_locked:
+        msg = "Cannot modify a locked TensorDict in place (inplace=True); unlock it first."
+        raise RuntimeError(msg)
+    for key in list(td.keys()):
+        td.del_(key)
+    td.batch_size = other.batch_size
+    td.update(other)
+    return td
+
+
+def _inplace(td: Any, result: Any, inplace: bool) -> Any:
+    return _become(td, result) if inplace else result
+
+
+class ShapeContextMixin:
+    """Mixed into TensorDictBase before the shape and key mixins (see module docstring)."""
+
+    _shape_source: Any = None
+
+    def _exit_shape_context(self) -> bool:
+        """Writes a tracked shape op's result back into its source; ``True`` if one was."""
+        record = self._shape_source
+        if record is None:
+            return False
+        self._shape_source = None
+        source, inverse = record
+        write_back(source, inverse(self))
+        return True
+
+    # ------------------------------------------------------------------ batch-dim ops
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:  # noqa: D102
+        if batch_size is not None:
+            shape = (batch_size,)
+        out = super().view(*shape, size=size)
+        if shape and isinstance(shape[0], torch.dtype):
+            return out
+        bs = self.batch_size
+        return _track(self, out, lambda r: r.view(bs))
+
+
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:  # noqa: D102
+        out = super().reshape(*shape, size=size)
+        if inplace:
+            return _become(self, out)
+        bs = self.batch_size
+        return _track(self, out, lambda r: r.reshape(bs))
+
+
+    def permute(self, *dims_list: Any, dims: Sequence[int] | None = None) -> Any:  # noqa: D102
+        if dims is not None:
+            dims_list = tuple(dims)
+        if len(dims_list) == 1 and not isinstance(dims_list[0], int):
+            dims_list = tuple(dims_list[0])
+        out = super().permute(*dims_list)
+        nd = len(dims_list)
+        order = [int(d) % nd for d in dims_list]
+        inverse = [order.index(i) for i in range(nd)]
+        return _track(self, out, lambda r: r.permute(*inverse))
+
+
+    def transpose(self, dim0: int, dim1: int) -> Any:  # noqa: D102
+        out = super().transpose(dim0, dim1)
+        return _track(self, out, lambda r: r.transpose(dim0, dim1))
+
+
+    def squeeze(self, dim: int | None = None) -> Any:  # noqa: D102
+        out = super().squeeze(dim)
+        bs = self.batch_size
+        return _track(self, out, lambda r: r.reshape(bs))
+
+
+    def unsqueeze(self, dim: int) -> Any:  # noqa: D102
+        out = super().unsqueeze(dim)
+        d = dim % (self.batch_dims + 1)
+        return _track(self, out, lambda r: r.squeeze(d))
+
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> Any:  # noqa: D102
+        out = super().flatten(start_dim, end_dim)
+        if inplace:
+            return _become(self, out)
+        bs = self.batch_size
+        nd = len(bs)
+        s, e = start_dim % max(nd, 1), end_dim % max(nd, 1)
+        return _track(self, out, lambda r: r.unflatten(s, bs[s : e + 1]) if e > s else r)
+
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:  # noqa: D102
+        out = super().unflatten(dim, unflattened_size)
+        if inplace:
+            return _become(self, out)
+        d = dim % self.batch_dims
+        k = len(unflattened_size)
+        return _track(self, out, lambda r: r.flatten(d, d + k - 1))
+
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:  # noqa: D102
+        out = super().movedim(source, destination)
+        return _track(self, out, lambda r: r.movedim(destination, source))
+
+    moveaxis = movedim
+
+    def repeat(self, *repeats: Any, inplace: bool = False) -> Any:  # noqa: D102
+        return _inplace(self, super().repeat(*repeats), inplace)
+
+
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None, inplace: bool = False) -> Any:  # noqa: D102
+        return _inplace(self, super().repeat_interleave(repeats, dim, output_size=output_size), inplace)
+
+
+    def roll(self, shifts: Any, dims: Any, *, inplace: bool = False) -> Any:  # noqa: D102
+        return _inplace(self, super().roll(shifts, dims), inplace)
+
+
+    def gather(self, dim: int, index: torch.Tensor, out: Any = None, *, inplace: bool = False) -> Any:  # noqa: D102
+        return _inplace(self, super().gather(dim, index, out=out), inplace)
+
+
+    # ------------------------------------------------------------------ key ops
+    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> Any:  # noqa: D102
+        out = super().flatten_keys(separator, inplace, is_leaf)
+        if inplace:
+            return out
+        return _track(self, out, lambda r: r.unflatten_keys(separator))
+
+
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> Any:  # noqa: D102
+        out = super().unflatten_keys(separator, inplace)
+        if inplace:
+            return out
+        return _track(self, out, lambda r: r.flatten_keys(separator))
+
+
+
+_NOTE_CONTEXT = """
+        Used as a context manager (``with td.{name}(...) as out:``), what ``out`` holds on
+        exit is written back into ``td`` through the inverse op (new keys included).
+"""
+_NOTE_INPLACE = """
+        ``inplace=True`` makes ``td`` itself hold the result (and returns ``td``).
+"""
+
+
+def _document() -> None:
+    context = ("view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten",
+               "unflatten", "movedim", "flatten_keys", "unflatten_keys")
+    inplace = ("reshape", "flatten", "unflatten", "repeat", "repeat_interleave", "roll", "gather")
+    for name in set(context) | set(inplace):
+        parent = getattr(ShapeMixin, name, None) or getattr(SelectMixin, name)
+        doc = (parent.__doc__ or "").rstrip() + "\n"
+        if name in context:
+            doc += _NOTE_CONTEXT.format(name=name)
+        if name in inplace:
+            doc += _NOTE_INPLACE
+        getattr(ShapeContextMixin, name).__doc__ = doc
+
+
+_document()
