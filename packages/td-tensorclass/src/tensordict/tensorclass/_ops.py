@@ -246,7 +246,7 @@ _PLAIN = [
     "movedim", "moveaxis", "repeat", "repeat_interleave", "flip", "roll", "narrow",
     "gather", "tensor_split", "type", "pin_memory", "empty",
     "share_memory_", "lock_", "unlock_", "clear_device_",
-    "rename", "rename_", "refine_names", "consolidate", "densify", "auto_batch_size_",
+    "rename", "rename_", "refine_names", "densify", "auto_batch_size_",
     "filter_empty_", "data_ptr", "is_shared",
 ]
 #: methods whose arguments may be tensorclasses (unwrapped to their TensorDicts first)
