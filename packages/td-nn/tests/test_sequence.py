@@ -256,3 +256,33 @@ def test_device(device):
     seq = Seq(Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]), Mod(nn.ReLU(), in_keys=["h"], out_keys=["y"])).to(device)
     td = seq(TensorDict(x=torch.randn(2, 3, device=device), batch_size=[2]))
     assert td["y"].device.type == device.type and (td["y"] >= 0).all()
+
+
+class TestInplaceModes:
+    @pytest.mark.parametrize("inplace", [True, False, None])
+    @pytest.mark.parametrize("module_inplace", [True, False])
+    def test_output_identity(self, inplace, module_inplace):
+        seq = Seq(
+            Mod(lambda x: (x + 1, x - 1), in_keys=["input"], out_keys=[("mid", "0"), ("mid", "1")], inplace=module_inplace),
+            Mod(lambda a, b: a * b, in_keys=[("mid", "0"), ("mid", "1")], out_keys=["output"], inplace=module_inplace),
+            inplace=inplace,
+        )
+        inp = TensorDict(input=torch.zeros(()))
+        out = seq(inp)
+        same = inplace is True or (inplace is None and module_inplace)
+        assert (out is inp) == same
+        assert ("input" in out.keys()) == same
+        assert "output" in out.keys()
+
+
+def test_keys_are_unravelled_on_assignment():
+    from tensordict.nn import TensorDictModuleBase
+
+    class Keys(TensorDictModuleBase):
+        def __init__(self):
+            self.in_keys = ["a", ("b",), ("c", ("d",))]
+            self.out_keys = [("e",)]
+            super().__init__()
+
+    module = Keys()
+    assert module.in_keys == ["a", "b", ("c", "d")] and module.out_keys == ["e"]

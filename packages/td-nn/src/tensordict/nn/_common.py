@@ -55,7 +55,7 @@ def _normalize_keys(keys: Any, what: str, owner: str = "module") -> list[NestedK
         return []
     if isinstance(keys, str):
         return [keys]
-    if isinstance(keys, (list, tuple)):
+    if isinstance(keys, (list, tuple)) or (isinstance(keys, Sequence) and not isinstance(keys, bytes)):
         out = []
         for key in keys:
             try:
@@ -596,6 +596,11 @@ class TensorDictModuleBase(nn.Module):
         fwd = cls.__dict__.get("forward")
         if fwd is not None and callable(fwd) and not getattr(fwd, "_td_handles_kwargs", False):
             cls.forward = _wrap_forward(fwd)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (name == "in_keys" or name == "out_keys") and isinstance(value, (list, tuple)):
+            value = _normalize_keys(value, name, type(self).__name__)  # ("b",) -> "b"
+        super().__setattr__(name, value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Same dispatch as ``nn.Module.__call__`` (which runs when any hook is registered,

@@ -139,8 +139,6 @@ def _deterministic(dist: D.Distribution) -> Any:
             value = getattr(dist, attr)
         except (AttributeError, NotImplementedError):
             continue
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.isnan().any():
-            continue  # e.g. the mean of a Cauchy
         return value
     if isinstance(dist, _LogitRelaxedBernoulli):
         return dist.logits / dist.temperature  # the noise-free relaxed logit

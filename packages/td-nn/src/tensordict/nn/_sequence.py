@@ -433,6 +433,14 @@ class TensorDictSequential(TensorDictModule):
                 td = m(td, **kwargs)
         else:
             td = self._run_steps(td)
+        inplace = self.inplace
+        if inplace is not None:
+            if inplace:
+                if td is not tensordict:  # steps that return new TensorDicts: write back
+                    tensordict.update(td)
+                    td = tensordict
+            else:  # a new TensorDict holding what the sequence wrote
+                td = td.select(*self.out_keys_source, strict=False)
         if unselected:
             drop = [k for k in unselected if k not in present]
             if drop:
