@@ -435,6 +435,20 @@ class ReductionMixin:
     ) -> Any:
         """Like :meth:`sum`, treating NaN as zero.
 
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -458,6 +472,20 @@ class ReductionMixin:
         """Mean of every leaf (``dim`` forms as in :meth:`sum`); leaves must be floating point
         (or pass ``dtype``). With ``reduce=True`` the mean of all elements of all leaves.
 
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -480,6 +508,20 @@ class ReductionMixin:
     ) -> Any:
         """Like :meth:`mean`, ignoring NaN.
 
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -499,6 +541,20 @@ class ReductionMixin:
         reduce: Any = None,
     ) -> Any:
         """Product of every leaf (``dim`` forms as in :meth:`sum`; a tuple reduces each dim).
+
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
 
         Examples:
             >>> import torch
@@ -641,6 +697,21 @@ class ReductionMixin:
     ) -> Any:
         """Minimum of every leaf; see :meth:`max`.
 
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            reduce (bool, optional): combine all leaves into one tensor.
+            return_indices (bool, optional): with an int ``dim``, return
+                ``(values, indices)`` TensorDicts. Defaults to ``True``.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -653,6 +724,19 @@ class ReductionMixin:
     @_with_out
     def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """Maximum values of every leaf over ``dim`` (int, tuple, "feature" or all).
+
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
 
         Examples:
             >>> import torch
@@ -667,6 +751,19 @@ class ReductionMixin:
     def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """Minimum values of every leaf over ``dim`` (int, tuple, "feature" or all).
 
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -679,6 +776,19 @@ class ReductionMixin:
     @_with_out
     def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
         """``log(sum(exp(x)))`` of every leaf over ``dim`` (forms as in :meth:`sum`).
+
+        Args:
+            dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
+                ``"feature"`` for each leaf's feature dims; without it every element of
+                each leaf is reduced (see :meth:`sum`).
+            keepdim (bool, optional): keep the reduced batch dims with size 1.
+                Defaults to ``False``.
+
+        Keyword Args:
+            reduce (bool, optional): combine all leaves into one tensor.
+
+        Returns:
+            a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
 
         Examples:
             >>> import torch
@@ -795,6 +905,13 @@ class ReductionMixin:
     def softmax(self, dim: int, dtype: Any = None) -> Any:
         """Softmax of every leaf along batch dim ``dim``.
 
+        Args:
+            dim (int): the batch dim (negative counts from the end of the batch dims).
+            dtype (torch.dtype, optional): leaves are cast to it first.
+
+        Returns:
+            a TensorDict with the batch size and leaf shapes of ``self``.
+
         Raises:
             IndexError: ``dim`` is not a batch dim.
 
@@ -811,6 +928,16 @@ class ReductionMixin:
     def log_softmax(self, dim: int, dtype: Any = None) -> Any:
         """Log-softmax of every leaf along batch dim ``dim``.
 
+        Args:
+            dim (int): the batch dim (negative counts from the end of the batch dims).
+            dtype (torch.dtype, optional): leaves are cast to it first.
+
+        Returns:
+            a TensorDict with the batch size and leaf shapes of ``self``.
+
+        Raises:
+            IndexError: ``dim`` is not a batch dim.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -824,6 +951,18 @@ class ReductionMixin:
     def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
         """Cumulative sum of every leaf along batch dim ``dim``.
 
+        Args:
+            dim (int): the batch dim (negative counts from the end of the batch dims).
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+
+        Returns:
+            a TensorDict with the batch size and leaf shapes of ``self``.
+
+        Raises:
+            IndexError: ``dim`` is not a batch dim.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -836,6 +975,18 @@ class ReductionMixin:
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
         """Cumulative product of every leaf along batch dim ``dim``.
+
+        Args:
+            dim (int): the batch dim (negative counts from the end of the batch dims).
+
+        Keyword Args:
+            dtype (torch.dtype, optional): leaves are cast to it first.
+
+        Returns:
+            a TensorDict with the batch size and leaf shapes of ``self``.
+
+        Raises:
+            IndexError: ``dim`` is not a batch dim.
 
         Examples:
             >>> import torch
