@@ -286,3 +286,13 @@ def test_keys_are_unravelled_on_assignment():
 
     module = Keys()
     assert module.in_keys == ["a", "b", ("c", "d")] and module.out_keys == ["e"]
+
+
+def test_delitem_updates_keys():
+    seq = _chain()
+    del seq[3]
+    assert len(seq) == 3 and seq.out_keys == ["b", "c", "d"]
+    named = Seq(OrderedDict(first=Mod(lambda a: a + 1, in_keys=["a"], out_keys=["b"]),
+                            second=Mod(lambda b: b + 1, in_keys=["b"], out_keys=["c"])))
+    del named["second"]
+    assert list(named.module) == ["first"] and named.out_keys == ["b"]

@@ -259,6 +259,16 @@ class TensorDictSequential(TensorDictModule):
             self._fn[index] = module
         self._update_keys()
 
+    def __delitem__(self, index: int | slice | str) -> None:
+        if isinstance(self._fn, nn.ModuleDict):
+            names = list(self._fn.keys())
+            doomed = [index] if isinstance(index, str) else (names[index] if isinstance(index, slice) else [names[index]])
+            for name in doomed:
+                del self._fn[name]
+        else:
+            del self._fn[index]
+        self._update_keys()
+
     def append(self, module: Any) -> TensorDictSequential:
         """Adds a step at the end (``nn.Module`` or callable). Returns ``self``."""
         module = _as_module(module, type(self).__name__)
