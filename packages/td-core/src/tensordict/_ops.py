@@ -220,6 +220,17 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     def add_(self, other: Any, *, alpha: Any = None) -> Any:
         """In-place :meth:`add` (``torch._foreach_add_``); returns ``self``.
 
+        Args:
+            other (Number, Tensor or TensorDictBase): a number, a tensor (aligned on the
+                left when its shape starts the leaf shapes) or a TensorDict with the
+                same keys.
+
+        Keyword Args:
+            alpha (Number, optional): multiplier of ``other``.
+
+        Returns:
+            ``self``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -231,6 +242,17 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
 
     def sub_(self, other: Any, *, alpha: Any = None) -> Any:
         """In-place :meth:`sub` (``torch._foreach_sub_``); returns ``self``.
+
+        Args:
+            other (Number, Tensor or TensorDictBase): a number, a tensor (aligned on the
+                left when its shape starts the leaf shapes) or a TensorDict with the
+                same keys.
+
+        Keyword Args:
+            alpha (Number, optional): multiplier of ``other``.
+
+        Returns:
+            ``self``.
 
         Examples:
             >>> import torch
@@ -446,6 +468,16 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
         """In-place :meth:`clamp`; returns ``self``.
 
+        Args:
+            min (Number, Tensor or TensorDictBase, optional): the lower bound.
+            max (Number, Tensor or TensorDictBase, optional): the upper bound.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: neither ``min`` nor ``max`` is given.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -484,6 +516,13 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     def lerp_(self, end: Any, weight: Any) -> Any:
         """In-place :meth:`lerp` (``torch._foreach_lerp_``); returns ``self``.
 
+        Args:
+            end (Tensor or TensorDictBase): the end points.
+            weight (Number, Tensor or TensorDictBase): the interpolation weight.
+
+        Returns:
+            ``self``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -515,7 +554,17 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         return _ternary(self, "addcmul", tensor1, tensor2, inplace=False, value=value)
 
     def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
-        """In-place :meth:`addcmul` (``torch._foreach_addcmul_``); returns ``self``."""
+        """In-place :meth:`addcmul` (``torch._foreach_addcmul_``); returns ``self``.
+
+        Args:
+            tensor1, tensor2 (Tensor or TensorDictBase): the factors.
+
+        Keyword Args:
+            value (Number): multiplier of the product. Defaults to 1.
+
+        Returns:
+            ``self``.
+        """
         return _ternary(self, "addcmul", tensor1, tensor2, inplace=True, value=value)
 
     def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
@@ -540,7 +589,17 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         return _ternary(self, "addcdiv", tensor1, tensor2, inplace=False, value=value)
 
     def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
-        """In-place :meth:`addcdiv` (``torch._foreach_addcdiv_``); returns ``self``."""
+        """In-place :meth:`addcdiv` (``torch._foreach_addcdiv_``); returns ``self``.
+
+        Args:
+            tensor1, tensor2 (Tensor or TensorDictBase): numerator and denominator.
+
+        Keyword Args:
+            value (Number): multiplier of the quotient. Defaults to 1.
+
+        Returns:
+            ``self``.
+        """
         return _ternary(self, "addcdiv", tensor1, tensor2, inplace=True, value=value)
 
     def round(self, decimals: int = 0) -> Any:
@@ -568,6 +627,14 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     ) -> Any:
         """``torch.nan_to_num`` of every tensor leaf.
 
+        Args:
+            nan (float, optional): replaces NaN. Defaults to ``0.0``.
+            posinf (float, optional): replaces +inf. Defaults to the dtype's largest value.
+            neginf (float, optional): replaces -inf. Defaults to the dtype's smallest value.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -579,7 +646,16 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     def nan_to_num_(
         self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
     ) -> Any:
-        """In-place :meth:`nan_to_num`; returns ``self``."""
+        """In-place :meth:`nan_to_num`; returns ``self``.
+
+        Args:
+            nan (float, optional): replaces NaN. Defaults to ``0.0``.
+            posinf (float, optional): replaces +inf. Defaults to the dtype's largest value.
+            neginf (float, optional): replaces -inf. Defaults to the dtype's smallest value.
+
+        Returns:
+            ``self``.
+        """
         return _loop_(self, lambda x: x.nan_to_num_(nan, posinf, neginf))
 
     # ------------------------------------------------------------ masking and where
@@ -610,6 +686,13 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
 
     def masked_fill_(self, mask: Any, value: Any) -> Any:
         """In-place :meth:`masked_fill`; returns ``self``.
+
+        Args:
+            mask (Tensor): a bool tensor of shape ``batch_size`` (or its leading dims).
+            value (Number or Tensor): the fill value.
+
+        Returns:
+            ``self``.
 
         Raises:
             RuntimeError: ``mask``'s shape is not the start of ``batch_size``.
