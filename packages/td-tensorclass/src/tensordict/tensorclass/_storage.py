@@ -296,9 +296,21 @@ def _autocast(cls: type, name: str, value: Any, batch_size: torch.Size) -> tuple
     hint = _type_hints(cls).get(name)
     if hint is None or hint is Any or value is None:
         return value, False
-    hint, _ = _strip_optional(hint)
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        # unions (``X | None`` too) are not cast, as upstream: tensors and tensor
+        # collections are stored as such, anything else (a dict too) as an object
+        if isinstance(value, (_Tensor, TensorDictBase)) or is_tensor_collection(value):
+            return value, False
+        return value, True
     if hint is None or not isinstance(hint, type):
         return value, False
+    if hint.__name__ == "ndarray" and hint.__module__ == "numpy":
+        import numpy
+
+        if isinstance(value, _Tensor):
+            value = value.detach().cpu().numpy()
+        return numpy.asarray(value), True
     if issubclass(hint, _Tensor):
         if not isinstance(value, _Tensor) and not is_tensor_collection(value):
             value = torch.as_tensor(value)
@@ -326,6 +338,8 @@ def _autocast(cls: type, name: str, value: Any, batch_size: torch.Size) -> tuple
     if hint is str:
         if isinstance(value, NonTensorData):
             value = value.data
+        if not isinstance(value, str):
+            value = str(value)
         return value, True
     return value, False
 

@@ -1,0 +1,57 @@
+"""autocast: scalar annotations cast, numpy arrays, ``Any`` and unions left alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from tensordict import TensorDict, tensorclass
+
+np = pytest.importorskip("numpy")
+
+
+@tensorclass(autocast=True)
+class Casts:
+    tensor: torch.Tensor
+    integer: int
+    string: str
+    floating: float
+    anything: Any
+
+
+@tensorclass(autocast=True)
+class Node:
+    tensor: torch.Tensor
+    td: TensorDict
+    child: Node
+    maybe: Node | None = None
+
+
+def test_scalar_annotations_are_cast():
+    obj = Casts(tensor=1, integer=1.0, string=1, floating=1, anything=1)
+    assert isinstance(obj.tensor, torch.Tensor)
+    assert type(obj.integer) is int and type(obj.floating) is float
+    assert obj.string == "1"
+    assert isinstance(obj.anything, torch.Tensor)
+    obj.anything = "text"
+    assert obj.anything == "text"
+    with pytest.raises(TypeError):
+        obj.tensor = "not a number"
+
+
+def test_numpy_annotation():
+    @tensorclass(autocast=True)
+    class Arr:
+        a: np.ndarray
+
+    assert isinstance(Arr(a=[1, 2]).a, np.ndarray)
+
+
+def test_unions_are_not_cast():
+    inner = {"tensor": torch.zeros(()), "td": {"b": 0.0}, "child": None}
+    obj = Node(tensor=torch.zeros(()), td={"a": 0.0}, child=inner, maybe=dict(inner))
+    assert isinstance(obj.td, TensorDict)
+    assert type(obj.child) is Node and isinstance(obj.child.td, TensorDict)
+    assert type(obj.maybe) is dict  # X | None: stored as given
