@@ -56,6 +56,7 @@ from tensordict.nn._probabilistic import (
     set_interaction_type,
 )
 from tensordict.nn._sequence import TensorDictSequential
+from tensordict.nn._tensorclass_module import TensorClassModuleBase
 from tensordict.nn._version import __version__
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "WrapModule",
     "as_tensordict_module",
     "TensorDictParams",
+    "TensorClassModuleBase",
     "EnsembleModule",
     "CudaGraphModule",
     # probabilistic
