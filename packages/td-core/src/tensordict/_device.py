@@ -181,7 +181,17 @@ class DeviceMixin:
         return self.to(dst_type)
 
     def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
-        """Copies every leaf to page-locked memory (CPU TensorDicts, needs CUDA)."""
+        """Copies every leaf to page-locked memory (CPU TensorDicts, needs CUDA).
+
+        Args:
+            num_threads (int, optional): accepted for compatibility (torch copies the
+                leaves).
+            inplace (bool, optional): accepted for compatibility; a new TensorDict is
+                returned.
+
+        Returns:
+            a TensorDict whose tensor leaves are pinned (same keys and batch size).
+        """
         return self._map_leaves(torch.Tensor.pin_memory, keep_non_tensor=True)
 
     def is_pinned(self) -> bool:

@@ -167,6 +167,17 @@ class LazyStackMethodsMixin:
     ) -> Any:
         """Stacks TensorDicts into a lazy stack (see :func:`tensordict.lazy_stack`).
 
+        Args:
+            input (sequence of TensorDictBase): the TensorDicts to stack.
+            dim (int, optional): the new batch dim. Defaults to ``0``.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a TensorDict to write the result into.
+            **kwargs: passed to :class:`~tensordict.LazyStackedTensorDict`.
+
+        Returns:
+            a :class:`~tensordict.LazyStackedTensorDict` (``out`` when given).
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -183,6 +194,18 @@ class LazyStackMethodsMixin:
         cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any
     ) -> Any:
         """Stacks densely if possible, lazily otherwise (see :func:`tensordict.maybe_dense_stack`).
+
+        Args:
+            input (sequence of TensorDictBase): the TensorDicts to stack.
+            dim (int, optional): the new batch dim. Defaults to ``0``.
+
+        Keyword Args:
+            out (TensorDictBase, optional): a TensorDict to write the result into.
+            **kwargs: accepted for compatibility.
+
+        Returns:
+            a :class:`~tensordict.TensorDict` when every TensorDict has the same keys
+            and shapes, else a :class:`~tensordict.LazyStackedTensorDict`.
 
         Examples:
             >>> import torch
