@@ -62,3 +62,11 @@ def test_non_tensorclass_types_cannot_convert():
 
     with pytest.raises(ValueError, match="both input and output type as TensorClass"):
         Plain().as_td_module()
+
+
+def test_docstring_examples():
+    import doctest
+
+    import tensordict.nn._tensorclass_module as module
+
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
