@@ -55,3 +55,38 @@ def test_unions_are_not_cast():
     assert isinstance(obj.td, TensorDict)
     assert type(obj.child) is Node and isinstance(obj.child.td, TensorDict)
     assert type(obj.maybe) is dict  # X | None: stored as given
+
+
+def test_dict_annotated_field_keeps_the_dict():
+    import dataclasses
+
+    from tensordict import TensorClass
+
+    class WithDict(TensorClass):
+        a: torch.Tensor
+        c: dict = dataclasses.field(default_factory=dict)
+
+    obj = WithDict(a=torch.arange(3), batch_size=[3])
+    assert type(obj.c) is dict and obj[0].c is obj[1].c
+
+
+def test_setitem_from_a_class_with_other_fields_is_refused():
+    from tensordict import TensorClass
+
+    class A(TensorClass):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    class B(TensorClass):
+        x: torch.Tensor
+        z: torch.Tensor
+
+    class SameFields(TensorClass):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    a = A(x=torch.zeros(3), y=torch.zeros(3), batch_size=[3])
+    a[:2] = SameFields(x=torch.ones(2), y=torch.ones(2), batch_size=[2])
+    assert a.x.tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match="same-class or compatible class"):
+        a[:2] = B(x=torch.ones(2), z=torch.ones(2), batch_size=[2])

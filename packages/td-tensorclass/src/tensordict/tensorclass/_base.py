@@ -276,6 +276,14 @@ class _TensorClassCore(_Slots):
         from tensordict.tensorclass._storage import _non_tensor_in_td
 
         if isinstance(value, _Slots):
+            mine, theirs = type(self), type(value)
+            if theirs is not mine and set(theirs._tc_fields) != set(mine._tc_fields):
+                msg = (
+                    f"__setitem__ is only allowed for same-class or compatible class (same fields) "
+                    f"assignment: {mine.__name__} has fields {sorted(mine._tc_fields)}, {theirs.__name__} has "
+                    f"{sorted(theirs._tc_fields)}."
+                )
+                raise ValueError(msg)
             if not value._non_tensordict and not self._non_tensordict:
                 td = self._tensordict
                 td[index] = value._tensordict

@@ -474,7 +474,9 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
         return True, value
     # a plain dict becomes a TensorDict (or the annotated tensorclass); other mappings
     # (UserDict, ...) are kept as objects unless the annotation asks for a tensorclass
-    if isinstance(value, dict) or isinstance(value, Mapping) and _tensorclass_hint(cls, name) is not None:
+    if (isinstance(value, dict) and _dict_becomes_td(cls, name)) or (
+        isinstance(value, Mapping) and _tensorclass_hint(cls, name) is not None
+    ):
         target = _tensorclass_hint(cls, name)
         try:
             sub = TensorDict(dict(value), batch_size=bs, device=device)
@@ -493,6 +495,20 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
             raise _batch_error(cls, name, tensor.shape, bs)
         return True, tensor
     return False, value
+
+
+def _dict_becomes_td(cls: type, name: str) -> bool:
+    """A ``dict`` value becomes a TensorDict unless the field is annotated with a
+    mapping type that is not a TensorDict (``dict``, ``Dict[str, int]``, ``Mapping``):
+    such a field keeps the dict object, as upstream does."""
+    hint = _type_hints(cls).get(name)
+    if hint is None or hint is Any:
+        return True
+    hint, _ = _strip_optional(hint)
+    origin = typing.get_origin(hint) or hint
+    if isinstance(origin, type) and issubclass(origin, Mapping) and not issubclass(origin, TensorDictBase):
+        return False
+    return True
 
 
 def _store_field(obj: Any, name: str, value: Any, non_blocking: bool = False) -> None:
