@@ -291,3 +291,20 @@ def test_compat_private_names():
     assert isinstance(TensorDict(), TensorCollection)
     assert not isinstance(torch.zeros(()), TensorCollection)
     assert issubclass(TensorDict, TensorCollection)
+
+
+def test_expand_right_of_a_scalar():
+    # TorchRL's writers expand a 0-d index tensor onto a TensorDict with batch_size []
+    from tensordict.utils import expand_as_right, expand_right
+
+    assert expand_as_right(torch.tensor(3), TensorDict()).shape == torch.Size([])
+    assert expand_right(torch.tensor(2), ()).shape == torch.Size([])
+    assert expand_as_right(torch.tensor(3), torch.zeros(2, 4)).shape == torch.Size([2, 4])
+
+
+def test_accepted_classes():
+    from tensordict.base import _ACCEPTED_CLASSES
+
+    assert isinstance(torch.zeros(()), _ACCEPTED_CLASSES)
+    assert isinstance(TensorDict(), _ACCEPTED_CLASSES)
+    assert isinstance(NonTensorData("x"), _ACCEPTED_CLASSES)

@@ -20,6 +20,7 @@ name                      upstream path                   imported by
 ``_default_is_leaf``      ``tensordict.base``             TorchRL ``envs.utils``
 ``_NESTED_TENSORS_AS_LISTS`` ``tensordict.base``          TorchRL replay-buffer storages, specs, collectors
 ``TensorCollection``      ``tensordict._tensorcollection`` TorchRL ``trainers.trainers``
+``_ACCEPTED_CLASSES``     ``tensordict.base``             TorchRL ``data.replay_buffers.storages.list``
 ========================  ==============================  ==========================================
 """
 
@@ -30,12 +31,14 @@ from typing import Any
 
 import torch
 
-from tensordict._base import is_tensor_collection
+from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._keys import _as_tuple, _default_is_leaf
 from tensordict._leaves import is_leaf_nontensor, is_non_tensor, is_tensorclass
+from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = [
     "TensorCollection",
+    "_ACCEPTED_CLASSES",
     "_NESTED_TENSORS_AS_LISTS",
     "_default_is_leaf",
     "_getitem_batch_size",
@@ -49,6 +52,9 @@ __all__ = [
 ]
 
 _is_leaf_nontensor = is_leaf_nontensor
+
+#: the value types a TensorDict stores as they are (anything else is converted)
+_ACCEPTED_CLASSES = (torch.Tensor, TensorDictBase, NonTensorData, NonTensorStack)
 
 
 def _is_non_tensor(cls: type) -> bool:

@@ -17,6 +17,7 @@ from tensordict._base import (
     set_get_defaults_to_none,
 )
 from tensordict._compat_upstream import (  # noqa: F401 - upstream private names, see the module
+    _ACCEPTED_CLASSES,
     _NESTED_TENSORS_AS_LISTS,
     _default_is_leaf,
     _is_leaf_nontensor,

@@ -103,7 +103,7 @@ def expand_as_right(tensor: torch.Tensor, dest: torch.Tensor | Any) -> torch.Ten
     ):
         msg = f"expand_as_right: shape {tuple(tensor.shape)} is not a prefix of {tuple(shape)}."
         raise RuntimeError(msg)
-    view = tensor.reshape(*tensor.shape, *([1] * (len(shape) - tensor.ndim)))
+    view = tensor.reshape((*tensor.shape, *([1] * (len(shape) - tensor.ndim))))
     return view.expand(shape)
 
 
@@ -116,7 +116,7 @@ def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
         torch.Size([3, 2])
     """
     shape = torch.Size(shape)
-    view = tensor.reshape(*tensor.shape, *([1] * (len(shape) - tensor.ndim)))
+    view = tensor.reshape((*tensor.shape, *([1] * (len(shape) - tensor.ndim))))
     return view.expand(shape)
 
 
