@@ -61,3 +61,58 @@ def test_indexed_write_and_lazy_stack_out(stack_dim):
         assert (t["hetero"] == 1).all()
     first = out[(slice(None),) * stack_dim + (0,)]
     assert (first["dense"] == 0).all()
+
+
+def _two_shapes():
+    return lazy_stack(
+        [TensorDict(a=torch.zeros(2, 3), batch_size=[2]), TensorDict(a=torch.ones(2, 4), batch_size=[2])], 0
+    )
+
+
+def test_cat_keeps_stacks_lazy():
+    s = _two_shapes()
+    out = torch.cat([s, s.clone()], 0)
+    assert isinstance(out, LazyStackedTensorDict) and len(out.tensordicts) == 4
+    out = torch.cat([s, s.clone()], 1)
+    assert out.batch_size == (2, 4) and out.tensordicts[1]["a"].shape == (4, 4)
+    dest = torch.cat([s, s], 1).clone()
+    ptrs = _ptrs(dest)
+    assert torch.cat([s, s], 1, out=dest) is dest and _ptrs(dest) == ptrs
+    dense = TensorDict(a=torch.full((2, 2, 3), 7.0), batch_size=[2, 2])
+    mixed = torch.cat([lazy_stack(list(dense.clone().unbind(0))), dense], 0)
+    assert isinstance(mixed, LazyStackedTensorDict) and mixed.batch_size == (4, 2)
+    with pytest.raises(RuntimeError, match="same number of stacked tensordicts"):
+        torch.cat([s, TensorDict(a=torch.zeros(3, 2, 3), batch_size=[3, 2])], 1)
+
+
+def test_mask_write_across_stack_dim():
+    tds = [TensorDict(a=torch.full((3,), float(i)), batch_size=[3]) for i in range(2)]
+    s = lazy_stack(tds, 0)
+    mask = torch.tensor([[True, False, True], [False, True, False]])
+    s[mask] = TensorDict(a=torch.full((3,), -1.0), batch_size=[3])
+    assert tds[0]["a"].tolist() == [-1.0, 0.0, -1.0] and tds[1]["a"].tolist() == [1.0, -1.0, 1.0]
+    s[torch.tensor([True, False])] = TensorDict(b=torch.tensor(0.0))  # broadcast, new key
+    s[torch.tensor([False, True])] = TensorDict(b=torch.tensor(0.0))
+    assert (s["b"] == 0).all()
+
+
+def test_update_merges_lazy_into_dense_and_resizes():
+    inner = _two_shapes()
+    dest = TensorDict({("p", "a"): torch.zeros(2, 2, 3), ("p", "e"): torch.zeros(2, 2)}, [2])
+    dest.update(TensorDict(p=inner, batch_size=[2]))
+    assert isinstance(dest["p"], LazyStackedTensorDict)
+    assert dest["p"].tensordicts[1]["a"].shape == (2, 4) and "e" in dest["p"].keys()
+    s = TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4]).to_lazystack(0)
+    s.update(TensorDict(a=torch.ones(2, 4), batch_size=[2, 4]), update_batch_size=True)
+    assert s.batch_size == (2, 4) and (s["a"] == 1).all()
+
+
+def test_nested_special_get_membership_and_assert():
+    from tensordict import assert_allclose_td
+
+    s = _two_shapes()
+    nested = lazy_stack([s, s.clone()])
+    assert isinstance(nested.get("a", as_list=True)[0], list)
+    assert nested.get("a", as_padded_tensor=True).shape == (2, 2, 2, 4)
+    assert s.tensordicts[0] in s and s.tensordicts[0].clone() not in s and "a" in s
+    assert assert_allclose_td(s, s.clone())

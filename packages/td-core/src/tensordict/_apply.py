@@ -384,7 +384,10 @@ def _apply_others(
                         f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
                     )
                     raise TypeError(msg)
-            res = _apply_others(value, fn, vals, filter_empty, prefix + (key,))
+            if isinstance(value, _classes.LazyStackedTensorDict):
+                res = value.apply(fn, *vals, filter_empty=filter_empty)  # per stacked TensorDict
+            else:
+                res = _apply_others(value, fn, vals, filter_empty, prefix + (key,))
             if res is None:
                 continue
         elif _is_tensorclass(value, tdb):

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._base import is_tensor_collection
 from tensordict._nontensor import is_non_tensor
 
@@ -65,6 +66,17 @@ def assert_allclose_td(
     if is_non_tensor(actual) or is_non_tensor(expected):
         if not (actual == expected):
             raise AssertionError(f"non-tensor values differ: {actual!r} != {expected!r}. {msg}".rstrip())
+        return True
+    lazy_cls = _classes.LazyStackedTensorDict
+    if (
+        isinstance(actual, lazy_cls)
+        and isinstance(expected, lazy_cls)
+        and actual.stack_dim == expected.stack_dim
+        and len(actual.tensordicts) == len(expected.tensordicts)
+    ):
+        # stacked TensorDict by stacked TensorDict: heterogeneous stacks have no dense form
+        for a, b in zip(actual.tensordicts, expected.tensordicts):
+            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
         return True
     left, right = _leaf_values(actual), _leaf_values(expected)
     if set(left) != set(right):

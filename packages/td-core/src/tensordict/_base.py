@@ -783,6 +783,23 @@ class TensorDictBase(
                 isinstance(value, TensorDictBase)
             ):
                 existing = self._get_any_raw(full, None) if len(full) > 0 else None
+                lazy_cls = _classes.LazyStackedTensorDict
+                if (
+                    isinstance(value, lazy_cls)
+                    and isinstance(existing, TensorDictBase)
+                    and not isinstance(existing, lazy_cls)
+                    and value.stack_dim < existing.batch_dims
+                    and existing.batch_size == value.batch_size[: existing.batch_dims]
+                    and keys_to_update is None
+                ):
+                    # a lazy stack merged into a dense TensorDict: the result is a lazy stack
+                    # (its TensorDicts may be heterogeneous), with the dense one's other keys
+                    parts = [p.clone(False) for p in existing.unbind(value.stack_dim)]
+                    for part, src in zip(parts, value.tensordicts):
+                        part.batch_size = src.batch_size
+                        part.update(src)
+                    plan.append((full, lazy_cls._from_list(parts, value.stack_dim)))
+                    continue
                 if isinstance(existing, TensorDictBase):
                     plan.extend(self._plan_update(value, keys_to_update, full))
                     continue

@@ -689,6 +689,13 @@ class LazyStackedTensorDict(
             return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
         return view
 
+    def __contains__(self, item: object) -> bool:
+        """A key (as for any TensorDict), or a TensorDict: ``True`` if it is one of the
+        stacked TensorDicts (identity, not equality)."""
+        if isinstance(item, TensorDictBase):
+            return any(item is td for td in self.tensordicts)
+        return TensorDictBase.__contains__(self, item)
+
     def __getitem__(self, index: Any) -> Any:
         cls = index.__class__
         if cls is str:

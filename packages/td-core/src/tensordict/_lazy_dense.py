@@ -161,14 +161,22 @@ class LazyDenseMixin:
         padding_side: str,
     ) -> Any:
         try:
-            values = self._per_td_values(key)
+            t = self._check_present(key)
         except KeyError:
             if default is not NO_DEFAULT and default is not _MISSING:
                 return default
             raise
+        k = t[0] if len(t) == 1 else t
+        lazy_cls = _classes.LazyStackedTensorDict
+        values = [
+            td._get_special(k, NO_DEFAULT, as_list, False, as_padded_tensor, layout, padding_value, padding_side)
+            if td.__class__ is lazy_cls and not as_nested_tensor
+            else td._get_any_raw(k)
+            for td in self.tensordicts
+        ]
         if as_list:
             return [
-                v if isinstance(v, (_Tensor, _classes.TensorDictBase)) else self._unwrap_leaf(v)
+                v if isinstance(v, (_Tensor, _classes.TensorDictBase, list)) else self._unwrap_leaf(v)
                 for v in values
             ]
         if not all(isinstance(v, _Tensor) for v in values):

@@ -172,7 +172,9 @@ class LazyIndexMixin:
                 pass
         probe = torch.zeros((), dtype=torch.uint8).expand(self._batch_size)[idx]
 
-        return _classes.LazyStackedTensorDict._from_list([], plan.new_sd, batch_size=probe.shape)
+        sd = plan.new_sd
+        td_bs = (*probe.shape[:sd], *probe.shape[sd + 1 :])  # an empty stack takes its TensorDicts' batch size
+        return _classes.LazyStackedTensorDict._from_list([], sd, batch_size=td_bs)
 
     # -------------------------------------------------------------- writes
     def _write_index(self, index: Any, value: Any, writer: Callable[[Any, Any, Any], None]) -> None:
@@ -199,6 +201,11 @@ class LazyIndexMixin:
         m = len(positions)
         nd = len(ibs)
         if isinstance(value, _classes.TensorDictBase) or _classes.is_tensor_collection(value):
+            if value.batch_size[:nd] != ibs and value.batch_dims <= nd:
+                try:  # a TensorDict broadcast to the indexed batch size, as tensors are
+                    value = value.expand(ibs)
+                except RuntimeError:
+                    pass
             if value.batch_size[:nd] != ibs:
                 msg = (
                     f"cannot write a TensorDict of batch_size {tuple(value.batch_size)} at index {index!r} "
@@ -217,6 +224,18 @@ class LazyIndexMixin:
         def write(td: Any, idx: Any, part: Any) -> None:
             td[idx] = part
 
+        if self._plan_index(self._normalize_index(index)) is None and self.tensordicts:
+            # an index that mixes elements across the stack dim (e.g. a mask spanning it):
+            # write into a dense copy of the shared keys, then copy each slice back in place
+            try:
+                dense = self.contiguous()
+            except RuntimeError:
+                dense = None  # heterogeneous shapes: no dense form
+            if dense is not None:
+                dense[index] = value
+                for td, part in zip(self.tensordicts, dense.unbind(self.stack_dim)):
+                    td.update_(part)
+                return
         self._write_index(index, value, write)
 
     def set_at_(self, key: Any, value: Any, index: Any, *, non_blocking: bool = False) -> Any:

@@ -22,6 +22,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._ops import MathMixin
+from tensordict._ops_generated import GeneratedOpsMixin
 
 __all__ = ["LazyMathMixin"]
 
@@ -122,7 +123,8 @@ def _make_out_of_place(name: str) -> Callable:
 
 
 def _math_names() -> tuple[list[str], list[str]]:
-    members = vars(MathMixin)
+    # the leaf-wise ops live in the generated mixin, the hand-written ones in MathMixin
+    members = {**vars(GeneratedOpsMixin), **vars(MathMixin)}
     inplace = []
     out_of_place = []
     for name, attr in members.items():

@@ -254,6 +254,32 @@ class LazyOpsMixin:
             return self
         src = input_dict_or_td
         if (
+            update_batch_size
+            and isinstance(src, TensorDictBase)
+            and src.batch_size != self._batch_size
+            and len(src.batch_size) == len(self._batch_size)
+        ):
+            # a new number of stacked TensorDicts (or new sizes): rebuild the stack from
+            # the source's slices along the stack dim, keeping the keys it lacks
+            if self.is_locked and not ignore_lock:
+                raise locked_error("update the batch_size")
+            sd = self.stack_dim
+            parts = list(src.unbind(sd))
+            n_old = len(self.tensordicts)
+            new_tds = []
+            for i, part in enumerate(parts):
+                if i < n_old and self.tensordicts[i].batch_size == part.batch_size:
+                    td = self.tensordicts[i]
+                    td.update(part, clone=clone, non_blocking=non_blocking, keys_to_update=keys_to_update, is_leaf=is_leaf)
+                else:
+                    td = part.clone() if clone else part.copy()
+                new_tds.append(td)
+            self.tensordicts = new_tds
+            self._batch_size = src.batch_size
+            self._fast = None
+            self._bs_cache = None
+            return self
+        if (
             isinstance(src, TensorDictBase)
             and not update_batch_size
             and src.batch_size == self._batch_size
