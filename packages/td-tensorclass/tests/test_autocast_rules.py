@@ -90,3 +90,23 @@ def test_setitem_from_a_class_with_other_fields_is_refused():
     assert a.x.tolist() == [1.0, 1.0, 0.0]
     with pytest.raises(ValueError, match="same-class or compatible class"):
         a[:2] = B(x=torch.ones(2), z=torch.ones(2), batch_size=[2])
+
+
+def test_user_setattr_sees_constructor_fields():
+    from tensordict import TensorClass
+
+    seen = []
+
+    class Shifted(TensorClass, nocast=True):
+        a: int
+        b: int
+
+        def __setattr__(self, key, value):
+            seen.append(key)
+            super().__setattr__(key, value + 1)
+
+    s = Shifted(a=torch.zeros(2), b=torch.ones(2))
+    assert seen == ["a", "b"]
+    assert s.a.tolist() == [1.0, 1.0] and s.b.tolist() == [2.0, 2.0]
+    s.a = torch.zeros(())
+    assert seen[-1] == "a" and s.a.item() == 1.0

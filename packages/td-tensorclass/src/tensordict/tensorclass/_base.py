@@ -88,6 +88,8 @@ class _TensorClassCore(_Slots):
     _tc_frozen = False
     _tc_shadow = False
     _tc_tensor_only = False
+    #: the class (or a base below the tensorclass machinery) defines ``__setattr__``
+    _tc_user_setattr = False
     #: dataclass-style hook, called at the end of the generated ``__init__``
     __post_init__: Callable[[Any], None] | None = None
 
@@ -644,6 +646,16 @@ def _init_instance(
 ) -> None:
     """The body of every generated ``__init__``: validates the fields and binds them."""
     cls = type(self)
+    if cls._tc_user_setattr:
+        # the class defines __setattr__: every field goes through it, as for a dataclass
+        _init_empty(self, batch_size, device, names)
+        for name, value in zip(cls._tc_fields, values):
+            setattr(self, name, value)
+        if cls.__post_init__ is not None:
+            cls.__post_init__(self)
+        if lock or cls._tc_frozen:
+            self._tensordict.lock_()
+        return
     if batch_size is None:
         bs = _EMPTY_SIZE
     elif batch_size.__class__ is _Size:

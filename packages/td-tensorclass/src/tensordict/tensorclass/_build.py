@@ -221,6 +221,9 @@ def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
     target._tc_fields = tuple(names)
     target._tc_field_set = frozenset(names)
     target.__expected_keys__ = frozenset(names)  # upstream's name for the field set
+    target._tc_user_setattr = any(
+        "__setattr__" in klass.__dict__ for klass in target.__mro__ if not issubclass(base, klass) and klass is not object
+    )
     _set_options(target, {**getattr(cls, "_tc_options", {}), **options})
     if user_init is not None:
         target.__init__ = _wrap_user_init(user_init)
