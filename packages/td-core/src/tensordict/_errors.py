@@ -8,7 +8,7 @@ from typing import Any
 def locked_error(action: str, key: Any = None) -> RuntimeError:
     where = f" (key {key!r})" if key is not None else ""
     msg = (
-        f"Cannot {action}{where}: the TensorDict is locked. Unlock it with `td.unlock_()` "
+        f"Cannot modify locked TensorDict: cannot {action}{where}. Unlock it with `td.unlock_()` "
         "(or `with td.unlock_(): ...`), or write in place into an existing key with "
         "`td.set_(key, value)` / `td[index] = value`."
     )
