@@ -129,3 +129,48 @@ def reduce_shapes_job(rank: int, world: int) -> dict:
 def test_reduce_matches_leaves_by_element_count(tmp_path):
     r0, _ = run_ranks(reduce_shapes_job, 2, out_dir=str(tmp_path), timeout=100)
     assert r0 == {"sum": 8.0, "shape": [1, 2, 2]}
+
+
+class Custom:
+    """A non-JSON value (module level: picklable)."""
+
+    def __init__(self, v):
+        self.v = v
+
+
+def pickle_job(rank: int, world: int) -> dict:
+    from tensordict.distributed import WireError
+
+    def td(value):
+        out = TensorDict(x=torch.zeros(2), batch_size=[2])
+        out["obj"] = value
+        out["label"] = "json text"
+        return out
+
+    if rank == 0:
+        try:
+            td(Custom(1)).send(1)
+            refused = "sent"
+        except TypeError as err:
+            refused = str(err)
+        td(Custom(5)).send(1, allow_pickle=True, init_tag=10)
+        td(Custom(6)).send(1, allow_pickle=True, init_tag=20)
+        td(Custom(7)).init_remote(1, allow_pickle=True, init_tag=30)
+        return {"refused": refused}
+    got = td(Custom(0))
+    try:
+        got.recv(0, init_tag=10)
+        receiver_refused = "accepted"
+    except WireError as err:
+        receiver_refused = str(err)
+    got.recv(0, init_tag=20, allow_pickle=True)
+    fresh = TensorDict.from_remote_init(0, init_tag=30, allow_pickle=True)
+    return {"receiver_refused": receiver_refused, "v": got["obj"].v, "fresh": fresh["obj"].v, "label": fresh["label"]}
+
+
+@pytest.mark.timeout(120)
+def test_pickled_values_need_opt_in_on_both_ends(tmp_path):
+    sender, receiver = run_ranks(pickle_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert "allow_pickle=True" in sender["refused"]
+    assert "was not unpickled" in receiver["receiver_refused"]
+    assert receiver["v"] == 6 and receiver["fresh"] == 7 and receiver["label"] == "json text"

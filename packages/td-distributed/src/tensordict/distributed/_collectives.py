@@ -37,6 +37,7 @@ from tensordict.distributed._decode import (
     structure_of,
     tensor_bytes,
 )
+from tensordict.distributed._pickling import with_allow_pickle
 from tensordict.distributed._transport import (
     check_initialized,
     comm_error,
@@ -162,6 +163,7 @@ def _check_same_structure(op: str, template: Template, group: Any, device: torch
 
 
 # ---------------------------------------------------------------------- broadcast
+@with_allow_pickle
 def broadcast(td: Any, src: int, *, group: Any = None, device: Any = None, _tensorclass: str | None = None) -> Any:
     """Sends the TensorDict of rank ``src`` to every rank of the group.
 

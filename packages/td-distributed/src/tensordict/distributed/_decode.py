@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from tensordict.distributed._integrity import max_message_bytes
+from tensordict.distributed._pickling import decode_hook
 from tensordict.distributed._wire import (
     _MAX_DEPTH,
     _NAMES,
@@ -145,7 +146,9 @@ def parse_meta(stream: torch.Tensor, header: Header, who: str, raw_stream: Any =
     else:
         raw = tensor_bytes(stream[start : start + header.meta_len].cpu())
     try:
-        meta = json.loads(raw.decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"), object_hook=decode_hook)
+    except WireError:
+        raise
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise WireError(f"the metadata sent by {who} is not valid JSON ({err}).") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("root"), dict) or not isinstance(meta.get("leaves"), list):

@@ -25,6 +25,7 @@ keys, dtypes and shapes that differ, and leaves the template untouched.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from typing import Any
@@ -46,6 +47,7 @@ from tensordict.distributed._decode import (
 )
 from tensordict.distributed._integrity import FLAG_CHECKED, crc_chain, crc_of, read_crcs
 from tensordict.distributed._lazy_view import plain_view
+from tensordict.distributed._pickling import pickle_allowed, with_allow_pickle
 from tensordict.distributed._transport import (
     check_initialized,
     check_peer_args,
@@ -101,6 +103,7 @@ def _check_not_self(op: str, peer: int, name: str, group: Any = None) -> None:
         raise ValueError(msg)
 
 
+@with_allow_pickle
 def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
          init_tag: int = 0, pseudo_rand: bool = False, consolidated: bool = False) -> None:
     """Sends the TensorDict to rank ``dst``, which receives it with :meth:`recv` (or :meth:`irecv`).
@@ -162,6 +165,7 @@ def send(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int |
     wait_all(works, "send", f"rank {gdst}", group, started)
 
 
+@with_allow_pickle
 def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int | None = None,
           init_tag: int = 0, pseudo_rand: bool = False, return_early: bool = False,
           consolidated: bool = False) -> int | list:
@@ -212,6 +216,7 @@ def isend(td: Any, dst: int | None = None, *, group: Any = None, group_dst: int 
     return next_tag
 
 
+@with_allow_pickle
 def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any = None, *,
                 group_dst: int | None = None, init_tag: int = 0, pseudo_rand: bool = False,
                 use_broadcast: bool = False, tensorclass: str | None = None) -> None:
@@ -263,7 +268,7 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
 
         check_initialized("init_remote", group)
         broadcast(td, dist.get_rank(group) if group is not None else dist.get_rank(), group=group,
-                  _tensorclass=tensorclass)
+                  _tensorclass=tensorclass, allow_pickle=pickle_allowed())
         return
     check_peer_args("init_remote", dst, group, group_dst, "dst")
     check_initialized("init_remote", group)
@@ -472,6 +477,7 @@ def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, 
     raise RuntimeError(msg)
 
 
+@with_allow_pickle
 def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
          init_tag: int = 0, pseudo_rand: bool = False, consolidated: bool = False) -> int:
     """Receives what :meth:`send`/:meth:`isend` sends into this TensorDict, in place.
@@ -526,6 +532,7 @@ def recv(td: Any, src: int | None = None, *, group: Any = None, group_src: int |
     return _recv("recv", td, src, group, group_src, init_tag, pseudo_rand)
 
 
+@with_allow_pickle
 def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int | None = None,
           return_premature: bool = False, init_tag: int = 0, pseudo_rand: bool = False,
           consolidated: bool = False) -> Any:
@@ -579,12 +586,15 @@ def irecv(td: Any, src: int | None = None, *, group: Any = None, group_src: int 
         else:
             future.set_result(result)
 
-    threading.Thread(target=job, name="tensordict-irecv", daemon=True).start()
+    # the thread runs in a copy of this context: it sees the allow_pickle policy of the call
+    ctx = contextvars.copy_context()
+    threading.Thread(target=ctx.run, args=(job,), name="tensordict-irecv", daemon=True).start()
     if return_premature:
         return [future]
     return future.wait()
 
 
+@with_allow_pickle
 def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device: Any = None, *,
                      group_src: int | None = None, init_tag: int = 0, pseudo_rand: bool = False,
                      use_broadcast: bool = False) -> Any:
@@ -637,7 +647,7 @@ def from_remote_init(cls: Any, src: int | None = None, group: Any = None, device
         if root is None:
             msg = "from_remote_init(use_broadcast=True): pass src, the rank that calls init_remote."
             raise ValueError(msg)
-        td = broadcast(TensorDict(), root, group=group)
+        td = broadcast(TensorDict(), root, group=group, allow_pickle=pickle_allowed())
         return td.to(device) if device is not None else td
     check_peer_args("from_remote_init", src, group, group_src, "src")
     check_initialized("from_remote_init", group)

@@ -64,6 +64,7 @@ import torch
 
 from tensordict import TensorDict, TensorDictBase
 from tensordict.distributed._integrity import FLAG_CHECKED, HEADER_LEN, write_crcs
+from tensordict.distributed._pickling import encode_default
 from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
 from tensordict.ext import SKELETON_TD as _TD
 from tensordict.ext import SKELETON_TENSOR as _TENSOR
@@ -296,7 +297,7 @@ def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None)
     if tensorclass is not None:
         doc["tensorclass"] = tensorclass
     try:
-        return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        return json.dumps(doc, separators=(",", ":"), default=encode_default).encode("utf-8")
     except (TypeError, ValueError) as err:
         msg = (
             f"the non-tensor data of this TensorDict is not JSON-serializable ({err}); only JSON values "
