@@ -13,10 +13,14 @@ define the classes fill them in once, at the end of their own import:
 
 ``import tensordict`` imports ``_base.py`` and ``_td.py``, so those attributes are set
 before user code runs. The lazy-stack modules are not imported by ``import tensordict``
-(import time): the first read of ``_classes.LazyStackedTensorDict`` loads
-``tensordict._lazy`` (module ``__getattr__``), which binds the class here. This module
-has no import statement for a td-core module; ``tests/test_architecture.py`` pins that,
-and that td-core's top-level imports form a DAG.
+(import time): until they are, ``LazyStackedTensorDict`` here is a stand-in class that no
+object is an instance of, and calling it (or reading an attribute such as
+``_from_list``) imports ``tensordict._lazy``, which binds the real class here. This
+module has no import statement for a td-core module; ``tests/test_architecture.py``
+pins that, and that td-core's top-level imports form a DAG.
+
+No module ``__getattr__`` here: it would stop CPython from specialising the attribute
+reads (``_classes.TensorDict``) that the hot paths make.
 
 :func:`is_tensor_collection` lives here too: it only asks which class a value has.
 """
@@ -36,7 +40,18 @@ else:
     NonTensorData = None  # filled by _base.py
     NonTensorStack = None  # filled by _base.py
     TensorDict = None  # filled by _td.py
-    # LazyStackedTensorDict: filled by _lazy.py, loaded on first read (``__getattr__``)
+
+    class _LoadLazyStack(type):
+        """Metaclass of the stand-in: calls and attribute reads load ``tensordict._lazy``."""
+
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            return _load_lazy_stack()(*args, **kwargs)
+
+        def __getattr__(cls, name: str) -> Any:
+            return getattr(_load_lazy_stack(), name)
+
+    class LazyStackedTensorDict(metaclass=_LoadLazyStack):  # replaced by _lazy.py
+        """Stand-in until ``tensordict._lazy`` is imported (nothing is an instance of it)."""
 
 __all__ = ["is_tensor_collection"]
 
@@ -66,12 +81,10 @@ def _bind(**classes: Any) -> None:
             _COLLECTIONS = (cls, *_COLLECTIONS)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "LazyStackedTensorDict":
-        importlib.import_module("tensordict._lazy")  # binds it through _bind()
-        return globals()[name]
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
+def _load_lazy_stack() -> Any:
+    """Imports ``tensordict._lazy`` (which binds the real class here) and returns the class."""
+    importlib.import_module("tensordict._lazy")
+    return globals()["LazyStackedTensorDict"]
 
 
 def is_tensor_collection(datatype: Any) -> bool:

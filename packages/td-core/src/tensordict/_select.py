@@ -394,5 +394,3 @@ def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
 
 def _is_td(value: Any) -> bool:
     return isinstance(value, _classes.TensorDictBase)
-
-    return isinstance(value, _classes.TensorDictBase)
