@@ -15,7 +15,26 @@ from tensordict import _classes
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
-NestedKey = Union[str, tuple["NestedKey", ...]]
+if TYPE_CHECKING:
+    NestedKey = Union[str, tuple["NestedKey", ...]]
+else:
+
+    class _NestedKeyMeta(type):
+        def __instancecheck__(cls, obj: Any) -> bool:
+            if isinstance(obj, str):
+                return True
+            return isinstance(obj, tuple) and len(obj) > 0 and all(isinstance(k, NestedKey) for k in obj)
+
+    class NestedKey(metaclass=_NestedKeyMeta):
+        """A key of a TensorDict: a ``str`` or a (possibly nested) non-empty tuple of ``str``.
+
+        For annotations (type checkers read it as ``Union[str, tuple[NestedKey, ...]]``)
+        and for ``isinstance(key, NestedKey)``, as downstream code (TorchRL) writes it.
+
+        Examples:
+            >>> isinstance(("a", ("b", "c")), NestedKey), isinstance(("a", 1), NestedKey)
+            (True, False)
+        """
 
 __all__ = ["NestedKey", "unravel_key", "unravel_key_list", "unravel_keys"]
 

@@ -13,7 +13,7 @@ from tensordict import _classes
 from tensordict._base import _GET_DEFAULTS_TO_NONE, TensorDictBase
 from tensordict._device import _to_device
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
-from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey
+from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData
 from tensordict._unbatched import UnbatchedTensor
@@ -62,6 +62,29 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, prefix: Any) -> Ten
             obj.set(key, value)
     return obj
 
+
+
+_ABSENT_KEY: Any = object()
+
+
+def _get_with_stack_options(td: TensorDict, key: NestedKey, default: Any, **options: Any) -> Any:
+    """``td.get(key, default, **options)`` where ``options`` (``as_padded_tensor``, ...) are
+    read by the lazy stack holding the leaf; a leaf of a dense TensorDict is returned as is
+    (``as_list`` gives it unbound along the first batch dim)."""
+    parts = _as_tuple(key)
+    node: Any = td
+    for i, sub in enumerate(parts[:-1]):
+        if not isinstance(node, TensorDict):
+            return node.get(parts[i:], default, **options)
+        node = node._get_raw(sub, _ABSENT_KEY)
+        if node is _ABSENT_KEY:
+            return TensorDictBase.get(td, key, default)
+    if not isinstance(node, TensorDict):
+        return node.get(parts[-1], default, **options)
+    value = TensorDictBase.get(node, parts[-1], default)
+    if options.get("as_list") and isinstance(value, torch.Tensor) and node.batch_dims:
+        return list(value.unbind(0))
+    return value
 
 class TensorDict(TensorDictBase):
     """A dictionary of tensors sharing leading ``batch_size`` dims.
@@ -260,7 +283,25 @@ class TensorDict(TensorDictBase):
         self._names = new
 
     # ------------------------------------------------------------------ hot paths
-    def get(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:  # noqa: D102
+    def get(  # noqa: D102
+        self,
+        key: NestedKey,
+        default: Any = NO_DEFAULT,
+        *,
+        as_list: bool = False,
+        as_nested_tensor: bool = False,
+        as_padded_tensor: bool = False,
+        layout: Any = None,
+        padding_value: float = 0.0,
+        padding_side: str = "right",
+    ) -> Any:
+        if as_list or as_nested_tensor or as_padded_tensor:
+            # options for the lazy stacks met on the way (dense leaves are returned as they are)
+            return _get_with_stack_options(
+                self, key, default, as_list=as_list, as_nested_tensor=as_nested_tensor,
+                as_padded_tensor=as_padded_tensor, layout=layout, padding_value=padding_value,
+                padding_side=padding_side,
+            )
         if key.__class__ is str:
             try:
                 value = self._tensordict[key]
