@@ -264,3 +264,24 @@ def test_sync_data_collector(env):
     # trajectories restart after done: step counts go back to 0
     steps = torch.cat([b["step_count"].reshape(-1) for b in batches])
     assert steps.max().item() <= 7 and (steps == 0).sum() >= 3
+
+
+def test_ppo_loss_backward(env):
+    from torchrl.modules import ValueOperator
+    from torchrl.objectives import ClipPPOLoss
+
+    actor = _actor()
+    critic = ValueOperator(nn.Linear(3, 1), in_keys=["observation"])
+    with torch.no_grad():
+        rollout = env.rollout(8, policy=actor)
+    loss = ClipPPOLoss(actor, critic)
+    loss.make_value_estimator(gamma=0.99, lmbda=0.95)
+    with torch.no_grad():
+        loss.value_estimator(rollout)
+    assert rollout["advantage"].shape == (8, 1)
+    out = loss(rollout)
+    total = out["loss_objective"] + out["loss_critic"] + out["loss_entropy"]
+    assert total.ndim == 0 and torch.isfinite(total)
+    total.backward()
+    assert all(p.grad is not None for p in actor.parameters())
+    assert all(p.grad is not None for p in critic.parameters())

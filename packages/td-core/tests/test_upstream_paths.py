@@ -308,3 +308,25 @@ def test_accepted_classes():
     assert isinstance(torch.zeros(()), _ACCEPTED_CLASSES)
     assert isinstance(TensorDict(), _ACCEPTED_CLASSES)
     assert isinstance(NonTensorData("x"), _ACCEPTED_CLASSES)
+
+
+def test_nested_key_isinstance():
+    from tensordict import NestedKey
+
+    assert isinstance("a", NestedKey)
+    assert isinstance(("a", ("b", "c")), NestedKey)
+    assert not isinstance(("a", 1), NestedKey)
+    assert not isinstance((), NestedKey)
+    assert not isinstance(["a"], NestedKey)
+
+
+def test_get_with_lazy_stack_options():
+    from tensordict import lazy_stack
+
+    stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3))])
+    td = TensorDict(n=stack, x=torch.zeros(2, 3), batch_size=[2])
+    padded = td.get(("n", "a"), as_padded_tensor=True)
+    assert torch.equal(padded, torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
+    assert td.get("x", as_padded_tensor=True) is td["x"]  # dense leaves as they are
+    assert td.get("missing", None, as_padded_tensor=True) is None
+    assert [t.shape for t in td.get(("n", "a"), as_list=True)] == [torch.Size([2]), torch.Size([3])]
