@@ -283,3 +283,25 @@ class TestUpstreamSurface:
         lp = seq.log_prob(out)
         torch.testing.assert_close(lp["y_log_prob"], d.Normal(out["loc"], 1.0).log_prob(out["y"]))
         assert type(seq[:1]) is TensorDictSequential
+
+
+def test_deterministic_prefers_mode_over_nan_mean():
+    module = ProbabilisticTensorDictModule(in_keys=["logits"], out_keys=["x"], distribution_class=d.Categorical)
+    td = module(TensorDict(logits=torch.tensor([0.0, 5.0, 0.0])))
+    assert td["x"] == 1
+
+
+def test_composite_legacy_log_prob_layout():
+    from tensordict.nn import CompositeDistribution, set_composite_lp_aggregate
+
+    params = TensorDict({"params": {"cont": {"loc": torch.zeros(3, 4), "scale": torch.ones(3, 4)}}}, [3])
+    with set_composite_lp_aggregate(True):
+        module = ProbabilisticTensorDictModule(
+            in_keys=["params"], distribution_class=CompositeDistribution,
+            distribution_kwargs={"distribution_map": {"cont": d.Normal}}, return_log_prob=True,
+        )
+        out = module(params)
+        assert out["cont_log_prob"].shape == (3, 4) and out["sample_log_prob"].shape == (3,)
+        clone = out.exclude("cont_log_prob")
+        lp = module.log_prob(clone)
+        torch.testing.assert_close(lp, clone["cont_log_prob"].sum(-1))

@@ -134,10 +134,14 @@ class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tenso
 
 def _deterministic(dist: D.Distribution) -> Any:
     """``deterministic_sample``, else the mean, else the mode, else the transformed base value."""
+    nan_mean = None
     for attr in ("deterministic_sample", "mean", "mode"):
         try:
             value = getattr(dist, attr)
         except (AttributeError, NotImplementedError):
+            continue
+        if attr == "mean" and isinstance(value, torch.Tensor) and value.is_floating_point() and value.isnan().any():
+            nan_mean = value  # e.g. a Categorical's mean: try the mode first
             continue
         return value
     if isinstance(dist, _LogitRelaxedBernoulli):
@@ -150,6 +154,8 @@ def _deterministic(dist: D.Distribution) -> Any:
         for transform in dist.transforms:
             value = transform(value)
         return value
+    if nan_mean is not None:  # no mode either (e.g. FisherSnedecor with df2 <= 2)
+        return nan_mean
     msg = (
         f"Cannot draw a DETERMINISTIC value from {type(dist).__name__}: neither a "
         "deterministic_sample nor a mean nor a mode is defined (DETERMINISTIC, MEAN and MODE "
@@ -421,6 +427,14 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         if dist is None:
             dist = self.get_dist(tensordict)
         if isinstance(dist, CompositeDistribution):
+            if dist._aggregate():
+                # legacy layout: each "<key>_log_prob" is written into ``tensordict``; the sum is returned
+                lps = dist.log_prob_composite(tensordict, include_sum=False, inplace=True)
+                total = None
+                for name in dist.name_map.values():
+                    red = dist._reduce(lps.get(_lp_name(name)), tensordict.batch_dims)
+                    total = red if total is None else total + red
+                return total
             return dist.log_prob(tensordict)
         return dist.log_prob(*[tensordict.get(k) for k in self.dist_sample_keys])
 
