@@ -110,3 +110,20 @@ def test_user_setattr_sees_constructor_fields():
     assert s.a.tolist() == [1.0, 1.0] and s.b.tolist() == [2.0, 2.0]
     s.a = torch.zeros(())
     assert seen[-1] == "a" and s.a.item() == 1.0
+
+
+def test_heterogeneous_lazy_stack_fields_read_with_get_options():
+    from tensordict import LazyStackedTensorDict, TensorClass
+
+    class Ragged(TensorClass):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    stack = LazyStackedTensorDict(TensorDict(x=torch.ones(3), y=0), TensorDict(x=torch.ones(2) * 2, y=0))
+    obj = Ragged.from_tensordict(stack)
+    assert [t.tolist() for t in obj.get("x", as_list=True)] == [[1.0, 1.0, 1.0], [2.0, 2.0]]
+    padded = obj.get("x", as_padded_tensor=True)
+    assert padded.shape == (2, 3) and padded[1, -1] == 0
+    assert obj.y.tolist() == [0, 0]
+    with pytest.raises(AttributeError):
+        _ = obj.x

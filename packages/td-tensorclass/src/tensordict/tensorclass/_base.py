@@ -300,13 +300,18 @@ class _TensorClassCore(_Slots):
             td[index] = _unwrap(value)
 
     # ------------------------------------------------------------------ get / set
-    def get(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+    def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
         """The value of a field (or of a nested key such as ``("nested", "x")``).
 
         Args:
             key (str or tuple of str): a field name, or a path through nested
                 tensorclasses and TensorDicts.
             default (Any, optional): returned when ``key`` is missing.
+
+        Keyword Args:
+            as_list, as_nested_tensor, as_padded_tensor, ...: read options of
+                ``TensorDict.get`` for fields stored in a lazy stack whose members
+                differ in shape (the call goes to the TensorDict).
 
         Returns:
             the tensor, nested instance or object stored; ``None`` for a field that
@@ -325,6 +330,9 @@ class _TensorClassCore(_Slots):
             >>> p.get("a").shape, p.get("name")
             (torch.Size([2]), 'p')
         """
+        if kwargs:
+            args = () if default is NO_DEFAULT else (default,)
+            return _read(self._tensordict.get(key, *args, **kwargs))
         if key.__class__ is not str:
             key = unravel_key(key)
             if key.__class__ is tuple:
@@ -507,8 +515,9 @@ class _TensorClassCore(_Slots):
         td = tensordict
         if td.__class__ is TensorDict:
             _convert_nested(cls, td)
+        present = set(keys)
         for name in cls._tc_fields:
-            if name not in nt and td._get_raw(name, _ABSENT) is _ABSENT:
+            if name not in nt and name not in present:
                 nt[name] = None
         obj = _obj_new(cls)
         _bind(obj, td, nt)

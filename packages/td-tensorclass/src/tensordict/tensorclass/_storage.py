@@ -130,12 +130,25 @@ def _field_values(obj: Any, td: TensorDictBase, nt: dict) -> dict:
             values = dict(store)
     else:
         values = {}
+        unreadable = []
         for key in td._keys_raw():
-            value = td._get_raw(key)
+            try:
+                value = td._get_raw(key)
+            except RuntimeError:
+                # a lazy stack whose members differ in shape: no single value; read it
+                # with obj.get(key, as_list=True) / as_padded_tensor=True
+                unreadable.append(key)
+                continue
             if value.__class__ is NonTensorData:
                 nt[key] = value.data
             else:
                 values[key] = _read(value)
+        if unreadable:
+            for name in fields:
+                if name not in values and name not in unreadable and name not in nt:
+                    values[name] = None
+            values.update(nt)
+            return values
     if nt:
         for key in list(nt):
             if key in values:
