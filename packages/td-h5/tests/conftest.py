@@ -31,7 +31,7 @@ def make_td(n: int = 10) -> TensorDict:
                 "idx": torch.arange(n),
                 "half": torch.arange(n * 2, dtype=torch.float16).view(n, 2),
             },
-            "label": "experiment-1",
+            "label": b"experiment-1",  # bytes: a str would come back as bytes (as tensordict)
         },
         batch_size=[n],
     )

@@ -13,7 +13,7 @@ from tensordict.persistent import PersistentTensorDict
 def test_to_tensordict_and_clone(ptd, td):
     for out in (ptd.to_tensordict(), ptd.clone(), ptd.clone(False)):
         assert type(out) is TensorDict
-        assert out["label"] == "experiment-1"
+        assert out["label"] == b"experiment-1"
         assert torch.equal(out["nested", "idx"], td["nested", "idx"])
     out = ptd[2:5].to_tensordict()
     assert out.batch_size == torch.Size([3]) and torch.equal(out["obs"], td["obs"][2:5])
@@ -69,7 +69,7 @@ def test_select_exclude_dict(ptd, td):
     ex = ptd.exclude("nested", "label")
     assert set(ex.keys()) == {"obs", "reward", "done"}
     d = ptd.to_dict()
-    assert torch.equal(d["nested"]["idx"], td["nested", "idx"]) and d["label"] == "experiment-1"
+    assert torch.equal(d["nested"]["idx"], td["nested", "idx"]) and d["label"] == b"experiment-1"
     assert ptd.flatten_keys()["nested.idx"].tolist() == list(range(10))
 
 

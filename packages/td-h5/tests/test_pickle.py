@@ -57,4 +57,4 @@ def test_spawned_process_reopens_file(h5file, td):
     assert rows.tolist() == [9, 0, 4]
     assert type(dense) is TensorDict
     assert torch.equal(dense["obs"], td["obs"][2:4])
-    assert dense["label"] == "experiment-1"
+    assert dense["label"] == b"experiment-1"

@@ -17,7 +17,7 @@ def test_roundtrip_values(h5file, td):
         assert set(p.keys()) == set(td.keys())
         for key in td.keys(True, True):
             if key == "label":
-                assert p[key] == "experiment-1"
+                assert p[key] == b"experiment-1"
                 continue
             got = p.get(key)
             assert isinstance(got, torch.Tensor)
@@ -112,7 +112,7 @@ def test_non_tensor_data(tmp_path):
     td.set("number", NonTensorData(3, batch_size=[3]))
     td.set("flag", NonTensorData(True, batch_size=[3]))
     with td.to_h5(path) as p:
-        assert p["text"] == "hello"
+        assert p["text"] == b"hello"  # str in, bytes out (as tensordict)
         assert p["number"] == 3
         assert p["flag"] is True
         assert p["nothing"] is None
@@ -121,7 +121,7 @@ def test_non_tensor_data(tmp_path):
         assert isinstance(raw, NonTensorData) and raw.batch_size == torch.Size([3])
         assert p[1:]._get_raw("text").batch_size == torch.Size([2])
     with h5py.File(path, "r") as f:
-        assert f.attrs["text"] == "hello"
+        assert f.attrs["text"] == b"hello"
         assert "text" not in f
 
 
@@ -151,8 +151,9 @@ def test_string_dataset_as_stack_option(tmp_path):
 
 def test_keys_views_and_contains(ptd):
     assert set(ptd.keys()) == {"obs", "reward", "done", "nested", "label"}
-    leaves = set(ptd.keys(include_nested=True, leaves_only=True))
-    assert leaves == {"obs", "reward", "done", ("nested", "idx"), ("nested", "half"), "label"}
+    leaves = set(ptd.keys(include_nested=True, leaves_only=True))  # non-tensor data is not a leaf (as td-core)
+    assert leaves == {"obs", "reward", "done", ("nested", "idx"), ("nested", "half")}
+    assert "label" in set(ptd.keys(True, True, is_leaf=lambda cls: not issubclass(cls, PersistentTensorDict)))
     assert ("nested", "idx") in ptd.keys(True)
     assert ("nested", "idx") in ptd
     assert ("nested", "missing") not in ptd

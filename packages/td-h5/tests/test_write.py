@@ -135,7 +135,7 @@ def test_non_tensor_writes(ptd):
     ptd["rows"] = stack
     p = reopen(ptd)
     try:
-        assert p["label"] == "changed" and p["note"] == "new note"
+        assert p["label"] == b"changed" and p["note"] == b"new note"
         assert p["rows"][3] == "row3"
         p[torch.tensor([1, 0])]["rows"] = NonTensorStack("one", "zero")
         assert p["rows"][:3] == ["zero", "one", "row2"]
@@ -150,7 +150,7 @@ def test_delete_rename_pop(ptd):
     ptd.rename_key_("obs", "observation")
     assert "observation" in ptd.keys() and "obs" not in ptd.keys()
     ptd.rename_key_("label", ("nested", "label"))
-    assert ptd["nested", "label"] == "experiment-1"
+    assert ptd["nested", "label"] == b"experiment-1"
     value = ptd.pop("reward")
     assert value.shape == torch.Size([10]) and "reward" not in ptd.keys()
     with pytest.raises(KeyError):
@@ -182,7 +182,7 @@ def test_in_place_math_and_apply_write_back(ptd, td):
     assert torch.equal(ptd["nested", "idx"][:2], torch.tensor([1, 2]))
     ptd.apply_(lambda t: t.clamp(max=5))
     assert ptd["obs"].max() == 5
-    assert ptd["label"] == "experiment-1"
+    assert ptd["label"] == b"experiment-1"
 
 
 def test_in_place_math_read_only(h5file):

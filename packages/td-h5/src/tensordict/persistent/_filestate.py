@@ -7,8 +7,8 @@ from typing import Any
 
 import h5py
 import torch
-from tensordict.ext import batch_mismatch_error
 
+from tensordict.ext import batch_mismatch_error
 from tensordict.persistent import _h5io as io
 from tensordict.persistent import _links
 

@@ -175,13 +175,13 @@ def dataset_kind(dset: h5py.Dataset) -> tuple[str, torch.dtype | None]:
         if dt.itemsize <= 2 and dt.kind in "iu":
             name = meta_attr(dset, META_DTYPE, h5py.h5t.STRING)
             if name is not None:
-                special = _SPECIAL_DTYPES.get(attr_to_python(name))
+                special = _SPECIAL_DTYPES.get(attr_text(name))
                 if special is not None and special[1].itemsize == dt.itemsize:
                     return "tensor", special[0]
         return "tensor", tdt
     if h5py.check_string_dtype(dt) is not None:
         kind = meta_attr(dset, META_KIND, h5py.h5t.STRING)
-        if kind is not None and attr_to_python(kind) == STACK_KIND:
+        if kind is not None and attr_text(kind) == STACK_KIND:
             return "stack", None
         return "string", None
     return "other", None
@@ -237,23 +237,40 @@ def numpy_dtype_for(dtype: torch.dtype, key: Any = None) -> tuple[np.dtype, str 
 
 
 # ---------------------------------------------------------------------- non-tensor values
-def _decode(v: Any) -> Any:
-    if isinstance(v, (bytes, np.bytes_)):
-        return bytes(v).decode("utf-8", errors="surrogateescape")
-    if isinstance(v, list):
-        return [_decode(x) for x in v]
-    return v
-
-
 def attr_to_python(value: Any) -> Any:
-    """An attribute value as a Python object: str, number, bool, ``None`` or nested lists."""
+    """An attribute value as a Python object: str, bytes, number, bool, ``None`` or nested lists.
+
+    Strings come back as h5py gives them, as tensordict does: a byte string
+    (fixed-length, or opaque when it holds NUL bytes; what ``to_h5`` writes for a
+    ``str`` or ``bytes`` value) is ``bytes``, a variable-length string attribute
+    (what other tools usually write) is ``str``.
+    """
     if isinstance(value, h5py.Empty):
         return None
+    if isinstance(value, np.void):
+        return bytes(value)
     if isinstance(value, np.ndarray):
-        return _decode(value.tolist())
+        return value.tolist()
     if isinstance(value, np.generic):
-        return _decode(value.item())
-    return _decode(value)
+        return value.item()
+    return value
+
+
+def attr_text(value: Any) -> Any:
+    """An attribute of ours (dtype marker, kind, names) with byte strings decoded to ``str``."""
+    out = attr_to_python(value)
+    if isinstance(out, bytes):
+        return out.decode("utf-8", errors="surrogateescape")
+    if isinstance(out, list):
+        return [x.decode("utf-8", errors="surrogateescape") if isinstance(x, bytes) else x for x in out]
+    return out
+
+
+def _byte_string(data: bytes) -> Any:
+    """``data`` as an attribute h5py reads back as ``bytes`` (NUL bytes kept)."""
+    if b"\0" in data or not data:
+        return np.void(data) if data else np.bytes_(b"")
+    return np.bytes_(data)
 
 
 def python_to_attr(key: Any, value: Any) -> Any:
@@ -264,7 +281,11 @@ def python_to_attr(key: Any, value: Any) -> Any:
     """
     if value is None:
         return h5py.Empty("f8")
-    if isinstance(value, (str, bytes, bool, np.generic)) and not isinstance(value, np.object_):
+    if isinstance(value, str):  # stored as UTF-8 bytes, read back as bytes (as tensordict does)
+        return _byte_string(value.encode("utf-8", errors="surrogateescape"))
+    if isinstance(value, bytes):
+        return _byte_string(value)
+    if isinstance(value, (bool, np.generic)) and not isinstance(value, np.object_):
         return value
     if isinstance(value, int):
         if not -(2**63) <= value < 2**63:
@@ -290,6 +311,31 @@ def python_to_attr(key: Any, value: Any) -> Any:
         "Convert it first (for instance to a str with json.dumps)."
     )
     raise TypeError(msg)
+
+
+def struct_to_tensordict(key: Any, arr: np.ndarray, shape: tuple) -> Any:
+    """A numpy structured array as a TensorDict of batch size ``shape``: numeric fields are
+    tensors (sub-array fields add feature dims), nested structs are nested TensorDicts,
+    string fields are lists of str (``NonTensorStack``) and anything else is refused."""
+    from tensordict import NonTensorStack, TensorDict
+
+    arr = np.asarray(arr).reshape(shape)
+    fields: dict = {}
+    for name in arr.dtype.names:
+        col = arr[name]
+        sub = col.dtype
+        if sub.names is not None:
+            fields[name] = struct_to_tensordict((key, name), col, shape)
+        elif sub.kind in "biufc" and sub.kind != "O":
+            fields[name] = _plain_to_tensor(np.ascontiguousarray(col))
+        elif sub.kind in "SUO" or h5py.check_string_dtype(sub) is not None:
+            items = [x.decode("utf-8", errors="surrogateescape") if isinstance(x, bytes) else str(x)
+                     for x in col.reshape(-1).tolist()]
+            fields[name] = NonTensorStack._from_flat(items, torch.Size(shape)) if shape else items[0]
+        else:
+            msg = f"key {key!r}: field {name!r} of the compound dataset has dtype {sub}, which has no tensor form."
+            raise TypeError(msg)
+    return TensorDict(fields, batch_size=torch.Size(shape))
 
 
 def read_strings(dset: h5py.Dataset) -> Any:
@@ -370,6 +416,9 @@ def write_leaf(group: h5py.Group, name: str, value: Any, h5_kwargs: dict) -> Non
         write_tree(group.create_group(name), value, h5_kwargs)
     elif isinstance(value, NonTensorData):
         group.attrs[name] = python_to_attr(name, value.data)
+    elif isinstance(value, NonTensorStack) and _all_same(value._items):
+        # one value for the whole batch (e.g. an expanded NonTensorData): one attribute, as tensordict does
+        group.attrs[name] = python_to_attr(name, value._items[0])
     elif isinstance(value, NonTensorStack):
         arr = _stack_array(name, value._items, tuple(value.batch_size))
         dset = group.create_dataset(name, data=arr, dtype=h5py.string_dtype())
@@ -377,6 +426,13 @@ def write_leaf(group: h5py.Group, name: str, value: Any, h5_kwargs: dict) -> Non
     else:  # pragma: no cover - validate_tree rejects it first
         msg = f"cannot store key {name!r} of type {type(value).__name__}."
         raise TypeError(msg)
+
+
+def _all_same(items: list) -> bool:
+    if not items:
+        return False
+    first = items[0]
+    return all(type(x) is type(first) and x == first for x in items[1:]) and isinstance(first, (str, bytes))
 
 
 def write_batch_meta(group: h5py.Group, batch_size: torch.Size, names: list | None) -> None:
@@ -428,7 +484,7 @@ def stored_names(group: h5py.Group, ndim: int) -> list | None:
     value = meta_attr(group, META_NAMES, h5py.h5t.STRING)
     if value is None:
         return None
-    names = attr_to_python(value)
+    names = attr_text(value)
     if not isinstance(names, list) or len(names) != ndim or not all(isinstance(n, str) for n in names):
         return None
     return [n or None for n in names]

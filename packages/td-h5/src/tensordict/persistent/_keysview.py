@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tensordict import NestedKey
+from tensordict import NestedKey, NonTensorData, NonTensorStack
 from tensordict.ext import KeysView as _KeysView
 from tensordict.ext import as_key_tuple as _as_tuple
 
 __all__ = ["H5ItemsView", "H5KeysView", "H5ValuesView"]
+
+_NON_TENSOR = (NonTensorData, NonTensorStack)
 
 
 class H5KeysView(_KeysView):
@@ -27,7 +29,8 @@ class H5KeysView(_KeysView):
         for key, cls, child in td._meta_items():
             full = key if not prefix else prefix + (key,)
             is_coll = child is not None
-            leaf = (not is_coll) if is_leaf is None else is_leaf(cls)
+            # as td-core: tensors are leaves; TensorDicts and non-tensor data are not (unless is_leaf says so)
+            leaf = (not is_coll and not issubclass(cls, _NON_TENSOR)) if is_leaf is None else is_leaf(cls)
             if not self.leaves_only or leaf:
                 yield full
             if self.include_nested and is_coll:
@@ -71,7 +74,7 @@ class H5KeysView(_KeysView):
         if self.leaves_only:
             cls = self._td._meta_class(found)
             is_leaf = self.is_leaf
-            return (found[0] != "group") if is_leaf is None else bool(is_leaf(cls))
+            return (found[0] != "group" and not issubclass(cls, _NON_TENSOR)) if is_leaf is None else bool(is_leaf(cls))
         return True
 
 

@@ -614,9 +614,24 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if kind in ("string", "stack"):
             data = io.read_strings(dset)
             data = data.tolist() if isinstance(data, np.ndarray) else data
+        elif dset.dtype.names is not None:  # compound (struct) dataset: a nested TensorDict of its fields
+            return self._read_compound(key, dset)
         else:
             data = dset[()]
         return NonTensorData(data, self._batch_size, self._device)
+
+    def _read_compound(self, key: str, dset: h5py.Dataset) -> TensorDictBase:
+        """A compound dataset as a TensorDict: one entry per field, batch size = the dataset's shape."""
+        out = io.struct_to_tensordict(key, dset[()], tuple(dset.shape))
+        if self._sel is not None:
+            bs = tuple(self._orig_bs)
+            if tuple(dset.shape[: len(bs)]) != bs:
+                raise batch_mismatch_error(key, dset.shape, bs)
+            flat = out.reshape(-1) if len(bs) == out.ndim else out.flatten(0, len(bs) - 1)
+            out = flat[self._positions().reshape(-1)].reshape(*self._batch_size, *out.batch_size[len(bs):])
+        if self._device is not None:
+            out = out.to(self._device)
+        return out
 
     def _locate(self, path: tuple) -> tuple | None:
         """Metadata of ``path``: ``(kind, h5py object, torch dtype)`` or ``None`` when absent.

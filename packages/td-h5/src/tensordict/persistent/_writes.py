@@ -23,10 +23,6 @@ from typing import Any
 import h5py
 import numpy as np
 import torch
-from tensordict.ext import INPLACE_METHODS, locked_error, missing_key_error, unravel_key
-from tensordict.ext import as_key_tuple as _as_tuple
-from tensordict.persistent._links import has_link, refused_error
-from tensordict.persistent._selection import write_selected
 
 from tensordict import (
     NestedKey,
@@ -36,7 +32,11 @@ from tensordict import (
     TensorDictBase,
     is_tensor_collection,
 )
+from tensordict.ext import INPLACE_METHODS, locked_error, missing_key_error, unravel_key
+from tensordict.ext import as_key_tuple as _as_tuple
 from tensordict.persistent import _h5io as io
+from tensordict.persistent._links import has_link, refused_error
+from tensordict.persistent._selection import write_selected
 
 __all__ = ["WriteMixin", "install_inplace_writeback"]
 
