@@ -492,3 +492,33 @@ class TestCallExtras:
         with _set_dispatch_td_nn_modules(False), pytest.raises(TypeError, match="missing 1 required positional argument"):
             module(a=torch.zeros(1, 1))
         assert isinstance(module(a=torch.zeros(1, 1)), TensorDict)
+
+
+class TestSkipExistingDecorator:
+    def test_decorated_forward_skips_when_outputs_exist(self):
+        from tensordict.nn import TensorDictModuleBase, set_skip_existing
+
+        class Writes(TensorDictModuleBase):
+            in_keys = []
+            out_keys = ["out"]
+
+            @set_skip_existing()
+            def forward(self, tensordict):
+                tensordict.set("out", torch.ones(()))
+                return tensordict
+
+        assert (Writes()(TensorDict({"out": torch.zeros(())}, []))["out"] == 0).all()
+        assert (Writes()(TensorDict())["out"] == 1).all()
+
+    def test_none_is_not_a_context_manager(self):
+        from tensordict.nn import set_skip_existing, skip_existing
+
+        with pytest.raises(RuntimeError, match="It seems"):
+            with set_skip_existing(None):
+                pass
+        assert skip_existing() is False
+
+    def test_missing_key_message(self):
+        module = TensorDictModule(nn.Linear(2, 3), in_keys=["a"], out_keys=["b"])
+        with pytest.raises(KeyError, match="may not have not been found in the input tensordict"):
+            module(TensorDict({"c": torch.randn(())}, []))

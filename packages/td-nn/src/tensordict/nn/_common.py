@@ -91,7 +91,8 @@ def _missing_in_key_error(owner: str, key: NestedKey, tensordict: TensorDictBase
     if len(keys) > 20:
         keys = keys[:20] + ["..."]
     msg = (
-        f"{owner} reads the key {key!r}, which is missing from the input TensorDict "
+        "Some tensors that are necessary for the module call may not have not been found in the "
+        f"input tensordict: {owner} reads the key {key!r}, which is missing from the input TensorDict "
         f"(batch_size={tuple(tensordict.batch_size)}, keys {keys}). The TensorDict was "
         "left unchanged. Add the entry to the input, or change the module's in_keys."
     )
@@ -245,18 +246,30 @@ class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordi
         if self.mode is not None:  # ``None`` leaves the mode as it is
             _SKIP_EXISTING[0] = bool(self.mode)
 
+    def __enter__(self) -> set_skip_existing:
+        if self.mode is None:
+            msg = (
+                "It seems you are using set_skip_existing as a context manager with ``None`` input. "
+                "This behaviour is not allowed: set_skip_existing(None) only decorates forward methods."
+            )
+            raise RuntimeError(msg)
+        return super().__enter__()
+
     def __call__(self, func: Callable) -> Callable:
-        if self.mode is not None:
-            return super().__call__(func)
         out_attr = self.out_key_attr
+        mode = self.mode
+        scoped = super().__call__(func) if mode is not None else func
 
         @functools.wraps(func)
-        def checked(_self: Any, tensordict: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if _SKIP_EXISTING[0] and isinstance(tensordict, TensorDictBase):
-                keys = getattr(_self, out_attr, ())
-                if keys and all(k in tensordict.keys(True) for k in keys):
-                    return tensordict
-            return func(_self, tensordict, *args, **kwargs)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            # a ``forward(self, tensordict, ...)``: skip when every out_key is present
+            # (under the decorator's own mode, or the global one for ``None``)
+            skip = _SKIP_EXISTING[0] if mode is None else bool(mode)
+            if skip and len(args) >= 2 and isinstance(args[0], nn.Module) and isinstance(args[1], TensorDictBase):
+                keys = getattr(args[0], out_attr, ())
+                if keys and all(k in args[1].keys(True) for k in keys):
+                    return args[1]
+            return scoped(*args, **kwargs)
 
         return checked
 
