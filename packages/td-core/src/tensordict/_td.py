@@ -287,7 +287,8 @@ class TensorDict(TensorDictBase):
         self,
         key: NestedKey,
         default: Any = NO_DEFAULT,
-        *,
+        # upstream's lazy-stack options, positional-or-keyword: keyword-only parameters with
+        # defaults would cost every call on Python 3.11; a str key never reads them
         as_list: bool = False,
         as_nested_tensor: bool = False,
         as_padded_tensor: bool = False,
@@ -295,13 +296,6 @@ class TensorDict(TensorDictBase):
         padding_value: float = 0.0,
         padding_side: str = "right",
     ) -> Any:
-        if as_list or as_nested_tensor or as_padded_tensor:
-            # options for the lazy stacks met on the way (dense leaves are returned as they are)
-            return _get_with_stack_options(
-                self, key, default, as_list=as_list, as_nested_tensor=as_nested_tensor,
-                as_padded_tensor=as_padded_tensor, layout=layout, padding_value=padding_value,
-                padding_side=padding_side,
-            )
         if key.__class__ is str:
             try:
                 value = self._tensordict[key]
@@ -312,6 +306,13 @@ class TensorDict(TensorDictBase):
                     raise missing_key_error(key, self._tensordict) from None
                 return default
             return value
+        if as_list or as_nested_tensor or as_padded_tensor:
+            # options for the lazy stacks met on the way (dense leaves are returned as they are)
+            return _get_with_stack_options(
+                self, key, default, as_list=as_list, as_nested_tensor=as_nested_tensor,
+                as_padded_tensor=as_padded_tensor, layout=layout, padding_value=padding_value,
+                padding_side=padding_side,
+            )
         if key.__class__ is tuple and key:
             node = self
             try:
