@@ -43,6 +43,7 @@ from tensordict._keys import (
     unravel_key,
 )
 from tensordict._lazy_funcs import LazyStackMethodsMixin
+from tensordict._lock_graph import check_unlock, register_locked_root, unregister_locked_root
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._names import refine, renamed, sync_child_names
 from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
@@ -167,6 +168,7 @@ class TensorDictBase(
     """
 
     _is_locked: bool = False
+    _lock_parents: list = []  # weak refs to locked ancestors (``_lock_graph.py``)
     _is_tensorclass = False
     _lock_stack: list | None = None
 
@@ -693,7 +695,19 @@ class TensorDictBase(
             if dest is None:
                 dest = owner._preallocate(key, v, vbd, owner.batch_size)
             if isinstance(dest, (torch.Tensor, TensorDictBase, NonTensorStack)):
-                dest[index] = v
+                try:
+                    dest[index] = v
+                except RuntimeError as err:
+                    text = str(err)
+                    if "shape mismatch" not in text and "must match" not in text:
+                        raise
+                    target = self._index_batch_size(index)
+                    msg = (
+                        f"batch dimension mismatch: the batch size {tuple(value.batch_size)} of the value "
+                        f"differs from the source batch size {tuple(target)} at index {index!r} "
+                        f"(key {key!r}); Cannot broadcast the tensordict to it."
+                    )
+                    raise RuntimeError(msg) from err
             elif isinstance(dest, NonTensorData):
                 if not (isinstance(v, NonTensorData) and v == dest):
                     stack = NonTensorStack._from_flat([dest.data] * dest.numel(), dest.batch_size, dest.device)
@@ -1008,12 +1022,20 @@ class TensorDictBase(
         """
         self._push_op(("lock", self._is_locked))
         self._set_lock_flag(True)
+        register_locked_root(self)
         return self
 
     def unlock_(self) -> TensorDictBase:
-        """Unlocks the TensorDict; as a context manager, re-locks on exit if it was locked."""
+        """Unlocks the TensorDict; as a context manager, re-locks on exit if it was locked.
+
+        Raises:
+            RuntimeError: a locked TensorDict that is still alive holds this one.
+        """
+        if self._lock_parents:
+            check_unlock(self)
         self._push_op(("lock", self._is_locked))
         self._set_lock_flag(False)
+        unregister_locked_root(self)
         return self
 
     def __enter__(self) -> TensorDictBase:
@@ -1027,6 +1049,7 @@ class TensorDictBase(
         op = self._lock_stack.pop()
         if op[0] == "lock":
             self._set_lock_flag(op[1])
+            (register_locked_root if op[1] else unregister_locked_root)(self)
         elif op[0] == "callback":
             op[1]()
 

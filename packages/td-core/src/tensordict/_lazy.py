@@ -865,6 +865,8 @@ class LazyStackedTensorDict(
         state.pop("_lock_stack", None)
         state.pop("_fast", None)
         state.pop("_bs_cache", None)
+        state.pop("_lock_parents", None)
+        state.pop("_shape_source", None)
         return state
 
     def __setstate__(self, state: dict) -> None:

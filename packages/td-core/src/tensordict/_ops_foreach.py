@@ -177,6 +177,7 @@ _UNARY_LOOP = {
     "isinf": False,
     "isposinf": False,
     "isneginf": False,
+    "isreal": False,
     "signbit": False,
     "logical_not": True,
     "bitwise_not": True,

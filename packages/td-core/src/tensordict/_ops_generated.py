@@ -1868,6 +1868,22 @@ class GeneratedOpsMixin:
         """
         return _loop(self, torch.isneginf)
 
+    def isreal(self) -> Any:
+        """``torch.isreal`` of every tensor leaf (non-tensor entries pass through).
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.tensor([[2.0], [3.0]])}, [2])
+            >>> expected = torch.isreal(td["a"])
+            >>> torch.equal(td.isreal()["a"], expected)
+            True
+        """
+        return _loop(self, torch.isreal)
+
     def signbit(self) -> Any:
         """``torch.signbit`` of every tensor leaf (non-tensor entries pass through).
 

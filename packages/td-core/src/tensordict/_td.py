@@ -434,6 +434,8 @@ class TensorDict(TensorDictBase):
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_lock_stack", None)
+        state.pop("_lock_parents", None)  # weak refs: rebuilt when the copy is locked
+        state.pop("_shape_source", None)
         return state
 
     def __setstate__(self, state: dict) -> None:

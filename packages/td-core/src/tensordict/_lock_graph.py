@@ -1,0 +1,58 @@
+"""Which locked TensorDicts hold a nested TensorDict (the lock graph).
+
+Locking a TensorDict locks every nested one and records, on each, a weak reference to
+the locked ancestor. ``unlock_()`` on a nested TensorDict whose locked ancestor is
+still alive raises: unlocking it alone would let the ancestor's structure change
+behind its back. Once the ancestor is unlocked (or garbage-collected) the nested one
+can be unlocked.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from tensordict import _classes
+
+__all__ = ["check_unlock", "register_locked_root", "unregister_locked_root"]
+
+
+def _descendants(root: Any) -> list:
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for _, value in node._items_raw():
+            if isinstance(value, _classes.TensorDictBase):
+                out.append(value)
+                stack.append(value)
+    return out
+
+
+def register_locked_root(root: Any) -> None:
+    """Records ``root`` as a locked ancestor of each nested TensorDict."""
+    ref = weakref.ref(root)
+    for node in _descendants(root):
+        parents = [p for p in node._lock_parents if p() is not None and p() is not root]
+        parents.append(ref)
+        node._lock_parents = parents
+
+
+def unregister_locked_root(root: Any) -> None:
+    """Forgets ``root`` as a locked ancestor (it was unlocked)."""
+    for node in _descendants(root):
+        if node._lock_parents:
+            node._lock_parents = [p for p in node._lock_parents if p() is not None and p() is not root]
+
+
+def check_unlock(td: Any) -> None:
+    """Raises if a live, locked ancestor holds ``td``."""
+    for ref in td._lock_parents:
+        parent = ref()
+        if parent is not None and parent._is_locked:
+            msg = (
+                "Cannot unlock a tensordict that is part of a locked graph. Unlock the root "
+                f"tensordict first (a locked {type(parent).__name__} with batch_size "
+                f"{tuple(parent.batch_size)} holds this one)."
+            )
+            raise RuntimeError(msg)
