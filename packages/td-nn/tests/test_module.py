@@ -522,3 +522,16 @@ class TestSkipExistingDecorator:
         module = TensorDictModule(nn.Linear(2, 3), in_keys=["a"], out_keys=["b"])
         with pytest.raises(KeyError, match="may not have not been found in the input tensordict"):
             module(TensorDict({"c": torch.randn(())}, []))
+
+
+def test_construction_and_reset_warnings():
+    import warnings as _w
+
+    with pytest.warns(UserWarning, match="out_to_in_map is not None but is only used when in_key is a dictionary"):
+        TensorDictModule(lambda x: x, in_keys=["x"], out_keys=["a"], out_to_in_map=False)
+    module = TensorDictModule(nn.ModuleList([nn.Tanh(), nn.ReLU()]), in_keys=["in"], out_keys=["out"])
+    with pytest.warns(UserWarning, match="did not find any parameters to reset"):
+        module.reset_parameters_recursive()
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        TensorDictModule(nn.Linear(1, 1), in_keys=["in"], out_keys=["out"]).reset_parameters_recursive()

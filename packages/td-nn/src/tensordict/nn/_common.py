@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -740,9 +741,18 @@ class TensorDictModuleBase(nn.Module):
             >>> _ = mod.reset_parameters_recursive()
         """
         if parameters is None:
+            found = False
             for sub in self.modules():
                 if sub is not self and hasattr(sub, "reset_parameters") and not isinstance(sub, TensorDictModuleBase):
                     sub.reset_parameters()
+                    found = True
+            if not found:
+                warnings.warn(
+                    "reset_parameters_recursive was called without the parameters argument and did not find "
+                    f"any parameters to reset (no submodule of {type(self).__name__} has reset_parameters).",
+                    UserWarning,
+                    stacklevel=2,
+                )
             return None
         from tensordict.nn._functional import _swap_params
 

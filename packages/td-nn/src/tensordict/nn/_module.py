@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -165,6 +166,12 @@ class TensorDictModule(TensorDictModuleBase):
             self.__dict__["_in_keys"] = keys
             self.__dict__["_kwargs"] = kwargs
         else:
+            if out_to_in_map is not None:
+                warnings.warn(
+                    "out_to_in_map is not None but is only used when in_key is a dictionary.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             self.__dict__["_in_keys"] = _normalize_keys(in_keys, "in_keys", owner)
             self.__dict__["_kwargs"] = None
         self.out_to_in_map = out_to_in_map
