@@ -432,7 +432,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                 lps = dist.log_prob_composite(tensordict, include_sum=False, inplace=True)
                 total = None
                 for name in dist.name_map.values():
-                    red = dist._reduce(lps.get(_lp_name(name)), tensordict.batch_dims)
+                    red = dist._reduce(lps.get(_lp_name(name)), len(dist.batch_shape))
                     total = red if total is None else total + red
                 return total
             return dist.log_prob(tensordict)
@@ -532,7 +532,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                     dest.update(lps)
                     total = None
                     for _, lp in lps.items(True, True):
-                        red = dist._reduce(lp, dest.batch_dims)
+                        red = dist._reduce(lp, len(dist.batch_shape) + len(self.num_samples or ()))
                         total = red if total is None else total + red
                     dest.set(self.log_prob_keys[0], total)
                 else:
