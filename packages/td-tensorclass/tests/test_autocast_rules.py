@@ -127,3 +127,23 @@ def test_heterogeneous_lazy_stack_fields_read_with_get_options():
     assert obj.y.tolist() == [0, 0]
     with pytest.raises(AttributeError):
         _ = obj.x
+
+
+def test_lists_stack_along_the_first_batch_dim():
+    from tensordict import TensorClass, set_list_to_stack
+
+    class Row(TensorClass):
+        tag: str
+        v: torch.Tensor
+        note: list
+
+    with set_list_to_stack(True):
+        r = Row(tag=["a", "b"], v=[torch.ones(3), torch.zeros(3)], note=[], batch_size=[2])
+        assert r[0].tag == "a" and r[1].tag == "b"
+        assert r.v.shape == (2, 3) and (r[1].v == 0).all()
+        assert r.note == []  # an empty list stays an object
+        with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+            Row(tag=["a", "b", "c"], v=torch.zeros(2), note=[], batch_size=[2])
+    with set_list_to_stack(False):
+        r = Row(tag="a", v=torch.zeros(2), note=["x", "y", "z"], batch_size=[2])
+        assert r.note == ["x", "y", "z"]

@@ -485,6 +485,8 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
             if target is not None:
                 value = target.from_tensordict(value)
         return True, value
+    if value.__class__ is list and value and bs and _lists_stack():  # an empty list stays an object
+        return _stack_list(cls, name, value, bs, device)
     # a plain dict becomes a TensorDict (or the annotated tensorclass); other mappings
     # (UserDict, ...) are kept as objects unless the annotation asks for a tensorclass
     if (isinstance(value, dict) and _dict_becomes_td(cls, name)) or (
@@ -508,6 +510,33 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
             raise _batch_error(cls, name, tensor.shape, bs)
         return True, tensor
     return False, value
+
+
+def _lists_stack() -> bool:
+    """td-core's ``list_to_stack()`` switch (lists become stacks along the first batch dim)."""
+    try:
+        from tensordict import list_to_stack
+    except ImportError:  # pragma: no cover - older td-core
+        return False
+    return bool(list_to_stack())
+
+
+def _stack_list(cls: type, name: str, value: list, bs: torch.Size, device: Any) -> tuple[bool, Any]:
+    """Under ``set_list_to_stack(True)``: a list holds one element per index of the first
+    batch dim; tensors are stacked, other objects become a ``NonTensorStack``."""
+    if len(value) != bs[0]:
+        raise _batch_error(cls, name, (len(value),), bs)
+    if value and all(isinstance(v, _Tensor) for v in value):
+        stacked = torch.stack(value)
+        if stacked.shape[: len(bs)] != bs:
+            raise _batch_error(cls, name, stacked.shape, bs)
+        if device is not None and stacked.device != device:
+            stacked = stacked.to(device)
+        return True, stacked
+    if len(bs) != 1:
+        # each element would have to fill the remaining batch dims bs[1:]
+        raise _batch_error(cls, name, (len(value),), bs)
+    return True, NonTensorStack(*value, batch_size=bs, device=device)
 
 
 def _dict_becomes_td(cls: type, name: str) -> bool:
