@@ -285,3 +285,29 @@ def test_ppo_loss_backward(env):
     total.backward()
     assert all(p.grad is not None for p in actor.parameters())
     assert all(p.grad is not None for p in critic.parameters())
+
+
+def test_sac_loss_backward(env):
+    # SAC runs its Q-value ensemble through functional parameters (TensorDict params + vmap)
+    from torchrl.modules import ValueOperator
+    from torchrl.objectives import SACLoss
+
+    class QNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(5, 1)
+
+        def forward(self, observation, action):
+            return self.linear(torch.cat([observation, action], -1))
+
+    actor = _actor()
+    qvalue = ValueOperator(QNet(), in_keys=["observation", "action"])
+    with torch.no_grad():
+        rollout = env.rollout(8, policy=actor)
+    loss = SACLoss(actor, qvalue, num_qvalue_nets=2, action_spec=env.action_spec)
+    out = loss(rollout)
+    assert {"loss_actor", "loss_qvalue", "loss_alpha"} <= set(out.keys())
+    total = out["loss_actor"] + out["loss_qvalue"] + out["loss_alpha"]
+    assert torch.isfinite(total)
+    total.backward()
+    assert all(p.grad is not None for p in actor.parameters())
