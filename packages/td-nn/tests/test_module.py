@@ -535,3 +535,12 @@ def test_construction_and_reset_warnings():
     with _w.catch_warnings():
         _w.simplefilter("error")
         TensorDictModule(nn.Linear(1, 1), in_keys=["in"], out_keys=["out"]).reset_parameters_recursive()
+
+
+def test_wrapper_selects_the_wrapped_outputs():
+    inner = TensorDictModule(lambda x, y: (x + 2, y + 2, x), in_keys=["a", "b"], out_keys=["c", "d", "e"])
+    wrapper = TensorDictModuleWrapper(inner)
+    assert wrapper.select_out_keys("d") is wrapper
+    assert wrapper.out_keys == ["d"] and inner.out_keys == ["d"]
+    assert (wrapper(torch.zeros(()), torch.ones(())) == 3).all()
+    assert wrapper.reset_out_keys() is wrapper and wrapper.out_keys == ["c", "d", "e"]

@@ -569,6 +569,16 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         """Runs the wrapped module's ``forward``."""
         return self.td_module.forward(*args, **kwargs)
 
+    def select_out_keys(self, *out_keys: NestedKey) -> TensorDictModuleWrapper:
+        """Selects the wrapped module's outputs (see :meth:`TensorDictModuleBase.select_out_keys`); returns ``self``."""
+        self.td_module.select_out_keys(*out_keys)
+        return self
+
+    def reset_out_keys(self) -> TensorDictModuleWrapper:
+        """Undoes :meth:`select_out_keys` on the wrapped module; returns ``self``."""
+        self.td_module.reset_out_keys()
+        return self
+
 
 def as_tensordict_module(
     in_keys: NestedKey | Sequence[NestedKey], out_keys: NestedKey | Sequence[NestedKey]
