@@ -174,3 +174,25 @@ def test_pickled_values_need_opt_in_on_both_ends(tmp_path):
     assert "allow_pickle=True" in sender["refused"]
     assert "was not unpickled" in receiver["receiver_refused"]
     assert receiver["v"] == 6 and receiver["fresh"] == 7 and receiver["label"] == "json text"
+
+
+def bucket_job(rank: int, world: int) -> dict:
+    td = TensorDict({f"k{i}": torch.full((8,), float(rank + 1)) for i in range(5)}, batch_size=[8])
+    td["big"] = torch.full((8, 64), float(rank + 1))
+    td.all_reduce(bucket_bytes=100)  # 32-byte leaves, 3 per bucket; "big" alone
+    cons = TensorDict(a=torch.full((40,), float(rank + 1)), batch_size=[]).consolidate()
+    futures = cons.all_reduce(async_op=True, bucket_bytes=64)
+    for f in futures:
+        f.wait()
+    return {"sum": float(td.sum(reduce=True)), "cons": cons["a"].tolist()[0], "n_futures": len(futures)}
+
+
+@pytest.mark.timeout(120)
+def test_all_reduce_in_buckets(tmp_path):
+    r0, r1 = run_ranks(bucket_job, 2, out_dir=str(tmp_path), timeout=100)
+    assert r0 == r1
+    assert r0["sum"] == 3.0 * (5 * 8 + 8 * 64)
+    assert r0["cons"] == 3.0 and r0["n_futures"] == 3  # 160 bytes in 64-byte pieces
+    td = TensorDict(a=torch.zeros(2))
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        td.all_reduce(bucket_bytes=0)

@@ -256,10 +256,38 @@ def _bool_op(op: Any) -> Any:
     return op
 
 
+def _buckets(leaves: list, bucket_bytes: int | None) -> list:
+    """Consecutive leaves grouped into buckets of at most ``bucket_bytes`` bytes (a larger
+    leaf is a bucket of its own); one bucket when ``bucket_bytes`` is ``None``."""
+    if bucket_bytes is None:
+        return [leaves]
+    out: list = []
+    current: list = []
+    size = 0
+    for leaf in leaves:
+        n = leaf.numel() * leaf.element_size()
+        if current and size + n > bucket_bytes:
+            out.append(current)
+            current, size = [], 0
+        current.append(leaf)
+        size += n
+    if current:
+        out.append(current)
+    return out
+
+
+def _check_bucket_bytes(op: str, bucket_bytes: Any) -> None:
+    if bucket_bytes is not None and (
+        not isinstance(bucket_bytes, int) or isinstance(bucket_bytes, bool) or bucket_bytes <= 0
+    ):
+        msg = f"{op}: bucket_bytes must be a positive int (bytes) or None, got {bucket_bytes!r}."
+        raise ValueError(msg)
+
+
 class _Buffers:
     """One flat buffer per dtype to reduce, and how to write the results back."""
 
-    def __init__(self, td: Any, device: torch.device) -> None:
+    def __init__(self, td: Any, device: torch.device, bucket_bytes: int | None = None) -> None:
         self.td = td
         self.items: list = []  # (flat tensor given to the backend, dtype, leaves or None, staged slice or None)
         self.writeback = None
@@ -273,20 +301,25 @@ class _Buffers:
             for dtype, start, nbytes, _ in template.plan.runs:
                 if not nbytes:
                     continue
-                slab = template.storage[start : start + nbytes]
-                if slab.device != device:
-                    self.items.append((slab.to(device).view(dtype), dtype, None, slab))
-                else:
-                    self.items.append((slab.view(dtype), dtype, None, None))
+                step = nbytes
+                if bucket_bytes is not None:  # whole elements per bucket, at least one
+                    step = max(bucket_bytes // dtype.itemsize, 1) * dtype.itemsize
+                for lo in range(start, start + nbytes, step):
+                    slab = template.storage[lo : min(lo + step, start + nbytes)]
+                    if slab.device != device:
+                        self.items.append((slab.to(device).view(dtype), dtype, None, slab))
+                    else:
+                        self.items.append((slab.view(dtype), dtype, None, None))
             return
         groups: dict = {}
         for leaf in template.leaves:
             groups.setdefault(leaf.dtype, []).append(leaf)
         for dtype, leaves in groups.items():
-            flat = _flatten_dense([t.detach() for t in leaves])
-            if flat.device != device:
-                flat = flat.to(device)
-            self.items.append((flat, dtype, leaves, None))
+            for bucket in _buckets(leaves, bucket_bytes):
+                flat = _flatten_dense([t.detach() for t in bucket])
+                if flat.device != device:
+                    flat = flat.to(device)
+                self.items.append((flat, dtype, bucket, None))
 
     def wire(self, flat: torch.Tensor, dtype: torch.dtype, op: Any) -> tuple[torch.Tensor, Any]:
         if dtype is torch.bool:
@@ -317,13 +350,15 @@ def _avg_supported(group: Any) -> bool:
     return "nccl" in str(dist.get_backend(group)).lower()
 
 
-def _reduce_impl(opname: str, td: Any, op: Any, group: Any, dst: int | None, async_op: bool) -> Any:
+def _reduce_impl(opname: str, td: Any, op: Any, group: Any, dst: int | None, async_op: bool,
+                 bucket_bytes: int | None = None) -> Any:
+    _check_bucket_bytes(opname, bucket_bytes)
     _, size = _member(opname, group)
     gdst = None if dst is None else global_rank(group, dst, opname, "dst")
     if op is None:
         op = dist.ReduceOp.SUM
     dev, _ = comm_mode(group)
-    bufs = _Buffers(td, dev)
+    bufs = _Buffers(td, dev, bucket_bytes)
     _check_same_structure(opname, bufs.template, group, dev, size, by_numel=True)
     divide = None
     wire_op = op
@@ -361,7 +396,8 @@ def _reduce_impl(opname: str, td: Any, op: Any, group: Any, dst: int | None, asy
     return None
 
 
-def all_reduce(td: Any, op: Any = None, *, group: Any = None, async_op: bool = False) -> Any:
+def all_reduce(td: Any, op: Any = None, *, group: Any = None, async_op: bool = False,
+               bucket_bytes: int | None = None) -> Any:
     """Reduces every leaf over the ranks of the group, in place, on every rank.
 
     Every rank calls it with a TensorDict of the same structure. The leaves are
@@ -379,6 +415,10 @@ def all_reduce(td: Any, op: Any = None, *, group: Any = None, async_op: bool = F
         async_op (bool): return a list of ``torch.futures.Future`` (one per dtype)
             at once; the results are written into the TensorDict when each completes.
             Defaults to ``False``.
+        bucket_bytes (int, optional): reduce the leaves of each dtype in buckets of at
+            most this many bytes (a larger leaf is a bucket of its own; a consolidated
+            storage is cut into pieces of this size) instead of one buffer per dtype.
+            Defaults to ``None`` (one buffer per dtype).
 
     Returns:
         ``None``, or the list of futures with ``async_op=True``.
@@ -399,11 +439,11 @@ def all_reduce(td: Any, op: Any = None, *, group: Any = None, async_op: bool = F
         [[1.0, 1.0], [1.0, 1.0]]
         >>> dist.destroy_process_group()
     """
-    return _reduce_impl("all_reduce", td, op, group, None, async_op)
+    return _reduce_impl("all_reduce", td, op, group, None, async_op, bucket_bytes)
 
 
 def reduce(td: Any, dst: int, op: Any = None, async_op: bool = False, return_premature: bool = False,
-           group: Any = None) -> Any:
+           group: Any = None, *, bucket_bytes: int | None = None) -> Any:
     """Reduces every leaf over the ranks of the group into the TensorDict of rank ``dst``.
 
     As :meth:`all_reduce`, but only rank ``dst`` holds the result; on the other
@@ -416,6 +456,9 @@ def reduce(td: Any, dst: int, op: Any = None, async_op: bool = False, return_pre
             of futures is returned at once; otherwise they are waited for here.
         return_premature (bool): see ``async_op``. Defaults to ``False``.
         group (ProcessGroup, optional): the process group.
+
+    Keyword Args:
+        bucket_bytes (int, optional): as in :meth:`all_reduce`.
 
     Returns:
         ``None``, or the list of futures with ``async_op=True, return_premature=True``.
@@ -436,7 +479,7 @@ def reduce(td: Any, dst: int, op: Any = None, async_op: bool = False, return_pre
         [3.0, 3.0]
         >>> dist.destroy_process_group()
     """
-    futures = _reduce_impl("reduce", td, op, group, dst, async_op)
+    futures = _reduce_impl("reduce", td, op, group, dst, async_op, bucket_bytes)
     if async_op and not return_premature:
         for fut in futures:
             fut.wait()
