@@ -67,7 +67,7 @@ class TestPad:
             pad(td, [1])
         with pytest.raises(ValueError, match="at most"):
             pad(td, [1, 1, 1, 1])
-        with pytest.raises(ValueError, match="below 0"):
+        with pytest.raises(RuntimeError, match="negative output size"):
             pad(td, [-2, -2])
 
 

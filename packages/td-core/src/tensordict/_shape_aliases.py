@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from tensordict._pad import pad as _pad_fn
+
 __all__ = ["ShapeAliasMixin", "shape_alias_torch_table"]
 
 
@@ -143,6 +145,30 @@ class ShapeAliasMixin:
             torch.Size([4, 3, 2])
         """
         return self.expand(*shape)
+
+    def pad(self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True) -> Any:
+        """Pads the batch dims with ``value`` (see :func:`tensordict.pad`).
+
+        Args:
+            pad_size (sequence of int): ``(dim0_left, dim0_right, dim1_left, ...)``.
+            value (float): the fill value. Defaults to ``0.0``.
+            inplace (bool): make ``self`` hold the padded leaves and return it.
+            safe (bool): check for a negative output size before padding anything.
+
+        Raises:
+            ValueError: a malformed ``pad_size``.
+            RuntimeError: a batch dim would get a negative output size.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(3, 4)}, [3, 4])
+            >>> td.pad([0, 1, 0, 2]).batch_size
+            torch.Size([4, 6])
+            >>> td.pad([1, 0], inplace=True) is td, td.batch_size
+            (True, torch.Size([4, 4]))
+        """
+        return _pad_fn(self, pad_size, value, inplace=inplace, safe=safe)
 
     def _atleast(self, n: int) -> Any:
         nd = self.batch_dims

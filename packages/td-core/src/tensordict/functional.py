@@ -13,89 +13,14 @@ from tensordict._base import TensorDictBase
 from tensordict._convert import from_dict
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._lazy_funcs import dense_stack_tds as _dense_stack_tds
-from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
+from tensordict._nontensor import _stack_non_tensor
+from tensordict._pad import _pad_non_tensor, pad
 from tensordict._td import TensorDict
 
 __all__ = ["dense_stack_tds", "make_tensordict", "merge_tensordicts", "pad", "pad_sequence"]
 
 
 # ---------------------------------------------------------------------- pad
-def _torch_pad_spec(pad_size: Sequence[int], ndim: int) -> list[int]:
-    """``F.pad`` wants (last dim left, last dim right, ...); ours go from dim 0 forward."""
-    n = len(pad_size) // 2
-    spec = [0, 0] * (ndim - n)
-    for d in reversed(range(n)):
-        spec += [pad_size[2 * d], pad_size[2 * d + 1]]
-    return spec
-
-
-def _pad_non_tensor(value: Any, pad_size: Sequence[int], new_bs: torch.Size) -> Any:
-    if isinstance(value, NonTensorData):
-        return NonTensorData(value.data, new_bs, value.device)
-    index = torch.arange(value.numel()).view(value.batch_size)
-    index = F.pad(index, _torch_pad_spec(pad_size, index.ndim), value=-1)
-    flat = index.reshape(-1).tolist()
-    items = [None if i < 0 else value._items[i] for i in flat]
-    return NonTensorStack._from_flat(items, index.shape, value.device)
-
-
-def _pad(
-    td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size
-) -> TensorDictBase:
-    source = {}
-    for key, leaf in td._items_raw():
-        if isinstance(leaf, torch.Tensor):
-            source[key] = F.pad(leaf, _torch_pad_spec(pad_size, leaf.ndim), value=value)
-        elif isinstance(leaf, TensorDictBase):
-            sub_bs = torch.Size((*new_bs, *leaf.batch_size[len(new_bs) :]))
-            source[key] = _pad(leaf, pad_size, value, sub_bs)
-        else:
-            source[key] = _pad_non_tensor(leaf, pad_size, new_bs)
-    return TensorDict._new_unsafe(source, new_bs, td.device, td.names if td._has_names() else None)
-
-
-def pad(tensordict: TensorDictBase, pad_size: Sequence[int], value: float = 0.0) -> TensorDictBase:
-    """Pads every leaf along the batch dims with a constant, in a new TensorDict.
-
-    Args:
-        tensordict (TensorDictBase): the TensorDict to pad.
-        pad_size (sequence of int): ``(dim0_left, dim0_right, dim1_left, dim1_right, ...)``,
-            from the first batch dim forward; an even number of ints, at most
-            ``2 * batch_dims``. Negative values crop.
-        value (float, optional): the fill value. Defaults to ``0.0``. Padded slots of a
-            ``NonTensorStack`` hold ``None``.
-
-    Returns:
-        a TensorDict whose batch size grew by the padding (leaves keep their dtype).
-
-    Raises:
-        ValueError: ``pad_size`` has an odd length or more than ``2 * batch_dims`` entries.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict, pad
-        >>> td = TensorDict({"a": torch.ones(3, 4, 1), "b": torch.ones(3, 4, 1, 1)}, batch_size=[3, 4])
-        >>> padded = pad(td, [0, 1, 0, 2], value=0.0)
-        >>> padded.batch_size, padded["a"].shape, padded["b"].shape
-        (torch.Size([4, 6]), torch.Size([4, 6, 1]), torch.Size([4, 6, 1, 1]))
-    """
-    pad_size = [int(p) for p in pad_size]
-    nd = tensordict.batch_dims
-    if len(pad_size) % 2 or len(pad_size) > 2 * nd:
-        msg = (
-            f"pad: pad_size {pad_size} must have an even length of at most 2 * batch_dims "
-            f"= {2 * nd} (batch_size {tuple(tensordict.batch_size)})."
-        )
-        raise ValueError(msg)
-    new_bs = list(tensordict.batch_size)
-    for d in range(len(pad_size) // 2):
-        new_bs[d] += pad_size[2 * d] + pad_size[2 * d + 1]
-        if new_bs[d] < 0:
-            msg = f"pad: pad_size {pad_size} crops batch dim {d} of size {tensordict.batch_size[d]} below 0."
-            raise ValueError(msg)
-    return _pad(tensordict, pad_size, value, torch.Size(new_bs))
-
-
 # ---------------------------------------------------------------------- pad_sequence
 def pad_sequence(
     list_of_tensordicts: Sequence[TensorDictBase],
