@@ -296,3 +296,11 @@ def test_delitem_updates_keys():
                             second=Mod(lambda b: b + 1, in_keys=["b"], out_keys=["c"])))
     del named["second"]
     assert list(named.module) == ["first"] and named.out_keys == ["b"]
+
+
+def test_tensordict_out_leaves_the_input_alone():
+    seq = _chain()
+    inp = TensorDict(a=torch.zeros(2), batch_size=[2])
+    out = TensorDict(batch_size=[2])
+    assert seq(inp, tensordict_out=out) is out
+    assert set(inp.keys()) == {"a"} and set(out.keys()) == {"b", "c", "d", "e"}

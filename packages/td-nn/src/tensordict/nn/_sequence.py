@@ -435,7 +435,8 @@ class TensorDictSequential(TensorDictModule):
                     raise self._missing(key, tensordict)
         unselected = self._unselected
         present = [k for k in unselected if k in tensordict.keys(True)] if unselected else None
-        td = tensordict if self.inplace is not False else tensordict.copy()
+        # with tensordict_out, the input is left as it was (the steps run on a shallow copy)
+        td = tensordict if self.inplace is not False and tensordict_out is None else tensordict.copy()
         if self.partial_tolerant:
             td = self._run_partial(td, kwargs)
         elif kwargs or _any_global_hooks():
