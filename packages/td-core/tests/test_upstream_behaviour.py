@@ -56,3 +56,52 @@ def test_repeat_interleave_without_dim():
     assert out.batch_size == (24,)
     assert torch.equal(out["b", "c"], td["b", "c"].repeat_interleave(2))
     assert td.repeat_interleave(2, dim=1).batch_size == (4, 6)
+
+
+def test_update_kwargs_and_sorted_views():
+    td = TensorDict({"a": torch.zeros(3)}, [3])
+    td.update(b=torch.ones(3))
+    td.update({"a": torch.full((3,), 2.0), "b": torch.full((3,), 3.0)}, a=torch.full((3,), 7.0))
+    assert (td["a"] == 7).all() and (td["b"] == 3).all()
+    nested = TensorDict({"z": 0, "a": {"c": 1, "b": 2}})
+    assert [k for k, _ in nested.items(True, True, sort=True)] == [("a", "b"), ("a", "c"), "z"]
+    assert [v.item() for v in nested.values(True, True, sort=True)] == [2, 1, 0]
+
+
+def test_contiguous_canonical_and_inplace():
+    odd = torch.empty_strided((1, 4, 5), (5, 5, 1)).copy_(torch.arange(20.0).view(1, 4, 5))
+    normal = torch.randn(2, 3)
+    td = TensorDict({"odd": odd, "normal": normal, "n": {"odd": odd}}, [])
+    assert td.contiguous()["odd"].data_ptr() == odd.data_ptr()
+    out = td.contiguous(canonical=True)
+    assert out["odd"].stride() == (20, 5, 1) and out["n", "odd"].stride() == (20, 5, 1)
+    assert torch.equal(out["odd"], odd) and out["normal"].data_ptr() == normal.data_ptr()
+    big = torch.arange(20.0).view(4, 5)
+    td = TensorDict({"a": big[:, ::2]}, [4, 3])
+    assert td.contiguous(inplace=True) is td and td["a"].is_contiguous()
+
+
+def test_like_functions_take_device():
+    td = TensorDict({"a": torch.randn(3, 4), "b": {"c": torch.randint(10, (3, 4, 5))}}, [3])
+    assert torch.zeros_like(td).device is None
+    out = torch.ones_like(td, device="cpu", dtype=torch.int64)
+    assert out.device == torch.device("cpu") and out["b"].device == torch.device("cpu")
+    assert out.dtype == torch.int64 and (out == 1).all()
+
+
+def test_flatten_of_0d_and_none_dims():
+    td = TensorDict({"a": torch.zeros(2)})
+    for dims in [(None, None), (0, -1), (None, 0), (0, 0)]:
+        out = td.flatten(*dims)
+        assert out.batch_size == (1,) and out["a"].shape == (1, 2)
+    assert make().flatten(None, None).batch_size == (12,)
+
+
+def test_depth_and_stack_cat_from_tensordict():
+    assert TensorDict({"a": {"b": {"c": {"d": 0}, "e": 0}, "f": 0}, "g": 0}).depth == 3
+    assert TensorDict({"a": 0}).depth == 0
+    td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.ones(3, 4)}}, [3, 4])
+    s = td.stack_from_tensordict(dim=1)
+    assert s.shape == (3, 2, 4) and (s[:, 0] == 0).all() and (s[:, 1] == 1).all()
+    c = td.cat_from_tensordict(dim=-1, sorted=[("b", "c"), "a"])
+    assert c.shape == (3, 8) and (c[:, :4] == 1).all()

@@ -113,6 +113,16 @@ def _adopt_batch_size(key: Any, value: Any, bs: torch.Size) -> Any:
     raise batch_mismatch_error(key, value.batch_size, bs)
 
 
+def _canonical(t: torch.Tensor) -> torch.Tensor:
+    """``t`` if its strides are the row-major ones of its shape, else a compact copy."""
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        if stride != expected:
+            return t.clone(memory_format=torch.contiguous_format)
+        expected *= size
+    return t
+
+
 def _is_numpy(value: Any) -> bool:
     mod = type(value).__module__
     return mod == "numpy" or mod.startswith("numpy.")
@@ -336,13 +346,24 @@ class TensorDictBase(
             return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
         return view
 
-    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
-        """A live view of the values (non-tensor leaves come back as their objects)."""
+    def values(
+        self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None, *, sort: bool = False
+    ) -> Any:
+        """A live view of the values (non-tensor leaves come back as their objects);
+        ``sort=True`` gives a list in the order of ``keys(..., sort=True)``."""
+        if sort:
+            return [v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True)]
         return _ValuesView(self, include_nested, leaves_only, is_leaf)
 
-    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
-        """A live view of ``(key, value)`` pairs; nested keys are flat tuples."""
-        return _ItemsView(self, include_nested, leaves_only, is_leaf)
+    def items(
+        self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None, *, sort: bool = False
+    ) -> Any:
+        """A live view of ``(key, value)`` pairs; nested keys are flat tuples.
+        ``sort=True`` gives a list sorted by key (nested keys joined with ``"."``)."""
+        view = _ItemsView(self, include_nested, leaves_only, is_leaf)
+        if sort:
+            return sorted(view, key=lambda kv: kv[0] if isinstance(kv[0], str) else ".".join(kv[0]))
+        return view
 
     @property
     def sorted_keys(self) -> list[str]:
@@ -822,7 +843,7 @@ class TensorDictBase(
 
     def update(
         self,
-        input_dict_or_td: Mapping | TensorDictBase,
+        input_dict_or_td: Mapping | TensorDictBase | None = None,
         clone: bool = False,
         inplace: bool = False,
         *,
@@ -831,6 +852,7 @@ class TensorDictBase(
         is_leaf: Any = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
+        **kwargs: Any,
     ) -> TensorDictBase:
         """Writes every key of ``input_dict_or_td`` into ``self`` (nested TensorDicts merge).
 
@@ -861,6 +883,8 @@ class TensorDictBase(
                 ``False``.
             ignore_lock (bool, optional): write into a locked TensorDict (it is
                 unlocked for the update and locked again). Defaults to ``False``.
+            **kwargs: more entries (``key=value``), written after
+                ``input_dict_or_td`` (they win on conflicts), as ``dict.update`` does.
 
         Returns:
             ``self``.
@@ -878,6 +902,12 @@ class TensorDictBase(
             >>> sorted(td.keys())
             ['a', 'b']
         """
+        if kwargs:
+            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
+            merged.update(kwargs)
+            input_dict_or_td = merged
+        if input_dict_or_td is None:
+            return self
         if input_dict_or_td is self:
             return self
         if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
@@ -1105,9 +1135,29 @@ class TensorDictBase(
         """A TensorDict of detached leaves (same storage)."""
         return self._map_leaves(torch.Tensor.detach)
 
-    def contiguous(self) -> TensorDictBase:
-        """A TensorDict of contiguous leaves (copies only what is not contiguous)."""
-        return self._map_leaves(torch.Tensor.contiguous)
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDictBase:
+        """A TensorDict of contiguous leaves (copies only what is not contiguous).
+
+        Keyword Args:
+            canonical (bool): also copy leaves that torch calls contiguous but whose
+                strides are not the row-major ones of their shape (size-1 dims).
+            inplace (bool): replace the leaves of ``self`` and return it.
+        """
+        if canonical:
+            out = self._map_leaves(_canonical)
+        else:
+            out = self._map_leaves(torch.Tensor.contiguous)
+        if inplace:
+            if out is not self:
+                for key, value in out.items(include_nested=True, leaves_only=True):
+                    if isinstance(value, torch.Tensor) and value is not self._get_any_raw(key):
+                        self._write_inplace_or_set(key, value)
+            return self
+        return out
+
+    def _write_inplace_or_set(self, key: Any, value: torch.Tensor) -> None:
+        parent = self if not isinstance(key, tuple) or len(key) == 1 else self._get_any_raw(key[:-1])
+        parent._set_raw(key if isinstance(key, str) else key[-1], value)
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictBase:
         """A copy. ``recurse=False`` copies the structure but shares the tensors.

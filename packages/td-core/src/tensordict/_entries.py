@@ -304,7 +304,78 @@ class EntriesMixin:
             return PersistentTensorDict.from_dict(td, filename=filename)
         return td
 
+    def _leaves_sorted(self, sorted_keys: Any) -> list:
+        items = [(k, v) for k, v in self.items(include_nested=True, leaves_only=True) if isinstance(v, torch.Tensor)]
+        if sorted_keys is True:
+            items.sort(key=lambda kv: kv[0] if isinstance(kv[0], str) else ".".join(kv[0]))
+        elif sorted_keys:
+            order = {unravel_key(k): i for i, k in enumerate(sorted_keys)}
+            items = sorted((kv for kv in items if kv[0] in order), key=lambda kv: order[kv[0]])
+        if not items:
+            msg = "the TensorDict has no tensor leaf to combine."
+            raise RuntimeError(msg)
+        return [v for _, v in items]
+
+    def stack_from_tensordict(self, dim: int = 0, *, sorted: Any = None, out: Any = None) -> torch.Tensor:  # noqa: A002
+        """Stacks every tensor leaf into one tensor along a new ``dim``.
+
+        Args:
+            dim (int): where the new dim goes. Defaults to ``0``.
+
+        Keyword Args:
+            sorted (bool or list of NestedKey, optional): ``True`` orders the leaves
+                by key; a list of keys gives the order (and selection). By default the
+                order of ``keys(True, True)``.
+            out (Tensor, optional): where to write the result.
+
+        Returns:
+            a tensor of shape ``leaf_shape`` with a dim of size ``num_leaves`` at ``dim``.
+
+        Raises:
+            RuntimeError: the leaves have different shapes, or there is none.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.ones(3, 4)}}, [3, 4])
+            >>> td.stack_from_tensordict(dim=1).shape
+            torch.Size([3, 2, 4])
+        """
+        return torch.stack(self._leaves_sorted(sorted), dim, out=out)
+
+    def cat_from_tensordict(self, dim: int = 0, *, sorted: Any = None, out: Any = None) -> torch.Tensor:  # noqa: A002
+        """Concatenates every tensor leaf into one tensor along ``dim`` (key order as in
+        :meth:`stack_from_tensordict`).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.ones(3, 4)}}, [3, 4])
+            >>> td.cat_from_tensordict(dim=1).shape
+            torch.Size([3, 8])
+        """
+        return torch.cat(self._leaves_sorted(sorted), dim, out=out)
+
     # ------------------------------------------------------------------ description
+    @property
+    def depth(self) -> int:
+        """How deep the nesting goes: ``0`` without nested TensorDicts.
+
+        Examples:
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": {"b": {"c": 0}}, "d": 0}).depth
+            2
+        """
+        best = 0
+        stack = [(self, 0)]
+        while stack:
+            node, level = stack.pop()
+            best = max(best, level)
+            for _, value in node._items_raw():
+                if isinstance(value, _classes.TensorDictBase):
+                    stack.append((value, level + 1))
+        return best
+
     @property
     def dtype(self) -> torch.dtype | None:
         """The dtype shared by every tensor leaf, or ``None`` when they differ.

@@ -136,7 +136,15 @@ class ShapeContextMixin:
         return _track(self, out, lambda r: r.squeeze(d))
 
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> Any:  # noqa: D102
+    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1, *, inplace: bool = False) -> Any:  # noqa: D102
+        start_dim = 0 if start_dim is None else start_dim
+        end_dim = -1 if end_dim is None else end_dim
+        if not self.batch_dims:  # as torch.flatten of a 0-d tensor: one dim of size 1
+            if start_dim not in (0, -1) or end_dim not in (0, -1):
+                msg = f"flatten: dims ({start_dim}, {end_dim}) are out of range for a TensorDict with 0 batch dims."
+                raise IndexError(msg)
+            out = self.unsqueeze(0)
+            return _become(self, out) if inplace else out
         out = super().flatten(start_dim, end_dim)
         if inplace:
             return _become(self, out)

@@ -74,6 +74,9 @@ def _register_defaults() -> None:
 
 
 def _like(td: Any, fn: Callable, kwargs: dict) -> Any:
+    device = kwargs.get("device")
+    if device is not None:  # the result lives on (and reports) that device
+        return td._map_leaves(lambda t: fn(t, **kwargs), keep_non_tensor=True, device=torch.device(device))
     return td._map_leaves(lambda t: fn(t, **kwargs), keep_non_tensor=True)
 
 
