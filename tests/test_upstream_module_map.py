@@ -25,6 +25,7 @@ UPSTREAM_PATHS = [
     "tensordict.nn.ensemble",
     "tensordict.nn.cudagraphs",
     "tensordict.prototype",
+    "tensordict.prototype.fx",
     "tensordict._tensorcollection",
 ]
 

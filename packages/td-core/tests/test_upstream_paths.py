@@ -330,3 +330,27 @@ def test_get_with_lazy_stack_options():
     assert td.get("x", as_padded_tensor=True) is td["x"]  # dense leaves as they are
     assert td.get("missing", None, as_padded_tensor=True) is None
     assert [t.shape for t in td.get(("n", "a"), as_list=True)] == [torch.Size([2]), torch.Size([3])]
+
+
+def test_convert_ellipsis_to_idx():
+    from tensordict.utils import convert_ellipsis_to_idx
+
+    full = slice(None)
+    assert convert_ellipsis_to_idx((0, ..., 1), (2, 3, 4, 5)) == (0, full, full, 1)
+    assert convert_ellipsis_to_idx(..., (2, 3)) == (full, full)
+    assert convert_ellipsis_to_idx((None, ..., 0), (2, 3)) == (None, full, 0)
+    assert convert_ellipsis_to_idx((0, 1), (2, 3)) == (0, 1)
+    with pytest.raises(RuntimeError, match="one Ellipsis"):
+        convert_ellipsis_to_idx((..., ...), (2,))
+    t = torch.zeros(2, 3, 4, 5)
+    idx = (0, ..., 1)
+    assert torch.equal(t[idx], t[convert_ellipsis_to_idx(idx, t.shape)])
+
+
+def test_numpy_to_torch_dtype_dict():
+    np = pytest.importorskip("numpy")
+    from tensordict.utils import NUMPY_TO_TORCH_DTYPE_DICT
+
+    assert NUMPY_TO_TORCH_DTYPE_DICT[np.dtype("float32")] is torch.float32
+    assert NUMPY_TO_TORCH_DTYPE_DICT[np.dtype("bool")] is torch.bool
+    assert NUMPY_TO_TORCH_DTYPE_DICT[np.dtype("int64")] is torch.int64

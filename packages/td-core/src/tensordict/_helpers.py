@@ -1,8 +1,8 @@
 """General helpers of ``tensordict.utils`` that downstream libraries use.
 
 ``logger``, ``Buffer``, ``strtobool``, ``is_seq_of_nested_key``, ``is_namedtuple``,
-``is_namedtuple_class``, ``print_directory_tree`` and ``implement_for`` (pick a
-function's implementation by the installed version of a library).
+``is_namedtuple_class``, ``print_directory_tree``, ``convert_ellipsis_to_idx`` and
+``implement_for`` (pick a function's implementation by the installed version of a library).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import torch
 
 __all__ = [
     "Buffer",
+    "convert_ellipsis_to_idx",
     "implement_for",
     "is_namedtuple",
     "is_namedtuple_class",
@@ -280,3 +281,40 @@ class implement_for:  # noqa: N801 - public name of the tensordict API
     def reset(cls) -> None:
         """Forgets every chosen implementation (for tests)."""
         cls._implementations.clear()
+
+
+def convert_ellipsis_to_idx(idx: Any, batch_size: Sequence[int]) -> tuple:
+    """Replaces the ``Ellipsis`` of an index by the full slices it stands for.
+
+    Args:
+        idx (index): an index of a tensor of shape ``batch_size`` (a tuple or one item).
+        batch_size (sequence of int): the indexed shape.
+
+    Returns:
+        the index as a tuple without ``Ellipsis``.
+
+    Raises:
+        RuntimeError: the index holds more than one ``Ellipsis``.
+
+    Examples:
+        >>> convert_ellipsis_to_idx((0, ..., 1), (2, 3, 4, 5))
+        (0, slice(None, None, None), slice(None, None, None), 1)
+    """
+    items = idx if isinstance(idx, tuple) else (idx,)
+    count = sum(1 for i in items if i is Ellipsis)
+    if count == 0:
+        return items
+    if count > 1:
+        msg = f"convert_ellipsis_to_idx: an index can hold one Ellipsis, got {idx!r}."
+        raise RuntimeError(msg)
+    consumed = 0
+    for item in items:
+        if item is Ellipsis or item is None:
+            continue
+        if isinstance(item, torch.Tensor) and item.dtype is torch.bool:
+            consumed += item.ndim
+        else:
+            consumed += 1
+    fill = max(len(batch_size) - consumed, 0)
+    pos = next(i for i, item in enumerate(items) if item is Ellipsis)
+    return (*items[:pos], *([slice(None)] * fill), *items[pos + 1 :])

@@ -21,6 +21,7 @@ from tensordict._compat_upstream import (  # noqa: F401 - upstream private names
 )
 from tensordict._helpers import (
     Buffer,
+    convert_ellipsis_to_idx,
     implement_for,
     is_namedtuple,
     is_namedtuple_class,
@@ -51,6 +52,7 @@ __all__ = [
     "assert_allclose_td",
     "assert_close",
     "capture_non_tensor_stack",
+    "convert_ellipsis_to_idx",
     "get_printoptions",
     "implement_for",
     "is_leaf_nontensor",
@@ -192,3 +194,20 @@ def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indice
     if return_indices:
         return out, keep
     return out
+
+
+def __getattr__(name: str) -> Any:
+    # ``NUMPY_TO_TORCH_DTYPE_DICT`` needs numpy, which ``import tensordict`` never loads
+    if name == "NUMPY_TO_TORCH_DTYPE_DICT":
+        import numpy as np
+
+        table = {np.dtype(np.bool_): torch.bool}
+        for dtype in (
+            torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+            torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128,
+        ):
+            table[np.dtype(torch.empty((), dtype=dtype).numpy().dtype)] = dtype
+        globals()[name] = table
+        return table
+    msg = f"module 'tensordict.utils' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -4,7 +4,7 @@
 ``from tensordict import tensorclass``. Provided by the ``td-tensorclass``
 distribution.
 
-``symbolic_trace`` (upstream's ``tensordict.prototype.fx``) is td-nn's
+``symbolic_trace`` (also ``tensordict.prototype.fx``) is td-nn's
 ``tensordict.nn.fx.symbolic_trace``, loaded on first use; without td-nn it raises an
 ``ImportError`` naming the distribution.
 """
@@ -19,6 +19,6 @@ __all__ = ["tensorclass", "TensorClass", "from_dataclass", "is_tensorclass", "sy
 
 def __getattr__(name: str) -> _Any:
     if name == "symbolic_trace":
-        return _importlib.import_module("tensordict.nn.fx").symbolic_trace
+        return _importlib.import_module("tensordict.prototype.fx").symbolic_trace
     msg = f"module 'tensordict.prototype' has no attribute {name!r}"
     raise AttributeError(msg)
