@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tensordict import TensorDict, unravel_key, unravel_key_list
+from tensordict import TensorDict, is_leaf_nontensor, unravel_key, unravel_key_list
 
 
 def make():
@@ -31,11 +31,13 @@ def test_keys_views():
     td = make()
     assert list(td.keys()) == ["a", "b", "s"]
     assert set(td.keys(True)) == {"a", "b", ("b", "c"), ("b", "d"), ("b", "d", "e"), "s"}
-    assert set(td.keys(True, True)) == {"a", ("b", "c"), ("b", "d", "e"), "s"}
+    # non-tensor data is not a leaf unless is_leaf says so (tensordict 0.15)
+    assert set(td.keys(True, True)) == {"a", ("b", "c"), ("b", "d", "e")}
+    assert set(td.keys(True, True, is_leaf=is_leaf_nontensor)) == {"a", ("b", "c"), ("b", "d", "e"), "s"}
     assert ("b", "c") in td.keys(True)
     assert ("b", "c") not in td.keys()
     assert "b" not in td.keys(True, True)
-    assert len(td.keys(True, True)) == 4
+    assert len(td.keys(True, True)) == 3
     assert td.keys(sort=True) == ["a", "b", "s"]
     keys = td.keys()
     td["z"] = torch.zeros(3)
@@ -44,7 +46,7 @@ def test_keys_views():
 
 def test_values_items():
     td = make()
-    items = dict(td.items(True, True))
+    items = dict(td.items(True, True, is_leaf=is_leaf_nontensor))
     assert items["s"] == "x"
     assert torch.equal(items[("b", "d", "e")], torch.ones(3))
     assert len(list(td.values())) == 3

@@ -599,7 +599,7 @@ def test_select_exclude_are_lazy():
     assert set(sel.keys(True, True)) == {"a", ("b", "c")}
     ex = s.exclude("a", ("b", "d"))
     assert isinstance(ex, LazyStackedTensorDict)
-    assert set(ex.keys(True, True)) == {("b", "c"), "s"}
+    assert set(ex.keys(True)) == {"b", ("b", "c"), "s"}  # "s" (non-tensor) is not a leaf
     del tds[1]["a"]
     with pytest.raises(KeyError, match=r"\[1\]"):
         s.select("a")
@@ -617,7 +617,7 @@ def test_apply_is_lazy_and_matches_dense():
     dense_other = torch.stack(tds, 1)
     torch.testing.assert_close(s.apply(lambda x, y: x - y, dense_other)["a"], torch.zeros(4, 3, 2))
     named = s.named_apply(lambda k, x: x if k == "a" else None)
-    assert set(named.keys(True, True)) == {"a", "s"}
+    assert set(named.keys(True)) == {"a", "s"}
     reduced = s.apply(lambda x: x[:2], batch_size=[2, 3])
     assert reduced.batch_size == torch.Size([2, 3])
     changed_stack = s.apply(lambda x: x[:, :2], batch_size=[4, 2])
@@ -664,7 +664,7 @@ def test_keys_views_and_misc():
     s = lazy_stack(tds)
     assert ("b", "c") in s.keys(True)
     assert ("b", "zz") not in s.keys(True)
-    assert len(s.keys(True, True)) == 4
+    assert len(s.keys(True, True)) == 3  # the non-tensor "s" is not a leaf by default
     assert dict(s.items())["a"].shape == torch.Size([3, 4, 2])
     s.rename_key_("a", "aa")
     assert "aa" in tds[0].keys() and "a" not in tds[2].keys()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+import torch
+
 from tensordict import _classes
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ else:
             >>> isinstance(("a", ("b", "c")), NestedKey), isinstance(("a", 1), NestedKey)
             (True, False)
         """
+
 
 __all__ = ["NestedKey", "unravel_key", "unravel_key_list", "unravel_keys"]
 
@@ -111,8 +114,17 @@ def _as_tuple(key: NestedKey) -> tuple[str, ...]:
     return (key,) if key.__class__ is str else key
 
 
+_Tensor = torch.Tensor
+
+
+def _is_nt(value: Any) -> bool:
+    return isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack))
+
+
 def _default_is_leaf(cls: type) -> bool:
-    return not issubclass(cls, _classes.TensorDictBase)
+    """Tensors (and other objects) are leaves; TensorDicts and non-tensor data are not
+    (``is_leaf_nontensor`` counts non-tensor data as leaves)."""
+    return not issubclass(cls, (_classes.TensorDictBase, _classes.NonTensorData, _classes.NonTensorStack))
 
 
 class _KeysView:
@@ -155,7 +167,10 @@ class _KeysView:
             for key, value in items:
                 full = pre + (key,) if pre else key
                 is_coll = isinstance(value, tdb)
-                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if is_leaf is None:  # default: not TensorDicts, not non-tensor data
+                    leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
+                else:
+                    leaf = is_leaf(type(value))
                 if not leaves_only or leaf:
                     append((full, value))
                 if nested and is_coll:
@@ -189,7 +204,10 @@ class _KeysView:
         while todo:
             for _, value in todo.pop()._items_raw():
                 is_coll = isinstance(value, tdb)
-                leaf = (not is_coll) if is_leaf is None else is_leaf(type(value))
+                if is_leaf is None:  # default: not TensorDicts, not non-tensor data
+                    leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
+                else:
+                    leaf = is_leaf(type(value))
                 if not self.leaves_only or leaf:
                     n += 1
                 if self.include_nested and is_coll:

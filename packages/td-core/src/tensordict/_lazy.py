@@ -78,8 +78,8 @@ class _LazyKeysView(_KeysView):
             full = prefix + (key,) if prefix else key
             first = first_td._get_raw(key, None)
             is_coll = isinstance(first, TensorDictBase)
-            if is_leaf is None:
-                leaf = not is_coll
+            if is_leaf is None:  # non-tensor data is not a leaf by default
+                leaf = not is_coll and not isinstance(first, (NonTensorData, NonTensorStack))
             else:
                 leaf = is_leaf(LazyStackedTensorDict if is_coll else type(first))
             if not self.leaves_only or leaf:
@@ -123,7 +123,7 @@ class _LazyKeysView(_KeysView):
         first = node.tensordicts[0]._get_raw(t[-1], None)
         is_coll = isinstance(first, TensorDictBase)
         if self.is_leaf is None:
-            return not is_coll
+            return not is_coll and not isinstance(first, (NonTensorData, NonTensorStack))
         return self.is_leaf(LazyStackedTensorDict if is_coll else type(first))
 
 

@@ -616,7 +616,8 @@ def _stack_non_tensor(parts: Sequence[Any], dim: int, collapse: bool = True) -> 
     if collapse and all(isinstance(p, NonTensorData) for p in parts):
         head = parts[0]
         whole = all(p._keeps_whole for p in parts)
-        if whole or capture_non_tensor_stack():
+        # an empty result has no element to tell apart: equal values stay one object
+        if whole or capture_non_tensor_stack() or not head.batch_size.numel():
             first = head.data
             if all(_same(first, p.data) for p in parts[1:]):
                 bs = list(head.batch_size)

@@ -13,6 +13,7 @@ from tensordict._base import TensorDictBase
 from tensordict._convert import from_dict
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._lazy_funcs import dense_stack_tds as _dense_stack_tds
+from tensordict._leaves import is_leaf_nontensor
 from tensordict._nontensor import _stack_non_tensor
 from tensordict._pad import _pad_non_tensor, pad
 from tensordict._td import TensorDict
@@ -82,10 +83,10 @@ def pad_sequence(
                 f"{tuple(ref)} (TensorDict 0) outside pad_dim={pad_dim}."
             )
             raise RuntimeError(msg)
-    keys = list(tds[0].keys(True, True))
+    keys = list(tds[0].keys(True, True, is_leaf=is_leaf_nontensor))
     key_set = set(keys)
     for i, td in enumerate(tds[1:], 1):
-        other = set(td.keys(True, True))
+        other = set(td.keys(True, True, is_leaf=is_leaf_nontensor))
         if other != key_set:
             msg = f"pad_sequence: TensorDict {i} has different keys (missing {sorted(map(str, key_set - other))}, extra {sorted(map(str, other - key_set))})."
             raise KeyError(msg)
@@ -185,11 +186,11 @@ def merge_tensordicts(
     out = TensorDict({}, batch_size=first.batch_size, device=first.device)
     counts: dict = {}
     for td in tensordicts:
-        for key in td.keys(True, True):
+        for key in td.keys(True, True, is_leaf=is_leaf_nontensor):
             counts[key] = counts.get(key, 0) + 1
     n = len(tensordicts)
     for key in counts:
-        values = [td._get_any_raw(key) for td in tensordicts if key in td.keys(True, True)]
+        values = [td._get_any_raw(key) for td in tensordicts if key in td.keys(True, True, is_leaf=is_leaf_nontensor)]
         callback = (
             callback_exist.get(key) if isinstance(callback_exist, Mapping) else callback_exist
         )
