@@ -356,6 +356,34 @@ class EntriesMixin:
         """
         return torch.cat(self._leaves_sorted(sorted), dim, out=out)
 
+    def copy_at_(self, tensordict: Any, idx: Any, *, non_blocking: bool = False, fast: Any = None) -> Any:
+        """Copies ``tensordict`` into ``self[idx]`` in place (same as :meth:`update_at_`).
+
+        Args:
+            tensordict (TensorDictBase or dict): the values, with the batch size of
+                ``self[idx]`` (or one that broadcasts to it).
+            idx: any index ``self[idx]`` accepts.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(4)}, [4])
+            >>> td.copy_at_(TensorDict({"a": torch.ones(2)}, [2]), slice(1, 3))["a"]
+            tensor([0., 1., 1., 0.])
+        """
+        return self.update_at_(tensordict, idx)
+
+    def __getitems__(self, indices: Any) -> Any:
+        """``self[indices]`` for a list of indices: lets ``torch.utils.data.DataLoader``
+        read a whole batch in one indexing operation (a TensorDict of
+        ``batch_size=[len(indices), ...]``)."""
+        if isinstance(indices, (list, tuple)):
+            indices = torch.as_tensor(indices, dtype=torch.long)
+        return self[indices]
+
     # ------------------------------------------------------------------ description
     @property
     def depth(self) -> int:

@@ -425,6 +425,8 @@ def register_td_class(cls: type) -> None:
 
 
 def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:
+    if isinstance(batch, TensorDictBase):  # a batch read at once through ``__getitems__``
+        return batch
     return stack(list(batch), 0, maybe_dense_stack=True)
 
 
