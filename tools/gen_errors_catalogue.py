@@ -818,6 +818,201 @@ def _(tmp):
     return _td().map(lambda x: x, num_workers=0)
 
 
+# ============================================================================ hostile inputs (issue 19)
+@case("td-core", "`td.set('me', td)` (a TensorDict set into itself, or into one it contains)", ValueError)
+def _(tmp):
+    td = _td()
+    return td.set("me", td)
+
+
+@case("td-core", "`from_consolidated(path)` where `path` is a folder", IsADirectoryError)
+def _(tmp):
+    from tensordict import from_consolidated
+
+    return from_consolidated(tmp)
+
+
+@case("td-core", "`from_consolidated(path)` where `path` is a FIFO", ValueError)
+def _(tmp):
+    from tensordict import from_consolidated
+
+    os.mkfifo(tmp / "fifo")
+    return from_consolidated(tmp / "fifo")
+
+
+@case("td-core", "`from_consolidated(path)` whose metadata gives a leaf shape beyond int64", ValueError)
+def _(tmp):
+    import struct
+
+    from tensordict import from_consolidated
+
+    _td().consolidate(filename=tmp / "c.bin")
+    raw = (tmp / "c.bin").read_bytes()
+    head = struct.Struct("<8sIQ")
+    _magic, _version, meta_len = head.unpack(raw[: head.size])
+    meta = json.loads(raw[head.size : head.size + meta_len])
+    meta["leaves"][0]["shape"] = [2**70]
+    new = json.dumps(meta).encode()
+    (tmp / "c.bin").write_bytes(head.pack(_magic, _version, len(new)) + new + raw[head.size + meta_len :])
+    return from_consolidated(tmp / "c.bin")
+
+
+@case("td-core", "`parse_tensor_dict_string(s)` with a batch size beyond int64", ValueError)
+def _(tmp):
+    from tensordict import parse_tensor_dict_string
+
+    return parse_tensor_dict_string(
+        "TensorDict(\n    fields={},\n    batch_size=torch.Size([" + str(2**70) + "]),\n    device=None,\n"
+        "    is_shared=False)"
+    )
+
+
+def _meta_of(path):
+    return json.loads((path / "meta.json").read_text())
+
+
+@case("td-memmap", "`load_memmap(path)` whose `meta.json` has a batch size beyond int64", RuntimeError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+
+    _td().memmap(tmp / "s")
+    meta = _meta_of(tmp / "s")
+    meta["batch_size"] = [2**70]
+    (tmp / "s" / "meta.json").write_text(json.dumps(meta))
+    return load_memmap(tmp / "s")
+
+
+@case("td-memmap", "`load_memmap(path)` whose `meta.json` nests 500 levels deep (valid JSON)", RuntimeError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+
+    _td().memmap(tmp / "s")
+    (tmp / "s" / "meta.json").write_text("[" * 500 + "]" * 500)
+    return load_memmap(tmp / "s")
+
+
+@case("td-memmap", "`load_memmap(path)` whose metadata names one sub-folder under several keys", RuntimeError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+
+    _td().memmap(tmp / "s")
+    meta = _meta_of(tmp / "s")
+    meta["entries"].append({"key": "again", "kind": "tensordict", "dir": "nested"})
+    (tmp / "s" / "meta.json").write_text(json.dumps(meta))
+    return load_memmap(tmp / "s")
+
+
+@case("td-memmap", "`load_memmap(path)` whose registered type has a list as `extra.class`", RuntimeError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+    from tensordict.tensorclass import tensorclass
+
+    @tensorclass
+    class Point:
+        x: object
+
+    import torch
+
+    Point(x=torch.zeros(2), batch_size=[2]).memmap(tmp / "s")
+    meta = _meta_of(tmp / "s")
+    meta["registered"]["extra"]["class"] = ["not", "a", "name"]
+    (tmp / "s" / "meta.json").write_text(json.dumps(meta))
+    return load_memmap(tmp / "s")
+
+
+@case("td-memmap", "`MemoryMappedTensor.from_filename(path, dtype='float32', shape=(2,))` (a str dtype)", TypeError)
+def _(tmp):
+    import torch
+
+    from tensordict import MemoryMappedTensor
+
+    MemoryMappedTensor.from_tensor(torch.zeros(2), filename=tmp / "x.memmap")
+    return MemoryMappedTensor.from_filename(tmp / "x.memmap", dtype="float32", shape=(2,))
+
+
+@case("td-memmap", "`MemoryMappedTensor.from_filename(path, torch.uint8, (0, 2**64))`", ValueError)
+def _(tmp):
+    import torch
+
+    from tensordict import MemoryMappedTensor
+
+    MemoryMappedTensor.from_tensor(torch.zeros(2), filename=tmp / "x.memmap")
+    return MemoryMappedTensor.from_filename(tmp / "x.memmap", torch.uint8, (0, 2**64))
+
+
+@case("td-memmap", "`MemoryMappedTensor.empty((2.5,))` (a float dimension)", TypeError)
+def _(tmp):
+    from tensordict import MemoryMappedTensor
+
+    return MemoryMappedTensor.empty((2.5,))
+
+
+@case("td-memmap", "`MemoryMappedTensor.from_tensor(t, filename=link, existsok=True)` where `link` is a symlink",
+      RuntimeError)
+def _(tmp):
+    import torch
+
+    from tensordict import MemoryMappedTensor
+
+    (tmp / "target").write_bytes(b"unchanged")
+    os.symlink(tmp / "target", tmp / "link.memmap")
+    return MemoryMappedTensor.from_tensor(torch.zeros(2), filename=tmp / "link.memmap", existsok=True)
+
+
+@case("td-memmap", "`MemoryMappedTensor.from_tensor(t, filename=other)` where `t` maps another file", RuntimeError)
+def _(tmp):
+    import torch
+
+    from tensordict import MemoryMappedTensor
+
+    t = MemoryMappedTensor.from_tensor(torch.zeros(2), filename=tmp / "a.memmap")
+    return MemoryMappedTensor.from_tensor(t, filename=tmp / "b.memmap")
+
+
+@case("td-memmap", "`td.save(folder, compression='deflate')` (compression without an archive)", ValueError)
+def _(tmp):
+    return _td().save(tmp / "plain", compression="deflate")
+
+
+@case("td-memmap", "`load_memmap(path)` of a `.tdz` file that is not a zip", ValueError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+
+    (tmp / "bad.tdz").write_bytes(b"not a zip file")
+    return load_memmap(tmp / "bad.tdz")
+
+
+@case("td-memmap", "`load_memmap(path, subpath='no/such')`", ValueError)
+def _(tmp):
+    from tensordict.memmap import load_memmap
+
+    _td().memmap(tmp / "s")
+    return load_memmap(tmp / "s", subpath="no/such")
+
+
+@case("td-h5", "`from_h5(path)` whose `_td_batch_size` attribute is beyond int64", ValueError)
+def _(tmp):
+    import h5py
+    import numpy as np
+
+    from tensordict.persistent import PersistentTensorDict
+
+    with h5py.File(tmp / "u.h5", "w") as f:
+        f.attrs["_td_batch_size"] = np.array([2**64 - 1], dtype=np.uint64)
+        f["x"] = np.arange(3)
+    with PersistentTensorDict.from_h5(tmp / "u.h5") as p:
+        return p.batch_size
+
+
+@case("td-h5", "`td.to_h5(path)` while `path` is open for writing (here by h5py in this process)", BlockingIOError)
+def _(tmp):
+    import h5py
+
+    with h5py.File(tmp / "w.h5", "w") as f:
+        f["x"] = [1, 2, 3]
+        return _td().to_h5(tmp / "w.h5")
+
+
 # ============================================================================ running
 _TMP_RE = re.compile(r"(/private)?/tmp/[^\s'\"]*?td-errors-[A-Za-z0-9_]+")
 _ADDR_RE = re.compile(r"0x[0-9a-fA-F]{6,}")

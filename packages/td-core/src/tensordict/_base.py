@@ -540,6 +540,8 @@ class TensorDictBase(
                 return  # the same object (e.g. ``td[k] += 1`` on a tensor): nothing is replaced
             raise locked_error("set a new value", key)
         self._set_raw(key, value)
+        if isinstance(value, TensorDictBase):
+            _refuse_cycle(self, key, value)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
         if isinstance(existing, torch.Tensor):
@@ -1288,3 +1290,34 @@ class TensorDictBase(
 
 
 _classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)
+
+
+def _refuse_cycle(parent: Any, key: str, value: Any) -> None:
+    """Refuses ``parent[key] = value`` when ``value`` is ``parent`` or holds it: a TensorDict
+    that contains itself makes every recursive op (repr, clone, apply, ...) recurse forever.
+
+    Walks only the nested containers of ``value`` (dense TensorDicts and lazy stacks), never
+    its leaves.
+
+    Raises:
+        ValueError: the assignment would make a cycle.
+    """
+    todo = [value]
+    seen: set = set()
+    while todo:
+        node = todo.pop()
+        if node is parent:
+            msg = (
+                f"cannot set key {key!r}: the value is, or contains, the TensorDict it is set into; a TensorDict "
+                "containing itself cannot be printed, copied or saved. Set a copy (`value.clone()`) instead."
+            )
+            raise ValueError(msg)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        store = getattr(node, "_tensordict", None)
+        if store.__class__ is dict:
+            todo.extend(v for v in store.values() if isinstance(v, TensorDictBase))
+        subs = getattr(node, "tensordicts", None)
+        if subs.__class__ is list:
+            todo.extend(subs)

@@ -431,7 +431,12 @@ def _bad_file(path: str, why: str) -> ValueError:
 def _int_list(value: Any, path: str, what: str) -> list:
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
         raise _bad_file(path, f"{what} must be a list of non-negative integers, got {value!r}")
+    if any(v > _INT64_MAX for v in value):
+        raise _bad_file(path, f"{what} {value!r} has a dimension beyond int64")
     return value
+
+
+_INT64_MAX = (1 << 63) - 1
 
 
 def _read_node(node: Any, path: str, specs: list, views: list, used: set, parent_bs: list, depth: int) -> tuple:
@@ -529,6 +534,12 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     """
     path = os.fspath(filename)
     if not os.path.isfile(path):
+        if os.path.isdir(path):
+            msg = f"from_consolidated: {path!r} is a folder, not a consolidated file (a td-memmap store? use load_memmap)."
+            raise IsADirectoryError(msg)
+        if os.path.exists(path):
+            msg = f"from_consolidated: {path!r} is not a regular file (a FIFO, device or socket); refusing to read it."
+            raise ValueError(msg)
         msg = f"from_consolidated: no such file {path!r}."
         raise FileNotFoundError(msg)
     size = os.path.getsize(path)
@@ -576,12 +587,19 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
         if offset + leaf_bytes > nbytes:
             raise _bad_file(path, f"a leaf at bytes {offset}:{offset + leaf_bytes} overruns the {nbytes}-byte storage")
         specs.append((dtype, shape, offset, leaf_bytes))
+    ranges = sorted((off, off + nb) for _, _, off, nb in specs if nb)
+    for (_, end), (start, stop) in zip(ranges, ranges[1:]):
+        if start < end:  # leaves sharing bytes: a write to one would change another
+            raise _bad_file(path, f"leaves overlap: bytes {start}:{min(end, stop)} belong to two leaves")
     if nbytes:
         mapped = torch.from_file(path, shared=False, size=data_offset + nbytes, dtype=torch.uint8)
         storage = mapped[data_offset : data_offset + nbytes]
     else:
         storage = torch.empty(0, dtype=torch.uint8)
     views = [storage[off : off + nb].view(dtype).view(shape) for dtype, shape, off, nb in specs]
+    for dtype, _, off, nb in specs:
+        if dtype is torch.bool and nb and bool((storage[off : off + nb] > 1).any()):
+            raise _bad_file(path, f"a bool leaf at bytes {off}:{off + nb} holds bytes other than 0 and 1")
     used: set = set()
     skeleton = _read_node(meta.get("root"), path, specs, views, used, [], 0)
     td, skeleton = _build(skeleton, views, None, _classes.TensorDict, False, False)

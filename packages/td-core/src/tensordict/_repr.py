@@ -120,16 +120,16 @@ def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | No
 # Every variable-length part of these patterns is bounded (a size list, a device, a
 # class name), so one match attempt costs O(1) and parsing is linear in the input.
 _TENSOR_RE = re.compile(
-    r"(?P<cls>\w{1,200})\(shape=torch\.Size\(\[(?P<shape>[0-9, ]{0,1400})\]\), device=(?P<device>[^,\n]{1,200}), "
+    r"(?P<cls>\w{1,200})\(shape=torch\.Size\(\[(?P<shape>[0-9, \-]{0,1400})\]\), device=(?P<device>[^,\n]{1,200}), "
     r"dtype=torch\.(?P<dtype>\w{1,60}), is_shared=(?P<shared>True|False)\)"
 )
 _NONTENSOR_HEAD = "NonTensorData(data="
 _NONTENSOR_TAIL_RE = re.compile(
-    r", batch_size=torch\.Size\(\[(?P<bs>[0-9, ]{0,1400})\]\), device=(?P<device>[^)\n]{0,200})\)"
+    r", batch_size=torch\.Size\(\[(?P<bs>[0-9, \-]{0,1400})\]\), device=(?P<device>[^)\n]{0,200})\)"
 )
 _NONTENSOR_SEP = ", batch_size=torch.Size(["
 _TAIL_RE = re.compile(
-    r",[ \t\n]{0,200}batch_size=torch\.Size\(\[(?P<bs>[0-9, ]{0,1400})\]\),[ \t\n]{0,200}"
+    r",[ \t\n]{0,200}batch_size=torch\.Size\(\[(?P<bs>[0-9, \-]{0,1400})\]\),[ \t\n]{0,200}"
     r"device=(?P<device>[^,\s]{1,200}),[ \t\n]{0,200}is_shared=(?:True|False)"
     r"(?:,[ \t\n]{0,200}stack_dim=\d{1,20})?\)"
 )

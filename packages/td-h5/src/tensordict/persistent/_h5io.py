@@ -166,7 +166,13 @@ def _torch_dtype_of(np_dtype: np.dtype) -> torch.dtype | None:
 
 
 def dataset_kind(dset: h5py.Dataset) -> tuple[str, torch.dtype | None]:
-    """``(kind, torch dtype)``; kind is ``"tensor"``, ``"stack"``, ``"string"`` or ``"other"``."""
+    """``(kind, torch dtype)``; kind is ``"tensor"``, ``"stack"``, ``"string"`` or ``"other"``.
+
+    A dataset with a null dataspace (no shape, no data: ``h5py.Empty``) is ``"other"``
+    and reads as ``None``.
+    """
+    if dset.shape is None:
+        return "other", None
     dt = dset.dtype
     if dt.kind in "biufc":
         tdt = _torch_dtype_of(dt)
@@ -477,7 +483,12 @@ def stored_batch_size(group: h5py.Group) -> tuple | None:
     arr = np.asarray(value)
     if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr < 0).any():
         return None
-    return tuple(int(x) for x in arr)
+    out = tuple(int(x) for x in arr)
+    if any(x > (1 << 63) - 1 for x in out):
+        msg = (f"{group.file.filename}:{group.name}: the _td_batch_size attribute {list(out)} has a dimension "
+               "beyond int64; the file is damaged or was not written by to_h5.")
+        raise ValueError(msg)
+    return out
 
 
 def stored_names(group: h5py.Group, ndim: int) -> list | None:

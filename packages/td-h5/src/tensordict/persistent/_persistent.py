@@ -614,6 +614,8 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if kind in ("string", "stack"):
             data = io.read_strings(dset)
             data = data.tolist() if isinstance(data, np.ndarray) else data
+        elif dset.shape is None:  # null dataspace: no data at all
+            data = None
         elif dset.dtype.names is not None:  # compound (struct) dataset: a nested TensorDict of its fields
             return self._read_compound(key, dset)
         else:

@@ -21,16 +21,16 @@ import warnings
 from typing import Any
 
 import torch
+
 from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.ext import lookup_memmap_name as lookup_name
 from tensordict.memmap._fileio import check_file, dtype_from_name
-from tensordict.memmap._tensor import _map_file
-from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
-from tensordict.memmap._values import load_pickle
-
 from tensordict.memmap._names import _VALID, member_path
 from tensordict.memmap._save import VERSION, make_lazy_stack
 from tensordict.memmap._store import META, META_MAX_BYTES, find_partial, parse_meta, read_meta
+from tensordict.memmap._tensor import _map_file
+from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
+from tensordict.memmap._values import load_pickle
 
 __all__ = ["load_tree", "transplant"]
 
@@ -110,8 +110,8 @@ def _bad(where: str, what: str) -> RuntimeError:
 
 
 def _ints(value: Any, where: str, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
-        raise _bad(where, f"{what} must be a list of non-negative ints, got {value!r}")
+    if not isinstance(value, list) or not all(type(v) is int and 0 <= v < (1 << 63) for v in value):
+        raise _bad(where, f"{what} must be a list of non-negative int64 values, got {value!r}")
     return value
 
 
@@ -333,7 +333,12 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
         raise _bad(where, "'registered' must be an object")
     entry = lookup_name(reg.get("name"), where)
     extra = reg.get("extra")
-    return entry.load_fn(result, dict(extra) if isinstance(extra, dict) else {})
+    try:
+        return entry.load_fn(result, dict(extra) if isinstance(extra, dict) else {})
+    except (TypeError, KeyError, ValueError, AttributeError) as err:
+        msg = (f"{where}: invalid metadata for the registered type {reg.get('name')!r}: "
+               f"{type(err).__name__}: {err} (extra={extra!r}).")
+        raise RuntimeError(msg) from None
 
 
 def _is_regular(path: str) -> bool:

@@ -33,14 +33,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
+
 from tensordict.ext import MemmapType, NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.ext import lookup_memmap_object as lookup_object
 from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
-from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
-from tensordict.memmap._values import dump_pickle, json_faithful
-
 from tensordict.memmap._names import assign_names
 from tensordict.memmap._store import FORMAT, META, Staging, fsync_path, new_generation
+from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
+from tensordict.memmap._values import dump_pickle, json_faithful
 
 __all__ = ["save_tree", "is_lazy_stack", "make_lazy_stack", "VERSION"]
 

@@ -171,7 +171,10 @@ def _parse_shape(size: tuple, shape: Any = None) -> tuple:
     if any(s < 0 for s in out):
         msg = f"negative dimension in shape {out}."
         raise ValueError(msg)
-    if any(s > _MAX_NUMEL for s in out) or math.prod(out) > _MAX_NUMEL:
+    if any(s > _MAX_NUMEL for s in out):
+        msg = f"shape {out} has a dimension beyond int64 (2**63 - 1)."
+        raise ValueError(msg)
+    if math.prod(out) > _MAX_NUMEL:
         msg = f"shape {out} has {math.prod(out)} elements, more than a tensor can index (2**63 - 1)."
         raise ValueError(msg)
     return out
@@ -392,9 +395,19 @@ def _rebuild_anonymous(tensor: torch.Tensor) -> MemoryMappedTensor:
     return _wrap(tensor, None)
 
 
+#: segments received in this process, by descriptor: a spawned child gets one descriptor
+#: per segment however many tensors of it were sent, so they share one mapping
+_RECEIVED: dict[int, Any] = {}
+
+
 def _rebuild_shm(dupfd: Any, nbytes: int, dtype: str, offset: int, shape: tuple, stride: tuple) -> MemoryMappedTensor:
     """Receiver side of ``torch.multiprocessing`` for a memfd segment: maps the same memory."""
-    shm = _Shm(nbytes, fd=dupfd.detach())
+    fd = dupfd.detach()
+    ref = _RECEIVED.get(fd)
+    shm = ref() if ref is not None else None
+    if shm is None or shm.fd != fd or shm.nbytes != nbytes:
+        shm = _Shm(nbytes, fd=fd)
+        _RECEIVED[fd] = weakref.ref(shm)
     return _wrap(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)
 
 
@@ -428,10 +441,16 @@ def _reduce_ipc(t: MemoryMappedTensor) -> tuple:
         return _reduce_file(t)
     shm = t._shm
     if shm is not None and shm.fd >= 0:
+        from multiprocessing import context
         from multiprocessing.reduction import DupFd
 
         with _DisableTF():
             args = (dtype_name(t.dtype), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        popen = context.get_spawning_popen()
+        if popen is not None and shm.fd in getattr(popen, "_fds", ()):
+            # several tensors of one segment sent to a spawned child: pass the descriptor
+            # once (a repeated one makes the spawn fail with "bad value(s) in fds_to_keep")
+            return _rebuild_shm, (popen.DupFd(shm.fd), shm.nbytes, *args)
         return _rebuild_shm, (DupFd(shm.fd), shm.nbytes, *args)
     return _rebuild_anonymous, (_plain(t),)
 
@@ -793,6 +812,9 @@ class MemoryMappedTensor(torch.Tensor):
             ...     MemoryMappedTensor.from_filename(path, torch.int64, (2, 2)).tolist()
             [[0, 1], [2, 3]]
         """
+        if not isinstance(dtype, torch.dtype):
+            msg = f"from_filename: dtype must be a torch.dtype (e.g. torch.float32), got {type(dtype).__name__} {dtype!r}."
+            raise TypeError(msg)
         path = _abs(filename)
         if _is_nested_shape(shape):
             numel = _nested_layout(shape)[3]
