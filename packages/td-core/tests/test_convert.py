@@ -51,7 +51,7 @@ class TestFromDict:
         assert td["a"].device.type == device.type
 
     def test_batch_size_and_batch_dims_are_exclusive(self):
-        with pytest.raises(TypeError, match="exclusive"):
+        with pytest.raises(ValueError, match="both.*exclusive"):
             TensorDict.from_dict({"a": torch.zeros(2)}, batch_size=[2], batch_dims=1)
 
     def test_mismatch_names_key_and_shapes(self):

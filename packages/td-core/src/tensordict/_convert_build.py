@@ -348,8 +348,11 @@ def _from_dict(
         msg = f"from_dict expects a dict (or any Mapping), got {type(input_dict).__name__}. Use from_any for other types."
         raise TypeError(msg)
     if batch_size is not None and batch_dims is not None:
-        msg = f"from_dict: batch_size={batch_size!r} and batch_dims={batch_dims} are exclusive; pass one of them."
-        raise TypeError(msg)
+        msg = (
+            f"from_dict: cannot pass both batch_size={batch_size!r} and batch_dims={batch_dims}; "
+            "they are exclusive, pass one of them."
+        )
+        raise ValueError(msg)
     auto = (batch_dims is not None) if auto_batch_size is None else bool(auto_batch_size)
     opts = _Opts(batch_size, auto and batch_size is None, batch_dims, device, any_mode=False)
     return _finish(_build(_normalize_items(input_dict), opts), names)
