@@ -166,7 +166,7 @@ def _chunk_specs(n: int, num_workers: int, chunksize: int | None, num_chunks: in
                  perm: list | None) -> list:
     """Index specs (``int``, ``slice`` or list of ints) of the chunks, in order."""
     if chunksize is not None and num_chunks is not None:
-        msg = "map: chunksize and num_chunks are exclusive; pass one of them."
+        msg = "map: chunksize and num_chunks are exclusive: pass one of them but not both."
         raise ValueError(msg)
     if chunksize == 0:
         return [perm[i] if perm is not None else i for i in range(n)]

@@ -326,6 +326,18 @@ class TensorDictParams(TensorDictBase, nn.Module):
         """A TensorDict of the ``.data`` of every tensor (no autograd history)."""
         return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
 
+    def map(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: worker processes cannot write into parameters (autograd leaves).
+
+        Raises:
+            RuntimeError: always; map ``params.data`` (a TensorDict) instead.
+        """
+        msg = (
+            "Cannot call map on a TensorDictParams object: its leaves are parameters. "
+            "Map `params.data` (a detached TensorDict) instead."
+        )
+        raise RuntimeError(msg)
+
     __repr__ = TensorDictBase.__repr__
     __str__ = TensorDictBase.__repr__
 
