@@ -224,3 +224,14 @@ def test_shared_sub_folder_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="more than once"):
         load_memmap(prefix)
     assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("names", [["x", "x"], [1, None], ["x"]])
+def test_bad_dim_names_in_metadata_are_refused(tmp_path, names):
+    prefix = tmp_path / "store"
+    TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).memmap(prefix)
+    meta = json.loads((prefix / "meta.json").read_text())
+    meta["names"] = names
+    (prefix / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(RuntimeError, match="names"):
+        load_memmap(prefix)

@@ -226,7 +226,8 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
     bs = _ints(meta.get("batch_size"), where, "batch_size")
     names = meta.get("names")
     if names is not None and (not isinstance(names, list) or len(names) != len(bs)
-                              or not all(n is None or isinstance(n, str) for n in names)):
+                              or not all(n is None or isinstance(n, str) for n in names)
+                              or len({n for n in names if n is not None}) != sum(n is not None for n in names)):
         raise _bad(where, f"names {names!r}")
     entries = meta.get("entries")
     if not isinstance(entries, list):
@@ -315,7 +316,8 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
         bs = _ints(meta.get("batch_size"), where, "batch_size")
         names = meta.get("names")
         if names is not None and (not isinstance(names, list) or len(names) != len(bs)
-                                  or not all(n is None or isinstance(n, str) for n in names)):
+                                  or not all(n is None or isinstance(n, str) for n in names)
+                              or len({n for n in names if n is not None}) != sum(n is not None for n in names)):
             raise _bad(where, f"names {names!r}")
         try:
             result = make_lazy_stack(subs, dim, where, torch.Size(bs), names)
