@@ -122,3 +122,26 @@ class TestCudaGraph:
         for _ in range(3):
             x, y = torch.randn(4, device="cuda"), torch.randn(4, device="cuda")
             torch.testing.assert_close(graphed(x, y), x * y + 1)
+
+
+def test_ensemble_resets_through_the_module_once_per_copy():
+    import unittest.mock
+
+    from tensordict.nn import EnsembleModule
+
+    lin = nn.Linear(1, 1)
+    lin.reset_parameters = unittest.mock.Mock()
+    EnsembleModule(TensorDictModule(nn.Sequential(lin), in_keys=["a"], out_keys=["b"]), num_copies=2)
+    assert lin.reset_parameters.call_count == 2
+
+
+def test_ensemble_keeps_buffers_as_buffers():
+    from tensordict.nn import EnsembleModule
+
+    ensemble = EnsembleModule(
+        TensorDictModule(nn.Sequential(nn.Linear(1, 1), nn.BatchNorm1d(1)), in_keys=["a"], out_keys=["b"]), num_copies=3
+    )
+    params = ensemble.params_td
+    assert isinstance(params["module", "0", "weight"], nn.Parameter)
+    assert not isinstance(params["module", "1", "running_mean"], nn.Parameter)
+    assert params["module", "0", "weight"].shape == (3, 1, 1)

@@ -3,7 +3,6 @@ module, with stacked parameters, run together under ``torch.vmap``."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -17,6 +16,7 @@ from tensordict.nn._common import (
     _tensor_call_output,
 )
 from tensordict.nn._functional import _strip, _swap_params
+from tensordict.nn._params import TensorDictParams
 
 __all__ = ["EnsembleModule"]
 
@@ -83,12 +83,16 @@ class EnsembleModule(TensorDictModuleBase):
         self.out_keys = list(getattr(module, "out_keys", []))
         self.num_copies = int(num_copies)
         self.expand_input = expand_input
-        copies = []
-        for _ in range(self.num_copies):
-            twin = copy.deepcopy(module)
-            _reset(twin)
-            copies.append(twin)
-        self.params_td = TensorDict.from_modules(*copies, as_module=True, lock=False)
+        # one slice per copy, each re-initialised by the module's own reset_parameters
+        own = TensorDict.from_module(module)
+        stacked = own.detach().expand(self.num_copies).clone()
+        for i in range(self.num_copies):
+            with torch.no_grad(), _swap_params(module, stacked[i]):
+                _reset(module)
+        for key, value in own.items(True, True):  # parameters stay parameters, buffers buffers
+            if isinstance(value, nn.Parameter):
+                stacked.set(key, nn.Parameter(stacked.get(key), requires_grad=value.requires_grad))
+        self.params_td = TensorDictParams(stacked, no_convert=True)
         _strip(module)
         self.module = module
 
