@@ -544,3 +544,18 @@ def test_wrapper_selects_the_wrapped_outputs():
     assert wrapper.out_keys == ["d"] and inner.out_keys == ["d"]
     assert (wrapper(torch.zeros(()), torch.ones(())) == 3).all()
     assert wrapper.reset_out_keys() is wrapper and wrapper.out_keys == ["c", "d", "e"]
+
+
+def test_device_is_deprecated_and_settable():
+    module = TensorDictModule(nn.Linear(3, 4), in_keys=["a"], out_keys=["b"])
+    with pytest.warns(DeprecationWarning, match=r"removed in TensorDict 0\.17"):
+        assert module.device == torch.device("cpu")
+    module.device = "meta"
+    assert module.device == "meta"
+
+
+def test_reset_with_batched_parameters_raises():
+    module = TensorDictModule(nn.Linear(1, 1), in_keys=["in"], out_keys=["out"])
+    params = TensorDict.from_module(module).expand(2).clone()
+    with pytest.raises(RuntimeError, match="batch_size=\\[\\]"):
+        module.reset_parameters_recursive(params)

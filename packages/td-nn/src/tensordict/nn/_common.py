@@ -611,6 +611,31 @@ class TensorDictModuleBase(nn.Module):
         if fwd is not None and callable(fwd) and not getattr(fwd, "_td_handles_kwargs", False):
             cls.forward = _wrap_forward(fwd)
 
+    @property
+    def device(self) -> torch.device:
+        """Deprecated: the device of the module's first parameter or buffer (``cpu`` without any).
+
+        A value assigned to ``self.device`` (as some subclasses do) is returned as is.
+        """
+        own = self.__dict__.get("_device_attr", _NOTSET)
+        if own is not _NOTSET:
+            return own
+        warnings.warn(
+            "TensorDictModuleBase.device is deprecated and will be removed in TensorDict 0.17; "
+            "read the device of the module's parameters instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        self.__dict__["_device_attr"] = value
+
     def __setattr__(self, name: str, value: Any) -> None:
         if (name == "in_keys" or name == "out_keys") and isinstance(value, (list, tuple)):
             value = _normalize_keys(value, name, type(self).__name__)  # ("b",) -> "b"
@@ -756,6 +781,13 @@ class TensorDictModuleBase(nn.Module):
             return None
         from tensordict.nn._functional import _swap_params
 
+        if parameters.batch_dims:
+            msg = (
+                f"{type(self).__name__}.reset_parameters_recursive: the parameters must have batch_size=[] "
+                f"(one set of parameters), got batch_size={list(parameters.batch_size)}; reset a stack "
+                "one slice at a time (or use EnsembleModule)."
+            )
+            raise RuntimeError(msg)
         with _swap_params(self, parameters):
             self.reset_parameters_recursive()
         return parameters
