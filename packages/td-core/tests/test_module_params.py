@@ -24,7 +24,9 @@ def test_from_module_tree_and_identity():
     }
     assert params["0", "weight"] is model[0].weight
     assert params["2", "running_mean"] is model[2].running_mean
-    assert isinstance(params["1"], TensorDictBase) and params["1"].is_empty()
+    assert "1" not in params.keys()  # ReLU: no parameters, filtered (filter_empty=True)
+    kept = TensorDict.from_module(model, filter_empty=False)
+    assert isinstance(kept["1"], TensorDictBase) and kept["1"].is_empty()
     assert params.batch_size == torch.Size([]) and params.device is None
     # in-place changes reach the module
     with torch.no_grad():

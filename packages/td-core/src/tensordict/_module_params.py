@@ -78,14 +78,21 @@ def _as_params(td: Any, lock: bool) -> Any:
     return params_cls(td, no_convert=True, lock=lock)
 
 
-def from_module(module: nn.Module, as_module: bool = False, lock: bool = True, use_state_dict: bool = False) -> Any:
+def from_module(
+    module: nn.Module,
+    as_module: bool = False,
+    lock: bool = True,
+    use_state_dict: bool = False,
+    filter_empty: bool = True,
+) -> Any:
     """Returns a TensorDict of the parameters and buffers of ``module``.
 
     The leaves are the module's own parameters and buffers (not copies): an in-place
     change to a leaf changes the module. Submodules become nested TensorDicts, so
     ``module.layers[0].weight`` is the entry ``("layers", "0", "weight")``. Every
     level has ``batch_size=[]`` and ``device=None``. Submodules without parameters
-    (``nn.ReLU()``) appear as empty TensorDicts. Write the values back, or swap other
+    (``nn.ReLU()``) are left out unless ``filter_empty=False`` (then they appear as
+    empty TensorDicts). Write the values back, or swap other
     values in, with :meth:`~tensordict.TensorDictBase.to_module`.
 
     Args:
@@ -97,6 +104,8 @@ def from_module(module: nn.Module, as_module: bool = False, lock: bool = True, u
         use_state_dict (bool, optional): read ``module.state_dict()`` instead, so that
             state-dict hooks run; the leaves are then the (detached) tensors of the
             state dict. Defaults to ``False``.
+        filter_empty (bool, optional): leave out the submodules without parameters or
+            buffers. Defaults to ``True``.
 
     Returns:
         a ``TensorDict`` (or ``TensorDictParams`` with ``as_module=True``).
@@ -119,6 +128,8 @@ def from_module(module: nn.Module, as_module: bool = False, lock: bool = True, u
     """
     _check_module(module)
     td = _state_dict_tree(module) if use_state_dict else _module_tree(module, _classes.TensorDict)
+    if filter_empty:
+        td.filter_empty_()
     if as_module:
         return _as_params(td, lock)
     if lock:
@@ -241,7 +252,7 @@ def from_modules(
         raise ValueError(msg)
     for i, module in enumerate(modules):
         _check_module(module, f"modules[{i}]")
-    tds = [from_module(m, lock=False, use_state_dict=use_state_dict) for m in modules]
+    tds = [from_module(m, lock=False, use_state_dict=use_state_dict, filter_empty=False) for m in modules]
     if lazy_stack:
         out = _classes.LazyStackedTensorDict(*tds, stack_dim=0)
         if lock:
@@ -328,7 +339,12 @@ class ModuleParamsMixin(StateDictMixin):
 
     @classmethod
     def from_module(
-        cls, module: nn.Module, as_module: bool = False, lock: bool | None = None, use_state_dict: bool = False
+        cls,
+        module: nn.Module,
+        as_module: bool = False,
+        lock: bool | None = None,
+        use_state_dict: bool = False,
+        filter_empty: bool = True,
     ) -> Any:
         """Returns a tensordict of the parameters and buffers of ``module``.
 
@@ -345,6 +361,8 @@ class ModuleParamsMixin(StateDictMixin):
                 classes (``TensorDictBase.from_module``).
             use_state_dict (bool, optional): read ``module.state_dict()`` (hooks run).
                 Defaults to ``False``.
+            filter_empty (bool, optional): leave out submodules without parameters or
+                buffers. Defaults to ``True``.
 
         Returns:
             a ``TensorDict`` (whatever class this is called on), or a
@@ -369,7 +387,9 @@ class ModuleParamsMixin(StateDictMixin):
         """
         if lock is None:
             lock = cls is not _classes.TensorDict
-        return from_module(module, as_module=as_module, lock=lock, use_state_dict=use_state_dict)
+        return from_module(
+            module, as_module=as_module, lock=lock, use_state_dict=use_state_dict, filter_empty=filter_empty
+        )
 
     @classmethod
     def from_modules(
