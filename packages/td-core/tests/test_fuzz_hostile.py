@@ -25,6 +25,11 @@ from tensordict._inspect import inspect_store, render
 
 register_profiles()
 
+try:  # imported once here, so that its import time is not charged to the first input
+    import h5py  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
 _HEADER = struct.Struct("<8sIQ")
 
 

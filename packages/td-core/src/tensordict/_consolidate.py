@@ -39,6 +39,7 @@ not in this format, or is truncated, raises ``ValueError`` naming the file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -581,7 +582,7 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
             raise _bad_file(path, f"unsupported dtype {spec.get('dtype')!r}")
         shape = torch.Size(_int_list(spec.get("shape"), path, "a leaf shape"))
         offset = spec.get("offset")
-        leaf_bytes = shape.numel() * dtype.itemsize
+        leaf_bytes = math.prod(shape) * dtype.itemsize  # Python ints: no int64 wrap-around
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % dtype.itemsize:
             raise _bad_file(path, f"invalid leaf offset {offset!r}")
         if offset + leaf_bytes > nbytes:
