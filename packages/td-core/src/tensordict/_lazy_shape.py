@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tensordict._shape import _infer_shape, _norm_dim, _shape_arg
+from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
 
 __all__ = ["LazyShapeMixin"]
 
@@ -171,18 +171,7 @@ class LazyShapeMixin:
         Raises:
             RuntimeError: ``dims`` is not a permutation of the batch dims.
         """
-        dims = _shape_arg(dims)
-        nd = len(self._batch_size)
-        if len(dims) != nd:
-            msg = f"permute: expected {nd} dims for batch_size {tuple(self._batch_size)}, got {tuple(dims)}."
-            raise RuntimeError(msg)
-        try:
-            dims = tuple(_norm_dim(d, nd) for d in dims)
-        except IndexError as err:
-            raise RuntimeError(f"permute: {err}") from None
-        if sorted(dims) != list(range(nd)):
-            msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims."
-            raise RuntimeError(msg)
+        dims = _permute_dims(dims, self._batch_size)
         sd = self.stack_dim
         td_dims = [d - (d > sd) for d in dims if d != sd]
         if td_dims == sorted(td_dims):

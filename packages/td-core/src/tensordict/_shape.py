@@ -26,6 +26,27 @@ def _keep_names(names: list) -> list:
     return names
 
 
+def _permute_dims(dims: tuple, batch_size: torch.Size) -> tuple[int, ...]:
+    """``permute``'s ``dims`` (ints or one sequence) as non-negative batch dims.
+
+    Raises:
+        RuntimeError: ``dims`` is not a permutation of the batch dims.
+    """
+    dims = _shape_arg(dims)
+    nd = len(batch_size)
+    if len(dims) != nd:
+        msg = f"permute: expected {nd} dims for batch_size {tuple(batch_size)}, got {tuple(dims)}."
+        raise RuntimeError(msg)
+    try:
+        out = tuple(_norm_dim(d, nd) for d in dims)
+    except IndexError as err:
+        raise RuntimeError(f"permute: {err}") from None
+    if sorted(out) != list(range(nd)):
+        msg = f"permute: {out} is not a permutation of the {nd} batch dims."
+        raise RuntimeError(msg)
+    return out
+
+
 def _keep_lock(td: Any, out: Any) -> Any:
     """Locks ``out`` (a view-like result of a shape op) when ``td`` is locked."""
     if td.is_locked and out is not td and not out.is_locked:
@@ -231,18 +252,8 @@ class ShapeMixin:
         Raises:
             RuntimeError: ``dims`` is not a permutation of the batch dims.
         """
-        dims = _shape_arg(dims)
-        nd = len(self.batch_size)
-        if len(dims) != nd:
-            msg = f"permute: expected {nd} dims for batch_size {tuple(self.batch_size)}, got {tuple(dims)}."
-            raise RuntimeError(msg)
-        try:
-            dims = tuple(_norm_dim(d, nd) for d in dims)
-        except IndexError as err:
-            raise RuntimeError(f"permute: {err}") from None
-        if sorted(dims) != list(range(nd)):
-            msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims."
-            raise RuntimeError(msg)
+        dims = _permute_dims(dims, self.batch_size)
+        nd = len(dims)
         return _keep_lock(
             self,
             self._batch_transform(
