@@ -561,7 +561,10 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
             continue
         if isinstance(res, (_Tensor, TensorDictBase)):
             if n_target and res.shape[:n_target] != target_bs:
-                raise _bad_leaf(full, res.shape, target_bs)
+                if getattr(res.__class__, "_pass_through", False):  # UnbatchedTensor
+                    res = res._rebatch(target_bs)
+                else:
+                    raise _bad_leaf(full, res.shape, target_bs)
             if device is not NO_DEFAULT and device is not None and res.device != device:
                 res = res.to(device)
         elif source is not None:

@@ -34,7 +34,13 @@ class CompareMixin:
                 else:
                     source[key] = _compare_leaf(value, o, op, self.batch_size)
             return self._new_like(source, device=self.device)
-        source = {k: _compare_leaf(v, other, op, self.batch_size) for k, v in self._items_raw()}
+        # against a number or a tensor, non-tensor leaves have nothing to compare: they are
+        # left out of the result (so ``.all()`` is decided by the tensors, as in tensordict)
+        source = {
+            k: _compare_leaf(v, other, op, self.batch_size)
+            for k, v in self._items_raw()
+            if v.__class__ is torch.Tensor or not isinstance(v, (NonTensorData, NonTensorStack))
+        }
         return self._new_like(source)
 
     def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]

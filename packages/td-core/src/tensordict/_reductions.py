@@ -110,7 +110,10 @@ def _reduce_tree(
     new_bs = _new_batch(bs, mode, dims, keepdim)
     sources: list[dict] = [{} for _ in range(nout)]
     for key, value in td._items_raw():
-        if isinstance(value, _Tensor):
+        if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
+            for src in sources:
+                src[key] = value._rebatch(new_bs)
+        elif isinstance(value, _Tensor):
             res = leaf_fn(value, nd)
             if nout == 1:
                 sources[0][key] = res

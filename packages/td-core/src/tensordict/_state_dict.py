@@ -213,7 +213,8 @@ def _plan_load(td: Any, sd: Mapping, assign: bool, strict: bool, path: tuple, op
                 raise RuntimeError(msg)
             continue
         if isinstance(value, torch.Tensor):
-            _check_leading(full, value.shape, target_bs)
+            if not (getattr(type(value), "_pass_through", False) or getattr(type(existing), "_pass_through", False)):
+                _check_leading(full, value.shape, target_bs)  # an UnbatchedTensor has no batch dims
             if not assign and isinstance(existing, torch.Tensor):
                 if existing.shape != value.shape:
                     msg = (
