@@ -206,7 +206,26 @@ class _NonTensorShapeOps:
         return False
 
     def keys(self, *args: Any, **kwargs: Any) -> list:
+        """Non-tensor leaves hold no keys (as an empty tensor collection)."""
         return []
+
+    def values(self, *args: Any, **kwargs: Any) -> list:
+        return []
+
+    def items(self, *args: Any, **kwargs: Any) -> list:
+        return []
+
+    @property
+    def names(self) -> list:
+        """Names of the batch dims (set by the TensorDict that holds the leaf)."""
+        names = getattr(self, "_names", None)
+        if names is None or len(names) != len(self.batch_size):
+            return [None] * len(self.batch_size)
+        return list(names)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        self._names = None if value is None else list(value)
 
     def maybe_to_stack(self) -> Any:
         """This leaf as a ``NonTensorStack`` (one object per batch element)."""
@@ -270,7 +289,7 @@ class NonTensorData(_NonTensorShapeOps):
         torch.Size([3])
     """
 
-    __slots__ = ("data", "_batch_size", "_device")
+    __slots__ = ("data", "_batch_size", "_device", "_names")
 
     #: the data type a ``NonTensorData[T]`` / ``MetaData[T]`` class checks (``None``: any)
     _data_type: Any = None
@@ -410,7 +429,7 @@ class NonTensorStack(_NonTensorShapeOps):
         'b'
     """
 
-    __slots__ = ("_items", "_batch_size", "_device")
+    __slots__ = ("_items", "_batch_size", "_device", "_names")
 
     def __init__(self, *items: Any, stack_dim: int = 0, batch_size: Any = None, device: Any = None) -> None:
         parts = [it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it) for it in items]

@@ -15,7 +15,7 @@ from tensordict._device import _to_device
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple
 from tensordict._names import check_names
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["TensorDict"]
@@ -275,7 +275,9 @@ class TensorDict(TensorDictBase):
         new = None if value is None else check_names(value, self._batch_size)
         nd = len(self._batch_size)
         for sub in self._tensordict.values():
-            if isinstance(sub, TensorDictBase) or getattr(sub, "_is_tensorclass", False):
+            if sub.__class__ is _Tensor:
+                continue
+            if isinstance(sub, (TensorDictBase, NonTensorData, NonTensorStack)) or getattr(sub, "_is_tensorclass", False):
                 cur = sub.names
                 if new is None and all(n is None for n in cur):
                     continue
