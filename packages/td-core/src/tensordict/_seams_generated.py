@@ -690,6 +690,10 @@ class GeneratedSiblingMixin(SiblingMixin):
             async_op (bool): return a list of ``torch.futures.Future`` (one per dtype)
                 at once; the results are written into the TensorDict when each completes.
                 Defaults to ``False``.
+            bucket_bytes (int, optional): reduce the leaves of each dtype in buckets of at
+                most this many bytes (a larger leaf is a bucket of its own; a consolidated
+                storage is cut into pieces of this size) instead of one buffer per dtype.
+                Defaults to ``None`` (one buffer per dtype).
 
         Returns:
             ``None``, or the list of futures with ``async_op=True``.
@@ -728,6 +732,9 @@ class GeneratedSiblingMixin(SiblingMixin):
                 of futures is returned at once; otherwise they are waited for here.
             return_premature (bool): see ``async_op``. Defaults to ``False``.
             group (ProcessGroup, optional): the process group.
+
+        Keyword Args:
+            bucket_bytes (int, optional): as in :meth:`all_reduce`.
 
         Returns:
             ``None``, or the list of futures with ``async_op=True, return_premature=True``.
