@@ -278,6 +278,10 @@ def test_compat_private_names():
     assert _getitem_batch_size(torch.Size([4, 5]), (slice(1, 3), None, 0)) == torch.Size([2, 1])
     assert _getitem_batch_size([4, 5], torch.tensor([0, 0, 1])) == torch.Size([3, 5])
     assert _getitem_batch_size([4, 5], torch.ones(4, dtype=torch.bool)) == torch.Size([4, 5])
+    t = torch.zeros(4, 5, 6)
+    mask = torch.tensor([True, False, True, False, True])
+    for index in [(slice(None), mask), torch.ones(4, 5, dtype=torch.bool), (..., 0), ([0, 1], [1, 2]), (None, ..., None)]:
+        assert _getitem_batch_size(t.shape, index) == t[index].shape, index
     assert _maybe_correct_neg_dim(-1, torch.Size([2, 3])) == 1
     with pytest.raises(IndexError):
         _maybe_correct_neg_dim(2, torch.Size([2, 3]))

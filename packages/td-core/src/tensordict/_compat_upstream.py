@@ -72,18 +72,32 @@ def _zip_strict(*iterables: Iterable) -> zip:
     return zip(*iterables, strict=True)
 
 
+def _to_meta_index(item: Any) -> Any:
+    if isinstance(item, torch.Tensor):
+        if item.dtype is torch.bool:  # a mask is its nonzero() indices (meta has no nonzero)
+            return tuple(i.to("meta") for i in item.nonzero(as_tuple=True))
+        return item.to("meta")
+    if isinstance(item, (list, range)) and item and all(isinstance(i, bool) for i in item):
+        return _to_meta_index(torch.tensor(list(item)))
+    return item
+
+
 def _getitem_batch_size(batch_size: Sequence[int], index: Any) -> torch.Size:
     """The shape that indexing a tensor of shape ``batch_size`` with ``index`` gives.
 
-    Computed on a meta tensor, so every torch index form is supported and nothing
-    is allocated.
+    Computed on a meta tensor (boolean masks through their ``nonzero()`` indices), so
+    every torch index form is supported and nothing of ``batch_size`` is allocated.
     """
-    if isinstance(index, tuple):
-        index = tuple(i.to("meta") if isinstance(i, torch.Tensor) and i.dtype is not torch.bool else i for i in index)
+    items = index if isinstance(index, tuple) else (index,)
+    meta: list = []
+    for item in items:
+        converted = _to_meta_index(item)
+        if isinstance(converted, tuple):
+            meta.extend(converted)
+        else:
+            meta.append(converted)
     probe = torch.empty(torch.Size(batch_size), device="meta")
-    if isinstance(index, torch.Tensor) and index.dtype is not torch.bool:
-        index = index.to("meta")
-    return probe[index].shape
+    return probe[tuple(meta)].shape
 
 
 def _maybe_correct_neg_dim(dim: int, shape: Sequence[int] | None, ndim: int | None = None) -> int:
