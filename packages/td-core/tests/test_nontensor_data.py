@@ -181,3 +181,36 @@ def test_pickle_roundtrip():
     back = pickle.loads(pickle.dumps(td))
     assert back["s"] == ["a", "b"] and back["m"] == "x"
     assert isinstance(back.get("m"), MetaData)
+
+
+def test_non_tensor_is_not_a_default_leaf():
+    from tensordict import is_leaf_nontensor
+
+    td = TensorDict(a=torch.zeros(2), s="x", n={"m": "y"}, batch_size=[2])
+    assert set(td.keys(True, True)) == {"a"}
+    assert set(td.keys(True, True, is_leaf=is_leaf_nontensor)) == {"a", "s", ("n", "m")}
+    assert set(td.keys(True)) == {"a", "s", "n", ("n", "m")}
+    seen = []
+    td.named_apply(lambda k, x: seen.append(k), nested_keys=True, filter_empty=True)
+    assert seen == ["a"]
+
+
+def test_comparison_with_numbers_ignores_non_tensor():
+    td = TensorDict(a=torch.zeros(3), s="text", batch_size=[3])
+    assert (td == 0).all()
+    assert (td != 1).all()
+    assert "s" not in (td == 0).keys()
+    other = TensorDict(a=torch.zeros(3), s="text", batch_size=[3])
+    assert (td == other)["s"].all()
+    assert not (td != other)["s"].any()
+    as_tensor = TensorDict(a=torch.zeros(3), s=torch.zeros(3), batch_size=[3])
+    assert not (as_tensor == td)["s"].any()  # a tensor against a str: never equal
+
+
+def test_names_follow_the_tensordict():
+    td = TensorDict(a=torch.zeros(2, 3), s="x", batch_size=[2, 3])
+    td.names = ["x", "y"]
+    assert td.get("s").names == ["x", "y"]
+    td.names = ["p", "q"]
+    assert td.get("s").names == ["p", "q"]
+    assert NonTensorData(1, batch_size=[4]).names == [None]

@@ -110,3 +110,9 @@ def test_nested_fields():
     n = Nested(a=torch.zeros(2), inner=TensorDict(b=torch.zeros(2, 3), batch_size=[2]), batch_size=[2])
     assert n.inner["b"].shape == (2, 3)
     assert isinstance(n[0], Nested) and n[0].inner["b"].shape == (3,)
+
+
+def test_select_exclude_keep_the_class():
+    s = make()
+    assert type(s.exclude("x")) is Base
+    assert type(s.select("x")) is Base

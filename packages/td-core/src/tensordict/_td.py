@@ -415,6 +415,8 @@ class TensorDict(TensorDictBase):
                         missing = next(k for k in keys if k not in store)
                         raise missing_key_error(missing, store) from None
                     source = {k: store[k] for k in keys if k in store}
+                if self.__class__ is not TensorDict:  # subclasses (TypedTensorDict) keep their class
+                    return self._new_like(source)
                 return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
         return TensorDictBase.select(self, *keys, inplace=inplace, strict=strict)
 
@@ -428,6 +430,8 @@ class TensorDict(TensorDictBase):
             else:
                 drop = set(keys)
                 source = {k: v for k, v in self._tensordict.items() if k not in drop}
+                if self.__class__ is not TensorDict:  # subclasses (TypedTensorDict) keep their class
+                    return self._new_like(source)
                 return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
         return TensorDictBase.exclude(self, *keys, inplace=inplace)
 
