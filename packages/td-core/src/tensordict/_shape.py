@@ -262,7 +262,24 @@ class ShapeMixin:
         )
 
     def transpose(self, dim0: int, dim1: int) -> Any:
-        """Swaps two batch dims."""
+        """Swaps two batch dims (feature dims stay in place).
+
+        Args:
+            dim0 (int): a batch dim (negative counts from the end of the batch dims).
+            dim1 (int): the other batch dim.
+
+        Returns:
+            a TensorDict of the swapped views; names follow their dims.
+
+        Raises:
+            IndexError: a dim is out of range for the batch dims.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).transpose(0, 1)["a"].shape
+            torch.Size([3, 2, 4])
+        """
         nd = len(self.batch_size)
         d0, d1 = _norm_dim(dim0, nd), _norm_dim(dim1, nd)
         order = list(range(nd))
@@ -309,7 +326,25 @@ class ShapeMixin:
         return self.expand(shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Flattens batch dims ``start_dim..end_dim`` into one."""
+        """Flattens batch dims ``start_dim..end_dim`` into one.
+
+        Args:
+            start_dim (int, optional): the first batch dim to flatten. Defaults to ``0``.
+            end_dim (int, optional): the last one (inclusive). Defaults to ``-1``, the
+                last batch dim.
+
+        Returns:
+            a TensorDict whose batch size has those dims multiplied into one.
+
+        Raises:
+            IndexError: a dim is out of range for the batch dims.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).flatten(0, 1).batch_size
+            torch.Size([6])
+        """
         nd = len(self.batch_size)
         s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
         if e <= s:
@@ -319,7 +354,26 @@ class ShapeMixin:
         )
 
     def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
-        """Splits batch dim ``dim`` into ``unflattened_size``."""
+        """Splits batch dim ``dim`` into ``unflattened_size``.
+
+        Args:
+            dim (int): the batch dim to split.
+            unflattened_size (sequence of int): the new dims; their product is the
+                size of ``dim`` (one entry may be ``-1``).
+
+        Returns:
+            a TensorDict with the new batch dims in place of ``dim``.
+
+        Raises:
+            IndexError: ``dim`` is out of range for the batch dims.
+            RuntimeError: the sizes do not multiply to the size of ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.zeros(6, 4)}, [6]).unflatten(0, (2, 3))["a"].shape
+            torch.Size([2, 3, 4])
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         k = len(unflattened_size)
@@ -328,7 +382,18 @@ class ShapeMixin:
         )
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
-        """Moves batch dims (``torch.movedim`` restricted to the batch dims)."""
+        """Moves batch dims (``torch.movedim`` restricted to the batch dims).
+
+        Args:
+            source (int or sequence of int): the batch dims to move.
+            destination (int or sequence of int): where they go, in the same order.
+
+        Returns:
+            a TensorDict of the permuted views.
+
+        Raises:
+            IndexError: a dim is out of range for the batch dims.
+        """
         nd = len(self.batch_size)
         src = tuple(_norm_dim(s, nd) for s in ((source,) if isinstance(source, int) else source))
         dst = tuple(_norm_dim(s, nd) for s in ((destination,) if isinstance(destination, int) else destination))
@@ -350,7 +415,26 @@ class ShapeMixin:
 
     def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Any:
         """Repeats each element along batch dim ``dim`` (``None``: the batch is flattened
-        first, as ``Tensor.repeat_interleave`` flattens a tensor)."""
+        first, as ``Tensor.repeat_interleave`` flattens a tensor).
+
+        Args:
+            repeats (int or Tensor): the number of repeats, one for all or one per
+                element of ``dim``.
+            dim (int, optional): the batch dim. Defaults to ``None``.
+
+        Keyword Args:
+            output_size (int, optional): the size of ``dim`` in the result (saves a
+                sync for a tensor ``repeats``).
+
+        Returns:
+            a new TensorDict.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.arange(2)}, [2]).repeat_interleave(2, 0)["a"]
+            tensor([0, 0, 1, 1])
+        """
         if dim is None:
             flat = self.reshape(-1) if self.batch_dims != 1 else self
             return flat.repeat_interleave(repeats, 0, output_size=output_size)
@@ -368,7 +452,24 @@ class ShapeMixin:
         return self._batch_transform(lambda t, n: t.flip(dims), nd, names=_keep_names)
 
     def roll(self, shifts: Any, dims: Any) -> Any:
-        """Rolls along the given batch dims."""
+        """Rolls along the given batch dims (``torch.roll`` on every leaf).
+
+        Args:
+            shifts (int or tuple of int): the shift, per dim.
+            dims (int or tuple of int): the batch dims to roll along.
+
+        Returns:
+            a new TensorDict.
+
+        Raises:
+            IndexError: a dim is out of range for the batch dims.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.arange(3)}, [3]).roll(1, 0)["a"]
+            tensor([2, 0, 1])
+        """
         nd = len(self.batch_size)
         if isinstance(dims, int):
             dims = _norm_dim(dims, nd)
@@ -377,13 +478,44 @@ class ShapeMixin:
         return self._batch_transform(lambda t, n: t.roll(shifts, dims), nd, names=_keep_names)
 
     def narrow(self, dim: int, start: int, length: int) -> Any:
-        """A view of ``length`` elements from ``start`` along batch dim ``dim``."""
+        """A view of ``length`` elements from ``start`` along batch dim ``dim``.
+
+        Args:
+            dim (int): the batch dim.
+            start (int): the first element.
+            length (int): the number of elements.
+
+        Returns:
+            a TensorDict of views; batch dim ``dim`` has size ``length``.
+
+        Raises:
+            IndexError: a dim is out of range for the batch dims.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict({"a": torch.arange(5)}, [5]).narrow(0, 1, 2)["a"]
+            tensor([1, 2])
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return self._batch_transform(lambda t, n: t.narrow(d, start, length), nd, names=_keep_names)
 
     def gather(self, dim: int, index: torch.Tensor, out: Any = None) -> Any:
-        """Gathers along batch dim ``dim`` with ``index`` (shape = new batch shape)."""
+        """Gathers along batch dim ``dim`` with ``index`` (shape = new batch shape).
+
+        Args:
+            dim (int): the batch dim to gather along.
+            index (torch.Tensor): an integer tensor with one dim per batch dim; its
+                shape is the batch size of the result.
+            out (TensorDictBase, optional): a TensorDict to write the result into.
+
+        Returns:
+            a TensorDict of batch size ``index.shape``.
+
+        Raises:
+            RuntimeError: ``index`` does not have one dim per batch dim.
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         if index.ndim != nd:
@@ -454,7 +586,25 @@ class ShapeMixin:
         return tuple(self._split_leaves(lambda t, n: t.unbind(d), nd, drop_dims((d,))))
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
-        """Splits along batch dim ``dim`` into chunks of ``split_size`` (or the given sizes)."""
+        """Splits along batch dim ``dim`` into chunks of ``split_size`` (or the given sizes).
+
+        Args:
+            split_size (int or sequence of int): the size of each chunk (the last may
+                be smaller), or the sizes of all chunks.
+            dim (int, optional): the batch dim. Defaults to ``0``.
+
+        Returns:
+            a tuple of TensorDicts (views).
+
+        Raises:
+            RuntimeError: the sizes do not add up to the size of ``dim``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> [t.batch_size[0] for t in TensorDict({"a": torch.zeros(5)}, [5]).split(2)]
+            [2, 2, 1]
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         if not isinstance(split_size, int):
