@@ -433,7 +433,16 @@ class TensorDictBase(
         return self._get_any_raw(key, default)
 
     def get_at(self, key: NestedKey, index: Any, default: Any = NO_DEFAULT) -> Any:
-        """``td.get(key)[index]``; returns ``default`` when ``key`` is missing."""
+        """``td.get(key)[index]``; returns ``default`` when ``key`` is missing.
+
+        Args:
+            key (NestedKey): the key.
+            index (int, slice, Tensor or tuple): a batch index.
+            default (object, optional): returned when ``key`` is missing.
+
+        Returns:
+            the indexed leaf.
+        """
         value = self._get_any_raw(key, default)
         if value is default and default is not NO_DEFAULT:
             return default
@@ -612,6 +621,17 @@ class TensorDictBase(
     def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
         """Copies ``item`` into the existing value under ``key``.
 
+        Args:
+            key (NestedKey): an existing key.
+            item (Tensor, Number or TensorDictBase): the value to copy; broadcast to
+                the existing leaf's shape.
+
+        Keyword Args:
+            non_blocking (bool, optional): non-blocking copy. Defaults to ``False``.
+
+        Returns:
+            ``self``.
+
         Raises:
             KeyError: ``key`` is missing.
             RuntimeError: shapes do not broadcast.
@@ -624,6 +644,17 @@ class TensorDictBase(
 
     def set_at_(self, key: NestedKey, value: Any, index: Any, *, non_blocking: bool = False) -> TensorDictBase:
         """Writes ``value`` into ``td.get(key)[index]`` in place.
+
+        Args:
+            key (NestedKey): an existing key.
+            value (Tensor or Number): the values to write.
+            index (int, slice, Tensor or tuple): a batch index.
+
+        Keyword Args:
+            non_blocking (bool, optional): non-blocking copy. Defaults to ``False``.
+
+        Returns:
+            ``self``.
 
         Raises:
             KeyError: ``key`` is missing.
@@ -642,7 +673,17 @@ class TensorDictBase(
             parent._set_raw(key if key.__class__ is str else key[-1], stack)
             return self
     def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
-        """Returns ``td[key]``, first setting it to ``default`` if missing."""
+        """Returns ``td[key]``, first setting it to ``default`` if missing.
+
+        Args:
+            key (NestedKey): the key.
+            default (object): the value stored when ``key`` is missing (checked as
+                :meth:`set` checks values).
+            inplace (bool, optional): passed to :meth:`set`. Defaults to ``False``.
+
+        Returns:
+            the value under ``key``.
+        """
         if key not in self.keys(include_nested=True):
             self.set(key, default, inplace=inplace)
         return self.get(key)
@@ -775,7 +816,26 @@ class TensorDictBase(
         return self
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
-        """Removes ``key`` and returns its value (or ``default`` when missing)."""
+        """Removes ``key`` and returns its value (or ``default`` when missing).
+
+        Args:
+            key (NestedKey): the key to remove.
+            default (object, optional): returned when ``key`` is missing.
+
+        Returns:
+            the removed value (a non-tensor leaf is returned as its object).
+
+        Raises:
+            KeyError: ``key`` is missing and no default is given.
+            RuntimeError: the TensorDict is locked.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2), "b": torch.ones(2)}, [2])
+            >>> td.pop("a").shape, list(td.keys())
+            (torch.Size([2]), ['b'])
+        """
         key = unravel_key(key)
         value = self._get_any_raw(key, _ABSENT)
         if value is _ABSENT:
@@ -978,7 +1038,24 @@ class TensorDictBase(
         non_blocking: bool = False,
         keys_to_update: Sequence[NestedKey] | None = None,
     ) -> TensorDictBase:
-        """In-place update: every key must already exist (KeyError otherwise)."""
+        """In-place update: every key must already exist (KeyError otherwise).
+
+        Args:
+            input_dict_or_td (Mapping or TensorDictBase): the values, copied into the
+                existing leaves (broadcast to their shapes).
+            clone (bool, optional): accepted for compatibility (values are copied
+                anyway). Defaults to ``False``.
+
+        Keyword Args:
+            non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
+            keys_to_update (sequence of NestedKey, optional): write only these keys.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            KeyError: a key of ``input_dict_or_td`` is missing from ``self``.
+        """
         if not isinstance(input_dict_or_td, TensorDictBase):
             input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
         items = _KeysView(input_dict_or_td, True, True)._pairs()
@@ -1099,7 +1176,18 @@ class TensorDictBase(
         return _classes.TensorDict._new_unsafe(source, torch.Size(()), None)
 
     def fill_(self, key: NestedKey, value: float | bool) -> TensorDictBase:
-        """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` with ``value``."""
+        """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` with ``value``.
+
+        Args:
+            key (NestedKey): an existing key.
+            value (float or bool): the fill value.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            KeyError: ``key`` is missing.
+        """
         target = self._get_any_raw(key)
         if isinstance(target, TensorDictBase):
             target.apply_leaves_(lambda t: t.fill_(value))
@@ -1189,7 +1277,15 @@ class TensorDictBase(
         return self._new_like(source, **new_kwargs)
 
     def copy_(self, tensordict: TensorDictBase, non_blocking: bool = False) -> TensorDictBase:
-        """Copies ``tensordict``'s leaves into ``self`` in place (``update_``)."""
+        """Copies ``tensordict``'s leaves into ``self`` in place (``update_``).
+
+        Args:
+            tensordict (TensorDictBase): a TensorDict with the keys of ``self``.
+            non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
+
+        Returns:
+            ``self``.
+        """
         return self.update_(tensordict, non_blocking=non_blocking)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
