@@ -105,3 +105,28 @@ def test_depth_and_stack_cat_from_tensordict():
     assert s.shape == (3, 2, 4) and (s[:, 0] == 0).all() and (s[:, 1] == 1).all()
     c = td.cat_from_tensordict(dim=-1, sorted=[("b", "c"), "a"])
     assert c.shape == (3, 8) and (c[:, :4] == 1).all()
+
+
+@pytest.mark.parametrize("sep", [".", ","])
+def test_flatten_unflatten_key_collisions(sep):
+    t = torch.zeros(3)
+    colliding = [
+        TensorDict({f"a{sep}b{sep}c": t, "a": {"b": {"c": t}}}),
+        TensorDict({f"a{sep}b": t, "a": {"b": t}, "g": {"d": t}}),
+    ]
+    for td in colliding:
+        with pytest.raises(KeyError, match="Flattening keys in tensordict causes keys"):
+            td.flatten_keys(sep)
+        with pytest.raises(KeyError, match=r"Unflattening key\(s\) in tensordict will override"):
+            td.unflatten_keys(sep)
+    td = TensorDict({f"a{sep}b": t, "a": {"b": {"c": t}}})
+    assert set(td.flatten_keys(sep).keys()) == {f"a{sep}b", f"a{sep}b{sep}c"}
+    with pytest.raises(KeyError, match=r"Unflattening key\(s\)"):
+        td.unflatten_keys(sep)
+    merged = TensorDict({f"a{sep}x": t, "a": {"y": t}}).unflatten_keys(sep)
+    assert set(merged.keys(True, True)) == {("a", "x"), ("a", "y")}
+
+
+def test_flatten_keys_drops_empty_nested():
+    td = TensorDict({"a": {}, "b": {"c": torch.zeros(())}, "d": {"e": {}}})
+    assert list(td.flatten_keys().keys()) == ["b.c"]

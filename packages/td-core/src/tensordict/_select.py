@@ -318,12 +318,16 @@ class SelectMixin:
         for key, value in self._items_raw():
             full = prefix + key
             if _is_td(value):
-                if not value._keys_raw():
-                    source[full] = value
-                else:
+                if value._keys_raw():  # empty nested TensorDicts have no key to give
                     value._flatten_into(source, full + separator, separator)
-            else:
-                source[full] = value
+                continue
+            if full in source:
+                msg = (
+                    f"Flattening keys in tensordict causes keys to collide: {full!r} is both a flat "
+                    f"key and a nested key joined with {separator!r}. Use another separator."
+                )
+                raise KeyError(msg)
+            source[full] = value
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``).
@@ -364,14 +368,9 @@ class SelectMixin:
                     elif _is_td(nxt):  # a nested TensorDict and flat keys under one name
                         nxt = node[sub] = dict(nxt._items_raw())
                     elif nxt.__class__ is not dict:
-                        msg = f"unflatten_keys: {key!r} nests under {sub!r}, which holds a leaf."
-                        raise KeyError(msg)
+                        raise _unflatten_collision(key, sub)
                     node = nxt
-            existing = node.get(last)
-            if existing.__class__ is dict and _is_td(value):
-                existing.update(value._items_raw())
-            else:
-                node[last] = value
+            _merge_unflattened(node, last, value, key)
         out = _build_tree(_classes.TensorDict, tree, bs, dev)
         if inplace:
             if self.is_locked:
@@ -383,6 +382,29 @@ class SelectMixin:
             return self
         return out
 
+
+
+def _unflatten_collision(key: str, where: str) -> KeyError:
+    msg = (
+        f"Unflattening key(s) in tensordict will override an existing for unflattened key: "
+        f"{key!r} lands on {where!r}, which already holds an entry."
+    )
+    return KeyError(msg)
+
+
+def _merge_unflattened(node: dict, last: str, value: Any, key: str) -> None:
+    """``node[last] = value``, merging nested entries; raises if a leaf would be overwritten."""
+    existing = node.get(last)
+    if existing is None:
+        node[last] = value
+        return
+    if (existing.__class__ is dict or _is_td(existing)) and _is_td(value):
+        if _is_td(existing):
+            existing = node[last] = dict(existing._items_raw())
+        for sub, sub_value in value._items_raw():
+            _merge_unflattened(existing, sub, sub_value, key)
+        return
+    raise _unflatten_collision(key, last)
 
 
 def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
