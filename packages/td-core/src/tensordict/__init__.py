@@ -26,6 +26,7 @@ if "torch" not in _sys.modules:
         import torch as _torch  # noqa: F401
 
 from tensordict._assert import assert_allclose_td, assert_close
+from tensordict._attrs import TensorAttrs
 from tensordict._base import (
     TensorDictBase,
     get_defaults_to_none,
@@ -131,6 +132,7 @@ __all__ = [
     "list_to_stack",
     "set_list_to_stack",
     "MetaData",
+    "TensorAttrs",
     "__version__",
 ]
 

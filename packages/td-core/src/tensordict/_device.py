@@ -3,11 +3,13 @@ dtype casts, ``pin_memory``, ``share_memory_``, ``clear_device_``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from tensordict import _classes
+from tensordict._attrs import attrs_of, is_attrs_spec, to_attrs
 
 __all__ = ["DeviceMixin"]
 
@@ -59,6 +61,8 @@ class DeviceMixin:
             >>> td.to("cpu").device
             device(type='cpu')
         """
+        if args and isinstance(args[0], _classes.TensorDictBase) and is_attrs_spec(args[0]):
+            return to_attrs(self, args[0], args[1:], kwargs)
         if kwargs:
             kwargs = dict(kwargs)
             inplace = kwargs.pop("inplace", False)
@@ -98,6 +102,29 @@ class DeviceMixin:
         if batch_size is not None:
             out.batch_size = batch_size
         return out
+
+    def attrs(self, *, fields: Sequence[str] = ("device", "dtype", "shape"), num_threads: int | None = None) -> Any:
+        """A TensorDict (batch size ``[]``, no device) describing each tensor leaf with a
+        :class:`~tensordict.TensorAttrs`; pass it to :meth:`to` to cast another
+        TensorDict leaf by leaf.
+
+        Keyword Args:
+            fields (sequence of str): what to record, among ``"device"``, ``"dtype"``
+                and ``"shape"`` (the others stay ``None``).
+            num_threads (int, optional): accepted for compatibility (one thread).
+
+        Raises:
+            ValueError: an unknown field.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.int32), batch_size=[3])
+            >>> target = TensorDict(a=torch.zeros(3), b=torch.zeros(3), batch_size=[3])
+            >>> target.to(td.attrs(fields=("dtype",)))["b"].dtype
+            torch.int32
+        """
+        return attrs_of(self, fields)
 
     def _to_with_options(self, args: tuple, kwargs: dict, inplace: bool, pin: bool) -> Any:
         """``to`` with ``inplace=True`` (leaves replaced in ``self``) or ``non_blocking_pin=True``
