@@ -70,3 +70,19 @@ def test_docstring_examples():
     import tensordict.nn._tensorclass_module as module
 
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_tensordict_module_on_a_tensorclass():
+    from torch import nn
+
+    from tensordict import tensorclass
+    from tensordict.nn import TensorDictModule
+
+    @tensorclass
+    class Data:
+        inputs: torch.Tensor
+        outputs: torch.Tensor = None
+
+    data = Data(inputs=torch.randn(3, 3), batch_size=[3])
+    assert TensorDictModule(nn.Linear(3, 4), in_keys=["inputs"], out_keys=["outputs"])(data) is data
+    assert data.outputs.shape == (3, 4) and data.batch_size == (3,)

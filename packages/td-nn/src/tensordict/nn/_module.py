@@ -404,6 +404,12 @@ class TensorDictModule(TensorDictModuleBase):
             self._write(tensordict, out)
             return tensordict
         if not isinstance(tensordict, TensorDictBase):
+            if getattr(tensordict, "_is_tensorclass", False):
+                # a tensorclass: run on its TensorDict, write the outputs through the instance
+                out = self.forward(tensordict._tensordict.copy(), *args, **kwargs)
+                for key in self.out_keys:
+                    tensordict.set(key, out.get(key))
+                return tensordict
             if not _DISPATCH_TD_NN_MODULES[0]:
                 msg = f"{type(self).__name__}.forward() missing 1 required positional argument: 'tensordict'"
                 raise TypeError(msg)
