@@ -305,3 +305,18 @@ def test_composite_legacy_log_prob_layout():
         clone = out.exclude("cont_log_prob")
         lp = module.log_prob(clone)
         torch.testing.assert_close(lp, clone["cont_log_prob"].sum(-1))
+
+
+def test_composite_module_keeps_the_lp_mode_it_was_built_with():
+    import functools
+
+    from tensordict.nn import CompositeDistribution, set_composite_lp_aggregate
+
+    maker = functools.partial(CompositeDistribution, distribution_map={"cont": d.Normal, ("nested", "disc"): d.Categorical})
+    with set_composite_lp_aggregate(True):
+        module = ProbabilisticTensorDictModule(
+            in_keys=["params"], out_keys=["cont", ("nested", "disc")], distribution_class=maker, return_log_prob=True
+        )
+        assert module.out_keys == ["cont", ("nested", "disc"), "sample_log_prob"]
+    with set_composite_lp_aggregate(False), pytest.raises(RuntimeError, match="built under"):
+        module.log_prob_keys

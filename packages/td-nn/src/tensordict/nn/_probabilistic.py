@@ -344,6 +344,13 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             self._given_lp_keys = [unravel_key(log_prob_key)]
         else:
             self._given_lp_keys = None
+        # a composite module's log-prob layout depends on set_composite_lp_aggregate: the
+        # mode it was built under is kept, and reading its keys under the other mode raises
+        self._lp_mode_at_build = (
+            bool(composite_lp_aggregate(nowarn=True))
+            if self._given_lp_keys is None and len(self.dist_sample_keys) > 1
+            else None
+        )
         self.out_keys = list(self.dist_sample_keys) + (list(self.log_prob_keys) if self.return_log_prob else [])
         self.cache_dist = cache_dist
         self.n_empirical_estimate = n_empirical_estimate
@@ -352,12 +359,33 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         self.num_samples = torch.Size(num_samples) if num_samples is not None else None
         self._dist = None
 
+    def _check_lp_mode(self) -> None:
+        built = self.__dict__.get("_lp_mode_at_build")
+        if built is not None and bool(composite_lp_aggregate(nowarn=True)) != built:
+            msg = (
+                f"{type(self).__name__} was built under set_composite_lp_aggregate({built}) and is read "
+                f"under set_composite_lp_aggregate({not built}): its log-prob keys differ between the two "
+                "modes. Build the module under the mode it is used with."
+            )
+            raise RuntimeError(msg)
+
+    @property
+    def out_keys(self) -> list:  # type: ignore[override]
+        """The sampled keys, then the log-prob keys when ``return_log_prob``."""
+        self._check_lp_mode()
+        return self.__dict__["_out_keys"]
+
+    @out_keys.setter
+    def out_keys(self, value: Any) -> None:
+        self.__dict__["_out_keys"] = _normalize_keys(value, "out_keys", type(self).__name__)
+
     @property
     def log_prob_keys(self) -> list:
         """Where log-probabilities are written: the given keys, ``["sample_log_prob"]``
         while :func:`composite_lp_aggregate` is on, else ``"<key>_log_prob"`` per sampled key."""
         if self._given_lp_keys is not None:
             return list(self._given_lp_keys)
+        self._check_lp_mode()
         if composite_lp_aggregate(nowarn=True):
             return ["sample_log_prob"]
         return [_lp_name(k) for k in self.dist_sample_keys]
