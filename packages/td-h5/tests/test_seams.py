@@ -45,3 +45,21 @@ def test_methods_show_this_distributions_docstrings():
         doc = inspect.getdoc(getattr(mod, name))
         if doc:
             assert getattr(TensorDict, name).__doc__.strip().startswith(doc.splitlines()[0]), name
+
+
+def test_names_follow_td_core_checks(tmp_path):
+    """PersistentTensorDict validates dim names with td-core's rule (``ext.check_names``)."""
+    import pytest
+    import torch
+
+    from tensordict.persistent import PersistentTensorDict
+
+    td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+    h5 = PersistentTensorDict.from_dict(td, filename=str(tmp_path / "f.h5"))
+    h5.names = ["x", None]
+    assert h5.names == ["x", None]
+    with pytest.raises(ValueError, match="unique"):
+        h5.names = ["x", "x"]
+    with pytest.raises(ValueError):
+        h5.names = ["x"]
+    h5.close()

@@ -17,6 +17,9 @@ Containers and keys
     A nested key as a flat tuple of str (``"a"`` -> ``("a",)``), without validation.
 ``KeysView``
     The ``keys()`` view class over a container's storage protocol (``_items_raw``).
+``check_names(names, batch_size)``
+    Validates dim names as every TensorDict does (length, str or ``None``, unique);
+    returns the list, or ``None`` when no dim is named.
 ``to_device(device)`` / ``to_batch_size(batch_size)``
     The normalisation TensorDict applies to a ``device`` / ``batch_size`` argument.
 ``same_value(a, b)``
@@ -105,6 +108,7 @@ from tensordict._keys import _KeysView as KeysView
 from tensordict._memmap_types import MemmapType, register_memmap_type, registered_types
 from tensordict._memmap_types import lookup_name as lookup_memmap_name
 from tensordict._memmap_types import lookup_object as lookup_memmap_object
+from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._nontensor import _same as same_value
 from tensordict._ops import MathMixin
@@ -150,6 +154,7 @@ __all__ = [
     "batch_mismatch_error",
     "build_from_skeleton",
     "cat",
+    "check_names",
     "copy_leaves",
     "fields_repr",
     "from_consolidated",

@@ -39,6 +39,7 @@ from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict, Ten
 from tensordict.ext import (
     NO_DEFAULT,
     batch_mismatch_error,
+    check_names,
     fields_repr,
     locked_error,
     missing_key_error,
@@ -535,14 +536,8 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
 
     @names.setter
     def names(self, value: Any) -> None:
-        if value is None:
-            self._names = None
-            return
-        value = list(value)
-        if len(value) != len(self._batch_size):
-            msg = f"names {value} has {len(value)} entries, expected {len(self._batch_size)}."
-            raise ValueError(msg)
-        self._names = value if any(v is not None for v in value) else None
+        # the same checks as every TensorDict (length, str or None, unique)
+        self._names = None if value is None else check_names(value, self._batch_size)
 
     def is_shared(self) -> bool:
         return False
