@@ -319,4 +319,4 @@ def test_composite_module_keeps_the_lp_mode_it_was_built_with():
         )
         assert module.out_keys == ["cont", ("nested", "disc"), "sample_log_prob"]
     with set_composite_lp_aggregate(False), pytest.raises(RuntimeError, match="built under"):
-        module.log_prob_keys
+        _ = module.log_prob_keys
