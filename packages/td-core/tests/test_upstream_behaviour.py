@@ -130,3 +130,39 @@ def test_flatten_unflatten_key_collisions(sep):
 def test_flatten_keys_drops_empty_nested():
     td = TensorDict({"a": {}, "b": {"c": torch.zeros(())}, "d": {"e": {}}})
     assert list(td.flatten_keys().keys()) == ["b.c"]
+
+
+def test_split_keys_predicates_and_emptied_parents():
+    td = TensorDict({"a": 0, "b": {"c": 1}, "d": {"e": 2, "f": 3}, "g": 4})
+    b, d, rest = td.split_keys(["b"], lambda k: isinstance(k, tuple) and k[0] == "d")
+    assert set(b.keys()) == {"b"} and set(d.keys(True, True)) == {("d", "e"), ("d", "f")}
+    assert set(rest.keys()) == {"a", "g"}
+    _, _, same = td.split_keys([("b", "c")], [("d", "e"), ("d", "f")], inplace=True)
+    assert same is td and set(td.keys()) == {"a", "g"}
+    with pytest.raises(KeyError, match="zz"):
+        td.split_keys(["zz"])
+
+
+def test_pad_sequence_padding_value_per_key():
+    from tensordict import pad_sequence
+
+    tds = [TensorDict({"a": torch.ones(n), "b": {"c": torch.ones(n)}, "x": torch.ones(n)}) for n in (2, 3)]
+    out = pad_sequence(tds, padding_value={"a": -1.0, ("b", "c"): 5.0})
+    assert out["a"][0].tolist() == [1, 1, -1] and out["b", "c"][0].tolist() == [1, 1, 5]
+    assert out["x"][0].tolist() == [1, 1, 0]
+
+
+def test_from_namedtuple_of_torch_return_types():
+    x = torch.randn(3, 4)
+    td = TensorDict.from_namedtuple(torch.max(x, 1))
+    assert set(td.keys()) == {"values", "indices"}
+    assert torch.equal(td["indices"], x.argmax(1))
+
+
+def test_stack_cat_from_list_classmethods():
+    parts = [TensorDict({"a": torch.full((3,), float(i))}, [3]) for i in range(2)]
+    assert TensorDict.stack(parts, 1).batch_size == (3, 2)
+    assert TensorDict.cat(parts).batch_size == (6,)
+    td = TensorDict.from_list([{"a": torch.zeros(2), "b": {"c": 1}}, {"a": torch.ones(2), "b": {"c": 2}}])
+    assert td.batch_size == (2,) and td["b", "c"].tolist() == [1, 2]
+    assert TensorDict.from_list(parts, lazy=True).batch_size == (2, 3)

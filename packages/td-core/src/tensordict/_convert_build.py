@@ -88,7 +88,22 @@ def _is_numpy(value: Any) -> bool:
     return mod == "numpy" or mod.startswith("numpy.")
 
 
+def _tuple_fields(value: Any) -> tuple | None:
+    """The field names of a named tuple or a struct sequence (``torch.return_types.max``)."""
+    cls = type(value)
+    fields = getattr(cls, "_fields", None)
+    if isinstance(fields, tuple):
+        return fields
+    if getattr(cls, "n_fields", None) is not None:  # struct sequence: fields in __match_args__
+        fields = getattr(cls, "__match_args__", None)
+        if isinstance(fields, tuple) and len(fields) == len(value):
+            return fields
+    return None
+
+
 def _is_namedtuple(value: Any) -> bool:
+    """A ``collections.namedtuple`` (struct sequences such as ``torch.return_types``
+    count as plain tuples here, as upstream's ``from_any`` does)."""
     return isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple)
 
 
@@ -412,12 +427,12 @@ def _from_namedtuple(
     device: Any = None,
     batch_size: Any = None,
 ) -> Any:
-    if not _is_namedtuple(named_tuple):
+    if not isinstance(named_tuple, tuple) or _tuple_fields(named_tuple) is None:
         msg = f"from_namedtuple expects a named tuple, got {type(named_tuple).__name__}."
         raise TypeError(msg)
     auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_namedtuple")
     opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
-    return _build(zip(type(named_tuple)._fields, named_tuple), opts)
+    return _build(zip(_tuple_fields(named_tuple), named_tuple), opts)
 
 
 def _from_tuple(

@@ -15,6 +15,8 @@ import torch
 
 from tensordict import _classes
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+from tensordict._stack import cat as _cat
+from tensordict._stack import stack as _stack
 
 __all__ = ["EntriesMixin"]
 
@@ -383,6 +385,83 @@ class EntriesMixin:
         if isinstance(indices, (list, tuple)):
             indices = torch.as_tensor(indices, dtype=torch.long)
         return self[indices]
+
+    @classmethod
+    def stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+        """``torch.stack`` of TensorDicts, as a class method (``TensorDict.stack(tds, 0)``).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict.stack([TensorDict({"a": torch.zeros(3)}, [3])] * 2).batch_size
+            torch.Size([2, 3])
+        """
+        return _stack(list(input), dim, out=out)
+
+    @classmethod
+    def cat(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+        """``torch.cat`` of TensorDicts, as a class method (``TensorDict.cat(tds, 0)``).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict.cat([TensorDict({"a": torch.zeros(3)}, [3])] * 2).batch_size
+            torch.Size([6])
+        """
+        return _cat(list(input), dim, out=out)
+
+    @classmethod
+    def from_list(
+        cls,
+        input_list: Sequence[Any],
+        *,
+        auto_batch_size: bool | None = None,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        names: Any = None,
+        lazy: bool | None = None,
+    ) -> Any:
+        """A TensorDict stacked from a list of dicts or TensorDicts (a batch of samples,
+        e.g. as ``collate_fn`` of a ``DataLoader``).
+
+        Args:
+            input_list (list): the samples; dicts are converted with ``from_dict``.
+
+        Keyword Args:
+            auto_batch_size (bool, optional): compute each sample's batch size.
+            batch_size (sequence of int, optional): each sample's batch size.
+            device (torch.device, optional): the result's device.
+            batch_dims (int, optional): at most this many batch dims per sample.
+            names (list of str, optional): the names of the result's batch dims.
+            lazy (bool, optional): return a lazy stack.
+
+        Returns:
+            a TensorDict of ``batch_size=[len(input_list), *sample_batch_size]``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict.from_list([{"a": torch.zeros(2)}, {"a": torch.ones(2)}])
+            >>> td.batch_size, td["a"][1]
+            (torch.Size([2]), tensor([1., 1.]))
+        """
+        items = []
+        for item in input_list:
+            if not isinstance(item, _classes.TensorDictBase):
+                item = _classes.TensorDict.from_dict(
+                    item, batch_size=batch_size, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device
+                )
+            items.append(item)
+        if lazy:
+            out = _classes.LazyStackedTensorDict(*items, stack_dim=0)
+        else:
+            out = _stack(items, 0)
+        if device is not None and out.device != torch.device(device):
+            out = out.to(device)
+        if names is not None:
+            out.names = names
+        return out
 
     # ------------------------------------------------------------------ description
     @property

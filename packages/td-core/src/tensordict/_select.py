@@ -165,7 +165,8 @@ class SelectMixin:
         """Splits into one TensorDict per key set, plus one with the remaining keys.
 
         Args:
-            *key_sets (sequence of NestedKey): one sequence of keys per output.
+            *key_sets (sequence of NestedKey or callable): one sequence of keys per
+                output, or a predicate ``fn(key) -> bool`` over the leaf keys.
             inplace (bool, optional): the remaining keys stay in ``self``, which is
                 returned last. Defaults to ``False``.
             default (object, optional): accepted for compatibility; missing keys
@@ -190,15 +191,15 @@ class SelectMixin:
         outs = []
         used: list[NestedKey] = []
         for ks in key_sets:
+            if callable(ks):  # a predicate over the leaf keys
+                ks = [k for k in self.keys(True, True) if ks(k)]
             ks = list(ks)
             if not strict:
                 ks = [k for k in ks if k in self.keys(True)]
             outs.append(self.select(*ks, strict=strict))
             used.extend(ks)
-        rest = self.exclude(*used)
-        if inplace:
-            self.exclude(*used, inplace=True)
-            return (*outs, self)
+        rest = self.exclude(*used, inplace=inplace)
+        _drop_emptied_parents(rest, used)
         return (*outs, rest)
 
     def filter_empty_(self) -> TensorDictBase:
@@ -382,6 +383,18 @@ class SelectMixin:
             return self
         return out
 
+
+
+def _drop_emptied_parents(td: Any, keys: list) -> None:
+    """Removes the nested TensorDicts left empty by taking ``keys`` out of ``td``."""
+    for key in keys:
+        if isinstance(key, tuple) and len(key) > 1:
+            for depth in range(len(key) - 1, 0, -1):
+                parent = td._get_any_raw(key[:depth], None)
+                if _is_td(parent) and not parent._keys_raw():
+                    td.del_(key[:depth])
+                else:
+                    break
 
 
 def _unflatten_collision(key: str, where: str) -> KeyError:

@@ -23,10 +23,19 @@ __all__ = ["dense_stack_tds", "make_tensordict", "merge_tensordicts", "pad", "pa
 
 # ---------------------------------------------------------------------- pad
 # ---------------------------------------------------------------------- pad_sequence
+def _padding_for(padding_value: Any, key: NestedKey) -> float:
+    if not isinstance(padding_value, Mapping):
+        return padding_value
+    for candidate in (key, unravel_key(key), (key,) if isinstance(key, str) else None):
+        if candidate is not None and candidate in padding_value:
+            return padding_value[candidate]
+    return 0.0
+
+
 def pad_sequence(
     list_of_tensordicts: Sequence[TensorDictBase],
     pad_dim: int = 0,
-    padding_value: float = 0.0,
+    padding_value: float | Mapping[NestedKey, float] = 0.0,
     out: TensorDictBase | None = None,
     device: Any = None,
     return_mask: bool | NestedKey = False,
@@ -39,7 +48,9 @@ def pad_sequence(
         pad_dim (int, optional): the dim to pad, counted from the first dim of every
             leaf (a batch dim when ``pad_dim < batch_dims``; a negative value counts
             from the end of the batch dims). Defaults to ``0``.
-        padding_value (float, optional): the fill value. Defaults to ``0.0``.
+        padding_value (float or dict, optional): the fill value, or a dict of fill
+            values per (nested) key (keys absent from it are padded with ``0.0``).
+            Defaults to ``0.0``.
         out (TensorDictBase, optional): written in place with the result if given.
         device (torch.device, optional): device of the result.
         return_mask (bool or NestedKey, optional): if ``True``, a ``"masks"`` entry
@@ -116,7 +127,7 @@ def pad_sequence(
         for v in values:
             extra = length - v.shape[pad_dim]
             spec = [0, 0] * (v.ndim - pad_dim - 1) + [0, extra]
-            padded.append(F.pad(v, spec, value=padding_value) if extra else v)
+            padded.append(F.pad(v, spec, value=_padding_for(padding_value, key)) if extra else v)
             if masks is not None:
                 m = torch.zeros((*v.shape[:pad_dim], length), dtype=torch.bool, device=v.device)
                 m[..., : v.shape[pad_dim]] = True
