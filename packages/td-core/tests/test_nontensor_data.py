@@ -214,3 +214,14 @@ def test_names_follow_the_tensordict():
     td.names = ["p", "q"]
     assert td.get("s").names == ["p", "q"]
     assert NonTensorData(1, batch_size=[4]).names == [None]
+
+
+def test_filter_drops_nodes_left_empty_and_auto_batch_size():
+    td = TensorDict(a=torch.zeros(4, 3), batch_size=[4, 3])
+    td.set(("data", "s"), NonTensorData("x"))
+    td.set(("data", "m"), MetaData[str]("m"))
+    assert list(td.filter_non_tensor_data().keys()) == ["a"]
+    td.batch_size = []
+    td.auto_batch_size_()
+    assert td.batch_size == (4, 3)
+    assert td.get(("data", "m")).batch_size == (4, 3)

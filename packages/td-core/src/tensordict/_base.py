@@ -299,6 +299,8 @@ class TensorDictBase(
         for _, v in self._items_raw():
             if isinstance(v, (NonTensorData, UnbatchedTensor)):
                 continue  # a single object (or an unbatched tensor) fits any batch size
+            if isinstance(v, TensorDictBase) and not v.batch_dims and not any(True for _ in v.keys(True, True)):
+                continue  # a nested TensorDict without tensors (only non-tensor data) fits too
             shape = list(v.batch_size if is_tensor_collection(v) else v.shape)
             if common is None:
                 common = shape

@@ -81,9 +81,11 @@ class NonTensorMixin:
     def filter_non_tensor_data(self) -> Any:
         """A TensorDict without its non-tensor leaves (nested TensorDicts included).
 
+        Nested TensorDicts left without any tensor are dropped too.
+
         Returns:
             a new TensorDict with the same batch size, holding only tensors and
-            nested TensorDicts.
+            nested TensorDicts that hold tensors.
 
         Examples:
             >>> import torch
@@ -98,5 +100,7 @@ class NonTensorMixin:
                 continue
             if isinstance(value, _classes.TensorDictBase):
                 value = value.filter_non_tensor_data()
+                if value.is_empty():  # nothing but non-tensor data below: dropped
+                    continue
             source[key] = value
         return self._new_like(source)
