@@ -31,7 +31,7 @@ def _torch_pad_spec(pad_size: Sequence[int], ndim: int) -> list[int]:
 
 def _pad_non_tensor(value: Any, pad_size: Sequence[int], new_bs: torch.Size) -> Any:
     if isinstance(value, NonTensorData):
-        return NonTensorData(value.data, new_bs, value.device)
+        return value._rebuild(new_bs)  # MetaData and typed data keep their class
     index = torch.arange(value.numel()).view(value.batch_size)
     index = F.pad(index, _torch_pad_spec(pad_size, index.ndim), value=-1)
     flat = index.reshape(-1).tolist()
@@ -44,7 +44,9 @@ def _pad(
 ) -> TensorDictBase:
     source = {}
     for key, leaf in td._items_raw():
-        if isinstance(leaf, torch.Tensor):
+        if getattr(leaf.__class__, "_pass_through", False):
+            source[key] = leaf  # an UnbatchedTensor is not padded: the same leaf is kept
+        elif isinstance(leaf, torch.Tensor):
             source[key] = F.pad(leaf, _torch_pad_spec(pad_size, leaf.ndim), value=value)
         elif isinstance(leaf, _classes.TensorDictBase):
             sub_bs = torch.Size((*new_bs, *leaf.batch_size[len(new_bs) :]))
