@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tensordict.ext import TD_HANDLED_FUNCTIONS
+from tensordict.ext import same_value as _same
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import _unwrap, _wrap_out
 
@@ -53,7 +54,7 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
     ``"lazy_stack"`` or ``"maybe_dense_stack"``.
     """
     items, cls = _instances(items, "stack")
-    tds = [_full_td(item) for item in items]
+    common, tds = _split_common(items)
     if how == "stack":
         from tensordict.ext import stack
 
@@ -64,7 +65,27 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
         result = getattr(tensordict, how)(tds, dim, **kwargs)
     if out is not None:
         return _write_out(out, result)
-    return _new(cls, result, None)
+    return _new(cls, result, common)
+
+
+def _split_common(items: Sequence[Any]) -> tuple[dict, list]:
+    """``(common, tds)``: the non-tensor fields every item holds with the same value (they
+    stay one object, whatever the batch size, even an empty one), and each item's
+    TensorDict with its other non-tensor fields as ``NonTensorData``."""
+    first = items[0]._non_tensordict
+    common = {
+        k: v for k, v in first.items()
+        if all(k in it._non_tensordict and _same(v, it._non_tensordict[k]) for it in items[1:])
+    }
+    if len(common) == len(first) and all(len(it._non_tensordict) == len(common) for it in items[1:]):
+        return common, [item._tensordict for item in items]
+    tds = []
+    for item in items:
+        full = _full_td(item)
+        if common:
+            full = full.exclude(*common)
+        tds.append(full)
+    return common, tds
 
 
 def cat_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
@@ -72,10 +93,11 @@ def cat_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any
     from tensordict.ext import cat
 
     items, cls = _instances(items, "cat")
-    result = cat([_full_td(item) for item in items], dim)
+    common, tds = _split_common(items)
+    result = cat(tds, dim)
     if out is not None:
         return _write_out(out, result)
-    return _new(cls, result, None)
+    return _new(cls, result, common)
 
 
 def _stack(tensors: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:
