@@ -304,7 +304,17 @@ class SelectMixin:
             ['a.b']
         """
         source: dict = {}
-        self._flatten_into(source, "", separator)
+        if self._flatten_into(source, "", separator) != len(source):
+            seen: set = set()
+            for key in self.keys(True, True):
+                flat = key if isinstance(key, str) else separator.join(key)
+                if flat in seen:
+                    msg = (
+                        f"Flattening keys in tensordict causes keys to collide: {flat!r} is both a "
+                        f"flat key and a nested key joined with {separator!r}. Use another separator."
+                    )
+                    raise KeyError(msg)
+                seen.add(flat)
         if inplace:
             if self.is_locked:
                 raise locked_error("flatten keys in place")
@@ -315,20 +325,18 @@ class SelectMixin:
             return self
         return self._new_like(source)
 
-    def _flatten_into(self, source: dict, prefix: str, separator: str) -> None:
+    def _flatten_into(self, source: dict, prefix: str, separator: str) -> int:
+        """Writes the flat entries into ``source``; returns how many were written (a
+        count above ``len(source)`` means two keys collided)."""
+        n = 0
         for key, value in self._items_raw():
-            full = prefix + key
             if _is_td(value):
                 if value._keys_raw():  # empty nested TensorDicts have no key to give
-                    value._flatten_into(source, full + separator, separator)
+                    n += value._flatten_into(source, prefix + key + separator, separator)
                 continue
-            if full in source:
-                msg = (
-                    f"Flattening keys in tensordict causes keys to collide: {full!r} is both a flat "
-                    f"key and a nested key joined with {separator!r}. Use another separator."
-                )
-                raise KeyError(msg)
-            source[full] = value
+            source[prefix + key] = value
+            n += 1
+        return n
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
         """Splits every key on ``separator`` into a nested key (inverse of ``flatten_keys``).

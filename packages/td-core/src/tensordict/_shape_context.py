@@ -50,9 +50,15 @@ def write_back(source: Any, new: Any) -> None:
 
 
 def _track(source: Any, result: Any, inverse: Callable[[Any], Any]) -> Any:
-    if result is not source and isinstance(result, _classes.TensorDictBase):
+    if result is not source:
         result._shape_source = (source, inverse)
     return result
+
+
+def _inverse_permutation(dims: Sequence[int]) -> list[int]:
+    nd = len(dims)
+    order = [int(d) % nd for d in dims]
+    return [order.index(i) for i in range(nd)]
 
 
 def _become(td: Any, other: Any) -> Any:
@@ -113,10 +119,7 @@ class ShapeContextMixin:
         if len(dims_list) == 1 and not isinstance(dims_list[0], int):
             dims_list = tuple(dims_list[0])
         out = super().permute(*dims_list)
-        nd = len(dims_list)
-        order = [int(d) % nd for d in dims_list]
-        inverse = [order.index(i) for i in range(nd)]
-        return _track(self, out, lambda r: r.permute(*inverse))
+        return _track(self, out, lambda r: r.permute(*_inverse_permutation(dims_list)))
 
 
     def transpose(self, dim0: int, dim1: int) -> Any:  # noqa: D102
@@ -132,8 +135,7 @@ class ShapeContextMixin:
 
     def unsqueeze(self, dim: int) -> Any:  # noqa: D102
         out = super().unsqueeze(dim)
-        d = dim % (self.batch_dims + 1)
-        return _track(self, out, lambda r: r.squeeze(d))
+        return _track(self, out, lambda r: r.squeeze(dim))  # same index in the result
 
 
     def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1, *, inplace: bool = False) -> Any:  # noqa: D102
