@@ -166,3 +166,33 @@ def test_stack_cat_from_list_classmethods():
     td = TensorDict.from_list([{"a": torch.zeros(2), "b": {"c": 1}}, {"a": torch.ones(2), "b": {"c": 2}}])
     assert td.batch_size == (2,) and td["b", "c"].tolist() == [1, 2]
     assert TensorDict.from_list(parts, lazy=True).batch_size == (2, 3)
+
+
+def test_apply_out_replaces_entries_of_another_dtype_and_filter_empty_inplace():
+    td = TensorDict({"a": torch.zeros(3, 4, dtype=torch.long), "b": {"c": torch.ones(3, dtype=torch.long)}}, [3])
+    same = torch.zeros(3, 4, dtype=torch.long)
+    out = TensorDict({"a": same}, [3])
+    td.apply(lambda x: x + 1, out=out)
+    assert out["a"] is same and (same == 1).all()
+    td.apply(lambda x: x.float(), out=td)
+    assert td["a"].dtype == torch.float32 and td["b", "c"].dtype == torch.float32
+    assert td._fast_apply(lambda x: None, filter_empty=True, inplace=True) is None
+    td["s"] = "text"
+    assert td._fast_apply(lambda x: None, filter_empty=True, inplace=True) is td
+
+
+def test_numpy_values_in_set_and_set_at_():
+    np = pytest.importorskip("numpy")
+    td = TensorDict({"a": torch.zeros(4, 3)}, [4])
+    td.set_("a", np.ones((4, 3)))
+    assert (td["a"] == 1).all() and td["a"].dtype == torch.float32
+    td.set_at_("a", np.full((3,), 5.0), 2)
+    assert (td["a"][2] == 5).all()
+
+
+def test_transpose_out_of_range_wording_and_check_device():
+    td = make()
+    with pytest.raises(ValueError, match="dim0 and dim1 must be within the range"):
+        td.transpose(-5, -6)
+    on_cpu = TensorDict({"a": torch.zeros(2)}, [2], device="cpu")
+    on_cpu._check_device()

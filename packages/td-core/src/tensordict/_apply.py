@@ -470,6 +470,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
     inplace = ctx.inplace
     device = ctx.device
     source = {} if not inplace and out is None else None
+    wrote = False
     for key in keys:
         full = prefix + (key,) if prefix else key
         values = []
@@ -570,20 +571,29 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
         elif source is not None:
             res = main._convert_value(full, res) if new_bs is None else res
         if inplace:
+            wrote = True
             dest = values[0]
             if dest is not None and res is not dest:
                 tds[0]._write_inplace(full, dest, res)
             elif dest is None:
                 tds[0]._set_str(key, res, False)
         elif out is not None:
+            wrote = True
             dest = out._get_raw(key, _MISSING)
             if dest is _MISSING:
                 out._set_str(key, res, False)
             elif res is not dest:
-                out._write_inplace(full, dest, res)
+                if isinstance(dest, _Tensor) and isinstance(res, _Tensor) and (
+                    dest.dtype != res.dtype or dest.shape != res.shape
+                ):
+                    out._set_str(key, res, False)  # another dtype or shape: the entry is replaced
+                else:
+                    out._write_inplace(full, dest, res)
         else:
             source[key] = res
     if source is None:
+        if ctx.filter_empty and not wrote and not tds[0]._has_non_tensor:
+            return None  # every result was None: nothing left, as out of place
         return out if out is not None else tds[0]
     if not source and ctx.filter_empty is not False:
         if ctx.filter_empty or not _all_empty_nodes(tds[0]):

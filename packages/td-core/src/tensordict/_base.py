@@ -641,6 +641,8 @@ class TensorDictBase(
         existing = self._get_any_raw(key)
         if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
             item = self._convert_value(key, item) if not isinstance(existing, TensorDictBase) else item
+        elif _is_numpy(item) and isinstance(existing, torch.Tensor):
+            item = torch.as_tensor(item, device=existing.device)
         self._write_inplace(key, existing, item)
         return self
 
@@ -662,6 +664,8 @@ class TensorDictBase(
             KeyError: ``key`` is missing.
         """
         existing = self._get_any_raw(key)
+        if _is_numpy(value) and isinstance(existing, torch.Tensor):
+            value = torch.as_tensor(value, device=existing.device)
         existing[index] = value
         return self
 

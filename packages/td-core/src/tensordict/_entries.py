@@ -551,6 +551,16 @@ class EntriesMixin:
                 return True
         return False
 
+    def _check_device(self) -> None:
+        """Raises if a tensor leaf is not on ``self.device`` (when it has one)."""
+        device = self.device
+        if device is None:
+            return
+        for key, value in self.items(include_nested=True, leaves_only=True):
+            if isinstance(value, torch.Tensor) and value.device != device:
+                msg = f"entry {key!r} is on {value.device}, the TensorDict on {device}."
+                raise RuntimeError(msg)
+
     def _check_batch_size(self) -> None:
         """Raises if a leaf (nested ones included) does not start with the batch size."""
         bs = self.batch_size

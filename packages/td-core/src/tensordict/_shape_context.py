@@ -123,6 +123,13 @@ class ShapeContextMixin:
 
 
     def transpose(self, dim0: int, dim1: int) -> Any:  # noqa: D102
+        nd = self.batch_dims
+        if not (-nd <= dim0 < nd and -nd <= dim1 < nd):
+            msg = (
+                f"dim0 and dim1 must be within the range of the number of dimensions: got "
+                f"({dim0}, {dim1}) for batch_size {tuple(self.batch_size)}."
+            )
+            raise ValueError(msg)
         out = super().transpose(dim0, dim1)
         return _track(self, out, lambda r: r.transpose(dim0, dim1))
 
