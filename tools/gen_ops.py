@@ -14,7 +14,9 @@ Two files are written (both say "generated, do not edit"):
 
 Add an op to a table (or a seam to ``_SIBLING_METHODS``) and run
 ``python tools/gen_ops.py``; ``python tools/gen_ops.py --check`` (run by
-``packages/td-core/tests/test_generated.py``) fails when a checked-in file is stale.
+``packages/td-core/tests/test_generated.py``) fails when a checked-in file is stale
+(for the seams: a method added, removed or changed; a sibling's docstring edit alone is
+picked up by the next run but does not fail the check).
 """
 
 from __future__ import annotations
@@ -136,6 +138,17 @@ def generate_seams() -> str:
     return "".join(parts)
 
 
+def _code(text: str) -> str:
+    """The module's code without docstrings (what ``--check`` compares for the seams)."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a checked-in file is stale")
@@ -144,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     for out, text in ((OPS_OUT, generate_ops()), (SEAMS_OUT, generate_seams())):
         current = out.read_text(encoding="utf-8") if out.exists() else None
         if current == text:
+            continue
+        if args.check and out is SEAMS_OUT and current is not None and _code(current) == _code(text):
+            # only a sibling's docstring changed: ``help()`` text is refreshed by the next
+            # run, and a docs edit in a sibling does not fail td-core's tests
             continue
         if args.check:
             stale.append(out.name)
