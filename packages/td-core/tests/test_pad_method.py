@@ -50,3 +50,10 @@ def test_safe_checks_before_touching_anything():
     assert td["a"] is a and td.batch_size == (3, 4)
     with pytest.raises(RuntimeError):
         td.pad([-10, 0], inplace=True, safe=False)
+
+
+def test_bad_pad_size_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="even length"):
+        make().pad([0] * 100)
+    with pytest.raises(RuntimeError):
+        pad(make(), [0])

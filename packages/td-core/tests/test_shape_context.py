@@ -105,3 +105,9 @@ def test_inplace_shape_ops(op, expected):
     out = op(td)
     assert out is td and td.batch_size == expected and td["b"].batch_size == expected
     assert td["a"].shape == (*expected, 2)
+
+
+def test_view_dtype_with_batch_size():
+    td = make()
+    out = td.view(torch.uint8, batch_size=[])
+    assert out.batch_size == () and out["a"].dtype == torch.uint8 and out["a"].shape == (4, 3, 8)

@@ -108,8 +108,8 @@ def pad(
         ``tensordict`` itself with ``inplace=True``.
 
     Raises:
-        ValueError: ``pad_size`` has an odd length or more than ``2 * batch_dims`` entries.
-        RuntimeError: a batch dim would get a negative output size.
+        RuntimeError: ``pad_size`` has an odd length or more than ``2 * batch_dims``
+            entries, or a batch dim would get a negative output size.
 
     Examples:
         >>> import torch
@@ -126,7 +126,7 @@ def pad(
             f"pad: pad_size {pad_size} must have an even length of at most 2 * batch_dims "
             f"= {2 * nd} (batch_size {tuple(tensordict.batch_size)})."
         )
-        raise ValueError(msg)
+        raise RuntimeError(msg)
     new_bs = list(tensordict.batch_size)
     for d in range(len(pad_size) // 2):
         new_bs[d] += pad_size[2 * d] + pad_size[2 * d + 1]

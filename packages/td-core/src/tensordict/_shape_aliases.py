@@ -156,8 +156,8 @@ class ShapeAliasMixin:
             safe (bool): check for a negative output size before padding anything.
 
         Raises:
-            ValueError: a malformed ``pad_size``.
-            RuntimeError: a batch dim would get a negative output size.
+            RuntimeError: a malformed ``pad_size``, or a batch dim would get a negative
+                output size.
 
         Examples:
             >>> import torch

@@ -96,11 +96,14 @@ class ShapeContextMixin:
 
     # ------------------------------------------------------------------ batch-dim ops
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:  # noqa: D102
+        if shape and isinstance(shape[0], torch.dtype):  # view(dtype[, batch_size=])
+            out = super().view(*shape)
+            if batch_size is not None:
+                out.batch_size = batch_size
+            return out
         if batch_size is not None:
             shape = (batch_size,)
         out = super().view(*shape, size=size)
-        if shape and isinstance(shape[0], torch.dtype):
-            return out
         bs = self.batch_size
         return _track(self, out, lambda r: r.view(bs))
 
