@@ -111,3 +111,8 @@ def test_view_dtype_with_batch_size():
     td = make()
     out = td.view(torch.uint8, batch_size=[])
     assert out.batch_size == () and out["a"].dtype == torch.uint8 and out["a"].shape == (4, 3, 8)
+
+
+def test_reshape_of_locked_is_locked():
+    td = make().lock_()
+    assert td.reshape(-1).is_locked and td.reshape(size=(12,)).batch_size == (12,)

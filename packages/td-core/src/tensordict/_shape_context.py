@@ -112,6 +112,8 @@ class ShapeContextMixin:
         out = super().reshape(*shape, size=size)
         if inplace:
             return _become(self, out)
+        if self._is_locked and out is not self and not out._is_locked:
+            out._set_lock_flag(True)  # as view: a locked TensorDict reshapes into a locked one
         bs = self.batch_size
         return _track(self, out, lambda r: r.reshape(bs))
 
