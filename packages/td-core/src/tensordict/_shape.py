@@ -196,20 +196,21 @@ class ShapeMixin:
                     source[key] = value[index]
             return self._new_like(source, batch_size=new_bs, names=names)
         bd = len(bs)
+        unbatched = []
         for key, value in self._items_raw():
-            out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
             if value.__class__ is UnbatchedTensor:
                 unbatched.append(key)
                 source[key] = value
                 continue
+            out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
             if new_bs is None and isinstance(out, torch.Tensor):
                 new_bs = out.shape[: out.ndim - (value.ndim - bd)]
             source[key] = out
         if new_bs is None:
             new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
-        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
         for key in unbatched:
             source[key] = source[key]._rebatch(new_bs)
+        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     # -------------------------------------------------------------- reshaping
     def view(self, *shape: Any, size: Any = None) -> Any:
@@ -543,10 +544,10 @@ class ShapeMixin:
                 parts = value._split_leaves(fn, nd) if names is None else value._split_leaves(fn, nd, names)
                 if shapes is None and parts:
                     shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]
-            elif isinstance(value, torch.Tensor):
             elif value.__class__ is UnbatchedTensor:
                 probe = fn(torch.zeros((), dtype=torch.uint8).expand(value.batch_size), nd)
                 parts = [value._rebatch(p.shape) for p in probe]
+            elif isinstance(value, torch.Tensor):
                 parts = fn(value, nd)
                 if shapes is None:
                     shapes = [p.shape[: p.ndim - (value.ndim - bd)] for p in parts]
