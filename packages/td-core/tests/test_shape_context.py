@@ -116,3 +116,29 @@ def test_view_dtype_with_batch_size():
 def test_reshape_of_locked_is_locked():
     td = make().lock_()
     assert td.reshape(-1).is_locked and td.reshape(size=(12,)).batch_size == (12,)
+
+
+def test_upstream_errors_of_permute_movedim_split_and_in():
+    td = TensorDict({"a": torch.zeros(4, 5, 6, 7)}, [4, 5, 6])
+    for dims in [(1, 1, 0), (3, 2, 1, 0), (2, -4, 0), (2, 1)]:
+        with pytest.raises(ValueError, match="permutation"):
+            td.permute(*dims)
+    with pytest.raises(IndexError):
+        td.movedim(0, 5)
+    with pytest.raises(RuntimeError, match="repeated dim in source"):
+        td.movedim((0, 0), (1, 2))
+    with pytest.raises(RuntimeError, match="repeated dim in destination"):
+        td.movedim((0, 1), (2, 2))
+    with pytest.raises(ValueError, match="same number of elements"):
+        td.movedim((0,), (1, 2))
+    with pytest.raises(IndexError, match="Incompatible dim"):
+        TensorDict({"a": torch.zeros(2)}, []).split(1, 0)
+    with pytest.raises(TypeError, match="must be int or list of ints"):
+        td.split("1", 0)
+    with pytest.raises(RuntimeError, match="sum exactly"):
+        td.split([1, 1], 0)
+    with pytest.raises(ValueError, match="split_size must be positive, got 0."):
+        td.split(0, -1)
+    with pytest.raises(RuntimeError, match="NestedKey"):
+        0 in td  # noqa: B015
+    assert [t.batch_size for t in td.split([1, 3], 0)] == [(1, 5, 6), (3, 5, 6)]

@@ -85,7 +85,7 @@ def test_unbind_split_chunk(dim):
 
 
 def test_split_sizes_mismatch():
-    with pytest.raises(RuntimeError, match="add up"):
+    with pytest.raises(RuntimeError, match="sum exactly"):
         make().split([1, 5], 0)
 
 
@@ -143,8 +143,8 @@ def test_bad_view_and_permute():
         td.view(5, 5)
     with pytest.raises(RuntimeError):
         td.reshape(7)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError):  # tensordict 0.15: ValueError
         td.permute(0, 0, 1)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError):
         td.permute(0, 1)
     assert (td == before).all()

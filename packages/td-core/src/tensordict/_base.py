@@ -373,6 +373,9 @@ class TensorDictBase(
         return sorted(self._keys_raw())
 
     def __contains__(self, key: object) -> bool:
+        if key.__class__ is not str and not isinstance(key, (str, tuple)):
+            msg = f"`key in td` expects a NestedKey (a str or a tuple of str), got {type(key).__name__}."
+            raise RuntimeError(msg)
         return key in _KeysView(self, True)
 
     # ------------------------------------------------------------------ get

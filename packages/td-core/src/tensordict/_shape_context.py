@@ -55,6 +55,56 @@ def _track(source: Any, result: Any, inverse: Callable[[Any], Any]) -> Any:
     return result
 
 
+def _check_permutation(dims: Sequence[int], nd: int, bs: Any) -> None:
+    if len(dims) != nd or any(not -nd <= int(d) < nd for d in dims) or len({int(d) % nd for d in dims}) != nd:
+        msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims of batch_size {tuple(bs)}."
+        raise ValueError(msg)
+
+
+def _check_movedim(source: Any, destination: Any, nd: int) -> None:
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        msg = f"movedim: source {src} and destination {dst} must have the same number of elements."
+        raise ValueError(msg)
+    for name, dims in (("source", src), ("destination", dst)):
+        for d in dims:
+            if not -nd <= d < nd:
+                msg = f"movedim: {name} dim {d} is out of range for {nd} batch dims."
+                raise IndexError(msg)
+        if len({d % nd for d in dims}) != len(dims):
+            msg = f"movedim: repeated dim in {name} {dims}."
+            raise RuntimeError(msg)
+
+
+def _check_split(split_size: Any, dim: int, bs: Any) -> None:
+    nd = len(bs)
+    if not -nd <= dim < nd:
+        msg = f"split: Incompatible dim {dim} for a TensorDict with batch_size {tuple(bs)}."
+        raise IndexError(msg)
+    if isinstance(split_size, bool) or not isinstance(split_size, (int, list, tuple)):
+        msg = f"split(): argument 'split_size' must be int or list of ints, got {type(split_size).__name__}."
+        raise TypeError(msg)
+    if isinstance(split_size, int):
+        if split_size <= 0:
+            msg = f"split_size must be positive, got {split_size}."
+            raise ValueError(msg)
+        return
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in split_size):
+        msg = f"split(): argument 'split_size' must be int or list of ints, got {list(split_size)!r}."
+        raise TypeError(msg)
+    size = bs[dim]
+    if not split_size:
+        msg = f"split: Insufficient number of elements in split_size {list(split_size)} for dim {dim} of size {size}."
+        raise RuntimeError(msg)
+    if sum(split_size) != size:
+        msg = (
+            f"split expects split_size to sum exactly to {size} (the size of dim {dim}), "
+            f"got {list(split_size)} (sum {sum(split_size)})."
+        )
+        raise RuntimeError(msg)
+
+
 def _inverse_permutation(dims: Sequence[int]) -> list[int]:
     nd = len(dims)
     order = [int(d) % nd for d in dims]
@@ -123,6 +173,7 @@ class ShapeContextMixin:
             dims_list = tuple(dims)
         if len(dims_list) == 1 and not isinstance(dims_list[0], int):
             dims_list = tuple(dims_list[0])
+        _check_permutation(dims_list, self.batch_dims, self.batch_size)
         out = super().permute(*dims_list)
         return _track(self, out, lambda r: r.permute(*_inverse_permutation(dims_list)))
 
@@ -178,10 +229,15 @@ class ShapeContextMixin:
 
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:  # noqa: D102
+        _check_movedim(source, destination, self.batch_dims)
         out = super().movedim(source, destination)
         return _track(self, out, lambda r: r.movedim(destination, source))
 
     moveaxis = movedim
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:  # noqa: D102
+        _check_split(split_size, dim, self.batch_size)
+        return super().split(split_size, dim)
 
     def repeat(self, *repeats: Any, inplace: bool = False) -> Any:  # noqa: D102
         return _inplace(self, super().repeat(*repeats), inplace)
