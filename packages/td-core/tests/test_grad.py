@@ -66,3 +66,17 @@ def test_backward_errors():
         TensorDict(a=x * 2).backward(torch.ones(3))
     with pytest.raises(RuntimeError, match="no leaf tensor requiring gradients"):
         make().backward()
+
+
+def test_zero_grad_on_lazy_stack_reaches_the_stacked_leaves():
+    import warnings
+
+    parts = [make().requires_grad_() for _ in range(2)]
+    s = lazy_stack(parts)
+    (s + 1).sum(reduce=True).backward()
+    assert all((p["a"].grad == 1).all() for p in parts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert s.requires_grad
+        s.zero_grad()
+    assert all(p["a"].grad is None for p in parts)

@@ -196,3 +196,12 @@ def test_transpose_out_of_range_wording_and_check_device():
         td.transpose(-5, -6)
     on_cpu = TensorDict({"a": torch.zeros(2)}, [2], device="cpu")
     on_cpu._check_device()
+
+
+def test_where_without_pad_names_the_missing_key():
+    td = TensorDict({"a": torch.zeros(3)}, [3])
+    other = TensorDict({"b": torch.zeros(3)}, [3])
+    with pytest.raises(KeyError, match="not found and no pad value provided"):
+        td.where(torch.ones(3, dtype=torch.bool), other)
+    out = td.where(torch.ones(3, dtype=torch.bool), other, pad=0)
+    assert set(out.keys()) == {"a", "b"}

@@ -18,10 +18,15 @@ __all__ = ["GradMixin"]
 
 
 def _tensor_leaves(td: Any) -> Iterator[tuple[tuple, torch.Tensor]]:
-    """``(nested_key, tensor)`` for every tensor leaf (non-tensor data is skipped)."""
+    """``(nested_key, tensor)`` for every tensor leaf (non-tensor data is skipped); a
+    lazy stack gives the leaves of the TensorDicts it stacks (the real autograd leaves)."""
     stack = [((), td)]
     while stack:
         prefix, node = stack.pop()
+        parts = getattr(node, "tensordicts", None)
+        if parts is not None and isinstance(node, _classes.LazyStackedTensorDict):
+            stack.extend((prefix, part) for part in parts)
+            continue
         for key, value in node._items_raw():
             if isinstance(value, torch.Tensor):
                 yield (*prefix, key), value

@@ -775,7 +775,13 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             if not _is_td(other):
                 other = _as_td(other)
             default = NO_DEFAULT if pad is None else pad
-            return self.apply(pick, other, default=default, out=out)
+            try:
+                return self.apply(pick, other, default=default, out=out)
+            except KeyError as err:
+                if pad is not None:
+                    raise
+                msg = f"where: {err.args[0] if err.args else err} (key not found and no pad value provided)."
+                raise KeyError(msg) from err
         if isinstance(other, _Tensor) and other.ndim:
             return self.apply(lambda x: torch.where(_align(cond, x), x, _align(other, x)), out=out)
         return self.apply(lambda x: torch.where(_align(cond, x), x, other), out=out)
