@@ -205,3 +205,11 @@ def test_where_without_pad_names_the_missing_key():
         td.where(torch.ones(3, dtype=torch.bool), other)
     out = td.where(torch.ones(3, dtype=torch.bool), other, pad=0)
     assert set(out.keys()) == {"a", "b"}
+
+
+def test_math_on_locked_gives_locked():
+    td = TensorDict({"x": torch.zeros(3), "n": {"y": torch.zeros(3)}}, [3]).lock_()
+    other = TensorDict({"x": torch.ones(3), "n": {"y": torch.ones(3)}}, [3])
+    for out in (td + other, td * 2, td.add(other), td - 1):
+        assert out.is_locked and out["n"].is_locked
+    assert not (other + 1).is_locked

@@ -230,7 +230,10 @@ def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool =
                 results = [eager(x, y, **kw) for x, y in zip(leaves, arg)]
             else:
                 results = [eager(x, arg, **kw) for x in leaves]
-    return _unflatten_tensors(spec, results)[0]
+    out = _unflatten_tensors(spec, results)[0]
+    if td._is_locked:  # as tensordict: the result of a locked operand is locked
+        out._set_lock_flag(True)
+    return out
 
 
 def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
