@@ -131,3 +131,15 @@ def test_lazy_stack_dim_name_reaches_nested_stacks():
     assert s[""].names == ["c", "e", "d"]
     assert s[0].names == ["e"]
     assert s[0][""].names == s[""][0].names == ["e", "d"]
+
+
+def test_first_class_dims_drop_names_and_refuse_the_stack_dim():
+    ftdim = pytest.importorskip("functorch.dim")
+    td = _td(bs=(3, 4, 5, 6))
+    d0 = ftdim.dims(1)
+    assert td[d0].names == ["b", "c", "d"]
+    assert td[:, d0].names == ["a", "c", "d"]
+    s = lazy_stack([_td(bs=(4, 5, 6), names=("b", "c", "d")) for _ in range(3)], 1)
+    with pytest.raises(ValueError, match="Cannot index"):
+        s[:, ftdim.dims(1)]
+    assert s[ftdim.dims(1)].batch_size == (3, 5, 6)

@@ -50,6 +50,22 @@ class _Plan:
         self.trivial = all(e.__class__ is slice and e == _FULL for e in rest)
 
 
+def _check_first_class_dims(idx: tuple, stack_dim: int) -> None:
+    """Raises if a first-class dim (``functorch.dim``) indexes the stack dim."""
+    pos = 0
+    for i in idx:
+        if i is None:
+            continue
+        cls = type(i)
+        if pos == stack_dim and cls.__name__ == "Dim" and cls.__module__.startswith("functorch"):
+            msg = (
+                f"Cannot index a lazy stack along its stack dim ({stack_dim}) with a first-class "
+                "dimension; densify it first with `contiguous()`."
+            )
+            raise ValueError(msg)
+        pos += i.ndim if isinstance(i, _Tensor) and i.dtype is torch.bool else 1
+
+
 class LazyIndexMixin:
     """``stacked[index]`` and ``stacked[index] = value`` for lazy stacks."""
 
@@ -153,6 +169,7 @@ class LazyIndexMixin:
                     raise
                 return self._new_lazy(sel, 0, self._resized(len(sel)))
         idx = self._normalize_index(index)
+        _check_first_class_dims(idx, self.stack_dim)
         plan = self._plan_index(idx)
         if plan is None:
             return self.contiguous()._index(idx)

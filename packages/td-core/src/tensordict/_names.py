@@ -130,6 +130,8 @@ def index_names(names: list, index: tuple, nd: int) -> list | None:
                 out.extend([None] * (idx.ndim - 1))
                 pos += 1
                 n_adv += 1
+        elif _is_first_class_dim(idx):
+            pos += 1  # a first-class dim (functorch.dim) leaves the batch dims
         else:
             out.append(names[pos] if pos < len(names) else None)
             pos += 1
@@ -141,6 +143,11 @@ def index_names(names: list, index: tuple, nd: int) -> list | None:
         if n is not None:
             return out
     return None
+
+
+def _is_first_class_dim(idx: Any) -> bool:
+    cls = type(idx)
+    return cls.__name__ == "Dim" and cls.__module__.startswith("functorch")
 
 
 def refine(current: list, names: Sequence[Any]) -> list:

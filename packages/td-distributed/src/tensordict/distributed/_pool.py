@@ -78,6 +78,18 @@ def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
     return ("file", chunk_id, kind, path)
 
 
+def _seed_worker(seed: int) -> None:
+    """Seeds torch, and numpy's and Python's global generators when the worker uses them."""
+    import random
+    import sys
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np = sys.modules.get("numpy")  # never imported here just for this
+    if np is not None:
+        np.random.seed(seed % 2**32)
+
+
 def _run_task(task: tuple) -> tuple:
     token, source, fn, dim, spec, seed, chunk_id, outdir, threads = task
     try:
@@ -88,7 +100,7 @@ def _run_task(task: tuple) -> tuple:
         idx = _index(dim, spec)
         chunk = source[idx]
         if seed is not None:
-            torch.manual_seed(seed)
+            _seed_worker(seed)
         result = fn(chunk)
         if result is None and isinstance(spec, list):
             source[idx] = chunk  # fancy indexing copied the rows: write the in-place changes back
@@ -371,6 +383,12 @@ class _Job:
 
 def _join(parts: list, dim: int, stack: bool) -> Any:
     if stack:
+        from tensordict import TensorDictBase, maybe_dense_stack
+
+        if parts and isinstance(parts[0], TensorDictBase):
+            # results with different keys or shapes (e.g. from a heterogeneous lazy
+            # stack) come back as a lazy stack instead of failing
+            return maybe_dense_stack(parts, dim)
         return torch.stack(parts, dim)
     return torch.cat(parts, dim)
 
@@ -410,7 +428,8 @@ def map(td: Any, fn: Callable, dim: int = 0, num_workers: int | None = None, *, 
             not closed); the source then travels with each task, as shared-memory
             handles or file names.
         generator (torch.Generator, optional): seeds the workers: chunk ``i`` runs
-            after ``torch.manual_seed(base + i)`` with ``base`` drawn from it (from
+            after ``torch.manual_seed(base + i)`` (and numpy's and Python's ``random``
+            seeded alike) with ``base`` drawn from it (from
             the global generator when ``None``), so results do not depend on scheduling.
         max_tasks_per_child (int, optional): replace a worker after that many chunks.
         worker_threads (int): ``torch.set_num_threads`` in each worker (``0``: leave
