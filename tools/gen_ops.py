@@ -70,7 +70,7 @@ def generate_ops() -> str:
     parts.append('    """Leaf-wise math generated from ``_ops.py``\'s tables (one method per entry)."""\n\n')
     methods: list[str] = []
     for name in _ops._GENERATED_BINARY:
-        methods.append(f"    def {name}(self, other: Any) -> Any:\n{_doc(_ops._doc_binary(name, False))}        return _binary_method(self, other, {_q(name)})\n")
+        methods.append(f"    def {name}(self, other: Any, *, default: Any = None) -> Any:\n{_doc(_ops._doc_binary(name, False))}        return _binary_method(self, other, {_q(name)}, default=default)\n")
         methods.append(f"    def {name}_(self, other: Any) -> Any:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n")
     for name in _ops._GENERATED_BINARY_INPLACE_ONLY:
         methods.append(f"    def {name}_(self, other: Any) -> Any:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n")

@@ -213,3 +213,14 @@ def test_math_on_locked_gives_locked():
     for out in (td + other, td * 2, td.add(other), td - 1):
         assert out.is_locked and out["n"].is_locked
     assert not (other + 1).is_locked
+
+
+def test_generated_binary_ops_take_default():
+    td0 = TensorDict(a=1.0, b=1.0, c=1.0)
+    td1 = TensorDict(b=2.0, c=2.0, d=2.0)
+    with pytest.raises(KeyError):
+        td0.clamp_max(td1)
+    out = td0.clamp_min(td1, default="intersection")
+    assert set(out.keys()) == {"b", "c"} and out["b"] == 2
+    out = td0.maximum(td1, default=0.0)
+    assert set(out.keys()) == {"a", "b", "c", "d"} and out["a"] == 1 and out["d"] == 2

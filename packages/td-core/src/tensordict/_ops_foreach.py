@@ -193,8 +193,21 @@ _UNARY_LOOP = {
 }
 
 
-def _binary_method(td: Any, other: Any, name: str) -> Any:
-    """``td.<name>(other)`` of a generated binary op: ``_binary`` or a ``TypeError``."""
+def _binary_method(td: Any, other: Any, name: str, default: Any = None) -> Any:
+    """``td.<name>(other)`` of a generated binary op: ``_binary`` or a ``TypeError``.
+
+    ``default`` (with a TensorDict ``other`` whose keys differ): ``"intersection"`` keeps
+    the shared keys only; a value stands for the entries missing on either side."""
+    if default is not None and isinstance(other, _classes.TensorDictBase):
+        fn = getattr(torch, name)
+
+        def pair(x: Any, y: Any) -> Any:  # the default stands in as a tensor like the other side
+            ref = x if isinstance(x, torch.Tensor) else y
+            x = x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=ref.dtype, device=ref.device)
+            y = y if isinstance(y, torch.Tensor) else torch.as_tensor(y, dtype=ref.dtype, device=ref.device)
+            return fn(x, y)
+
+        return _with_default(td, other, default, pair)
     out = _binary(td, other, name)
     if out is NotImplemented:
         msg = f"{name}: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."

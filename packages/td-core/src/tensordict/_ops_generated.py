@@ -19,7 +19,7 @@ __all__ = ["GeneratedOpsMixin"]
 class GeneratedOpsMixin:
     """Leaf-wise math generated from ``_ops.py``'s tables (one method per entry)."""
 
-    def maximum(self, other: Any) -> Any:
+    def maximum(self, other: Any, *, default: Any = None) -> Any:
         """``maximum`` of every tensor leaf with ``other`` through ``torch._foreach_maximum``.
 
         Args:
@@ -44,7 +44,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.maximum(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "maximum")
+        return _binary_method(self, other, "maximum", default=default)
 
     def maximum_(self, other: Any) -> Any:
         """``maximum`` of every tensor leaf with ``other`` in place through ``torch._foreach_maximum_``.
@@ -73,7 +73,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "maximum")
 
-    def minimum(self, other: Any) -> Any:
+    def minimum(self, other: Any, *, default: Any = None) -> Any:
         """``minimum`` of every tensor leaf with ``other`` through ``torch._foreach_minimum``.
 
         Args:
@@ -98,7 +98,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.minimum(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "minimum")
+        return _binary_method(self, other, "minimum", default=default)
 
     def minimum_(self, other: Any) -> Any:
         """``minimum`` of every tensor leaf with ``other`` in place through ``torch._foreach_minimum_``.
@@ -127,7 +127,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "minimum")
 
-    def clamp_min(self, other: Any) -> Any:
+    def clamp_min(self, other: Any, *, default: Any = None) -> Any:
         """``clamp_min`` of every tensor leaf with ``other`` through ``torch._foreach_clamp_min``.
 
         Args:
@@ -152,7 +152,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.clamp_min(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "clamp_min")
+        return _binary_method(self, other, "clamp_min", default=default)
 
     def clamp_min_(self, other: Any) -> Any:
         """``clamp_min`` of every tensor leaf with ``other`` in place through ``torch._foreach_clamp_min_``.
@@ -181,7 +181,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "clamp_min")
 
-    def clamp_max(self, other: Any) -> Any:
+    def clamp_max(self, other: Any, *, default: Any = None) -> Any:
         """``clamp_max`` of every tensor leaf with ``other`` through ``torch._foreach_clamp_max``.
 
         Args:
@@ -206,7 +206,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.clamp_max(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "clamp_max")
+        return _binary_method(self, other, "clamp_max", default=default)
 
     def clamp_max_(self, other: Any) -> Any:
         """``clamp_max`` of every tensor leaf with ``other`` in place through ``torch._foreach_clamp_max_``.
@@ -235,7 +235,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "clamp_max")
 
-    def floor_divide(self, other: Any) -> Any:
+    def floor_divide(self, other: Any, *, default: Any = None) -> Any:
         """``floor_divide`` of every tensor leaf with ``other``.
 
         Args:
@@ -260,7 +260,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.floor_divide(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "floor_divide")
+        return _binary_method(self, other, "floor_divide", default=default)
 
     def floor_divide_(self, other: Any) -> Any:
         """``floor_divide`` of every tensor leaf with ``other`` in place.
@@ -289,7 +289,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "floor_divide")
 
-    def remainder(self, other: Any) -> Any:
+    def remainder(self, other: Any, *, default: Any = None) -> Any:
         """``remainder`` of every tensor leaf with ``other``.
 
         Args:
@@ -314,7 +314,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.remainder(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "remainder")
+        return _binary_method(self, other, "remainder", default=default)
 
     def remainder_(self, other: Any) -> Any:
         """``remainder`` of every tensor leaf with ``other`` in place.
@@ -343,7 +343,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "remainder")
 
-    def fmod(self, other: Any) -> Any:
+    def fmod(self, other: Any, *, default: Any = None) -> Any:
         """``fmod`` of every tensor leaf with ``other``.
 
         Args:
@@ -368,7 +368,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.fmod(2.0)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "fmod")
+        return _binary_method(self, other, "fmod", default=default)
 
     def fmod_(self, other: Any) -> Any:
         """``fmod`` of every tensor leaf with ``other`` in place.
@@ -397,7 +397,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "fmod")
 
-    def bitwise_and(self, other: Any) -> Any:
+    def bitwise_and(self, other: Any, *, default: Any = None) -> Any:
         """``bitwise_and`` of every tensor leaf with ``other``.
 
         Args:
@@ -422,7 +422,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.bitwise_and(3)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "bitwise_and")
+        return _binary_method(self, other, "bitwise_and", default=default)
 
     def bitwise_and_(self, other: Any) -> Any:
         """``bitwise_and`` of every tensor leaf with ``other`` in place.
@@ -451,7 +451,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "bitwise_and")
 
-    def bitwise_or(self, other: Any) -> Any:
+    def bitwise_or(self, other: Any, *, default: Any = None) -> Any:
         """``bitwise_or`` of every tensor leaf with ``other``.
 
         Args:
@@ -476,7 +476,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.bitwise_or(3)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "bitwise_or")
+        return _binary_method(self, other, "bitwise_or", default=default)
 
     def bitwise_or_(self, other: Any) -> Any:
         """``bitwise_or`` of every tensor leaf with ``other`` in place.
@@ -505,7 +505,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "bitwise_or")
 
-    def bitwise_xor(self, other: Any) -> Any:
+    def bitwise_xor(self, other: Any, *, default: Any = None) -> Any:
         """``bitwise_xor`` of every tensor leaf with ``other``.
 
         Args:
@@ -530,7 +530,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.bitwise_xor(3)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "bitwise_xor")
+        return _binary_method(self, other, "bitwise_xor", default=default)
 
     def bitwise_xor_(self, other: Any) -> Any:
         """``bitwise_xor`` of every tensor leaf with ``other`` in place.
@@ -559,7 +559,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "bitwise_xor")
 
-    def logical_and(self, other: Any) -> Any:
+    def logical_and(self, other: Any, *, default: Any = None) -> Any:
         """``logical_and`` of every tensor leaf with ``other``.
 
         Args:
@@ -584,7 +584,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.logical_and(True)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "logical_and")
+        return _binary_method(self, other, "logical_and", default=default)
 
     def logical_and_(self, other: Any) -> Any:
         """``logical_and`` of every tensor leaf with ``other`` in place.
@@ -613,7 +613,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "logical_and")
 
-    def logical_or(self, other: Any) -> Any:
+    def logical_or(self, other: Any, *, default: Any = None) -> Any:
         """``logical_or`` of every tensor leaf with ``other``.
 
         Args:
@@ -638,7 +638,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.logical_or(True)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "logical_or")
+        return _binary_method(self, other, "logical_or", default=default)
 
     def logical_or_(self, other: Any) -> Any:
         """``logical_or`` of every tensor leaf with ``other`` in place.
@@ -667,7 +667,7 @@ class GeneratedOpsMixin:
         """
         return _binary_(self, other, "logical_or")
 
-    def logical_xor(self, other: Any) -> Any:
+    def logical_xor(self, other: Any, *, default: Any = None) -> Any:
         """``logical_xor`` of every tensor leaf with ``other``.
 
         Args:
@@ -692,7 +692,7 @@ class GeneratedOpsMixin:
             >>> torch.equal(td.logical_xor(True)["b", "c"], expected)
             True
         """
-        return _binary_method(self, other, "logical_xor")
+        return _binary_method(self, other, "logical_xor", default=default)
 
     def logical_xor_(self, other: Any) -> Any:
         """``logical_xor`` of every tensor leaf with ``other`` in place.
