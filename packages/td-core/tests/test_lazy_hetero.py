@@ -116,3 +116,17 @@ def test_nested_special_get_membership_and_assert():
     assert nested.get("a", as_padded_tensor=True).shape == (2, 2, 2, 4)
     assert s.tensordicts[0] in s and s.tensordicts[0].clone() not in s and "a" in s
     assert assert_allclose_td(s, s.clone())
+
+
+def test_dense_stack_keeps_heterogeneous_inner_stacks_lazy():
+    from tensordict import dense_stack_tds
+
+    def make(v):
+        inner = lazy_stack([TensorDict(a=torch.zeros(2) + v), TensorDict(a=torch.zeros(3) + v)])
+        return TensorDict(inner=inner, x=torch.zeros(2) + v, batch_size=[2])
+
+    out = dense_stack_tds(lazy_stack([make(0), make(1)]))
+    assert isinstance(out, TensorDict) and out.batch_size == (2, 2)
+    assert isinstance(out["inner"], LazyStackedTensorDict)
+    assert (out["inner"].tensordicts[1].tensordicts[1]["a"] == 1).all()
+    assert (out["x"][1] == 1).all()

@@ -111,7 +111,14 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
                 msg = f"stack: cannot stack key {key!r}, shapes differ: {shapes} ({err})."
                 raise RuntimeError(msg) from None
         elif isinstance(first, _classes.TensorDictBase):
-            source[key] = stack(values, dim, maybe_dense_stack=maybe_dense_stack)
+            lazy_cls = _classes.LazyStackedTensorDict
+            try:
+                source[key] = stack(values, dim, maybe_dense_stack=maybe_dense_stack)
+            except RuntimeError:
+                if not any(v.__class__ is lazy_cls for v in values):
+                    raise
+                # nested lazy stacks of heterogeneous shapes have no dense form: they stay lazy
+                source[key] = lazy_cls._from_list(values, dim)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _stack_non_tensor(values, dim)
         else:
@@ -198,64 +205,6 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     result = _classes.TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
     if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
         result = tds[0]._typed_restack(tds, result)
-    if out is not None:
-        out.update_(result)
-        return out
-    return result
-
-
-def _cat_lazy(tds: list, dim: int, out: Any) -> Any:
-    """``cat`` when some inputs are lazy stacks: the result is a lazy stack along their
-    stack dim (dense inputs are unbound along it), so heterogeneous stacked
-    TensorDicts are never stacked. Along the stack dim the stacked TensorDicts are
-    chained; along another dim the i-th ones are concatenated together."""
-    lazy_cls = _classes.LazyStackedTensorDict
-    lazies = [td for td in tds if td.__class__ is lazy_cls]
-    sd = lazies[0].stack_dim
-    bs = lazies[0].batch_size
-    nd = len(bs)
-    if not -nd <= dim < nd:
-        msg = f"cat: dim={dim} is out of range for batch_size {tuple(bs)}."
-        raise IndexError(msg)
-    if dim < 0:
-        dim += nd
-    parts = [
-        td.tensordicts if td.__class__ is lazy_cls and td.stack_dim == sd else list(td.unbind(sd))
-        for td in tds
-    ]
-    if dim != sd and len({len(p) for p in parts}) != 1:
-        msg = (
-            f"cat along dim {dim} (not the stack dim {sd}) needs the same number of stacked "
-            f"tensordicts in every input, got {[len(p) for p in parts]}."
-        )
-        raise RuntimeError(msg)
-    for i, td in enumerate(tds):
-        obs = td.batch_size
-        if len(obs) != nd or any(a != b for j, (a, b) in enumerate(zip(bs, obs)) if j != dim):
-            msg = (
-                f"cat expects batch sizes that match outside dim {dim}, got {tuple(bs)} "
-                f"and {tuple(obs)} (TensorDict {i})."
-            )
-            raise RuntimeError(msg)
-    td_bs = [*bs[:sd], *bs[sd + 1 :]]
-    if dim == sd:
-        chained = [t for p in parts for t in p]
-        if out is not None and out.__class__ is lazy_cls and out.stack_dim == sd and len(out.tensordicts) == len(chained):
-            for dest, src in zip(out.tensordicts, chained):
-                dest.update_(src)
-            return out
-        if not chained:
-            result = lazy_cls(stack_dim=sd, batch_size=td_bs)
-        else:
-            result = lazy_cls._from_list(chained, sd)
-    else:
-        td_dim = dim - (dim > sd)
-        n = len(parts[0])
-        if out is not None and out.__class__ is lazy_cls and out.stack_dim == sd and len(out.tensordicts) == n:
-            for i, dest in enumerate(out.tensordicts):
-                cat([p[i] for p in parts], td_dim, out=dest)
-            return out
-        result = lazy_cls._from_list([cat([p[i] for p in parts], td_dim) for i in range(n)], sd)
     if out is not None:
         out.update_(result)
         return out
