@@ -224,3 +224,30 @@ def test_generated_binary_ops_take_default():
     assert set(out.keys()) == {"b", "c"} and out["b"] == 2
     out = td0.maximum(td1, default=0.0)
     assert set(out.keys()) == {"a", "b", "c", "d"} and out["a"] == 1 and out["d"] == 2
+
+
+def test_update_in_place_keys_to_update_prefixes_and_kwargs():
+    def build(v):
+        return TensorDict({"a": {"b": v, "c": {}}, "d": {"e": v, "f": v}}, [])
+
+    for key in ("a", ("a",), ("a", "b"), (("a",), (("b",),))):
+        td = build(1)
+        td.update_(build(2), keys_to_update=[key])
+        assert (td.select("a") == 2).all() and (td.exclude("a") == 1).all()
+    td = build(1)
+    td.update_(build(2).to_dict(), keys_to_update="d")
+    assert (td["d", "e"] == 2).all() and (td["a", "b"] == 1).all()
+    with pytest.raises(KeyError):
+        TensorDict(a=0).update_(TensorDict(b=1), keys_to_update="b")
+    td = TensorDict(a=0, b=0)
+    td.update_(a=torch.tensor(5))
+    assert td["a"] == 5 and td["b"] == 0
+
+
+def test_depth_ignores_empty_and_expand_as_td():
+    td = TensorDict({"a": {"b": {"c": {}}, "x": 0}})
+    assert td.depth == 1
+    td0 = TensorDict({"a": torch.ones(3, 1, 4), "b": {"c": torch.ones(3, 2, 1, 4)}}, [3])
+    td1 = TensorDict({"a": torch.zeros(2, 3, 5, 4), "b": {"c": torch.zeros(2, 3, 2, 6, 4)}}, [2, 3])
+    out = td0.expand_as(td1)
+    assert out.batch_size == (2, 3) and out["b", "c"].shape == (2, 3, 2, 6, 4) and (out == 1).all()

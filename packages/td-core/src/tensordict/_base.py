@@ -1041,11 +1041,12 @@ class TensorDictBase(
 
     def update_(
         self,
-        input_dict_or_td: Mapping | TensorDictBase,
+        input_dict_or_td: Mapping | TensorDictBase | None = None,
         clone: bool = False,
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
     ) -> TensorDictBase:
         """In-place update: every key must already exist (KeyError otherwise).
 
@@ -1057,7 +1058,9 @@ class TensorDictBase(
 
         Keyword Args:
             non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
-            keys_to_update (sequence of NestedKey, optional): write only these keys.
+            keys_to_update (sequence of NestedKey, optional): write only these keys (and
+                the entries nested under them).
+            **kwargs: more entries (``key=value``), written after ``input_dict_or_td``.
 
         Returns:
             ``self``.
@@ -1065,14 +1068,25 @@ class TensorDictBase(
         Raises:
             KeyError: a key of ``input_dict_or_td`` is missing from ``self``.
         """
+        if kwargs:
+            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
+            merged.update(kwargs)
+            input_dict_or_td = merged
         if not isinstance(input_dict_or_td, TensorDictBase):
             input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
         items = _KeysView(input_dict_or_td, True, True)._pairs()
-        ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
+        if isinstance(keys_to_update, (str, tuple)):
+            keys_to_update = [keys_to_update]
+        ktu = None if keys_to_update is None else [_as_tuple(unravel_key(k)) for k in keys_to_update]
+        if ktu is not None:
+            for k in ktu:  # a key to update must exist in self
+                self._get_any_raw(k if len(k) > 1 else k[0])
         pairs = []
         for key, value in items:
-            if ktu is not None and key not in ktu:
-                continue
+            if ktu is not None:
+                full = _as_tuple(key)
+                if not any(full[: len(k)] == k for k in ktu):
+                    continue
             dest = self._get_any_raw(key)
             pairs.append((key, dest, value))
         for key, dest, value in pairs:

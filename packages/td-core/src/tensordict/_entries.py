@@ -466,7 +466,8 @@ class EntriesMixin:
     # ------------------------------------------------------------------ description
     @property
     def depth(self) -> int:
-        """How deep the nesting goes: ``0`` without nested TensorDicts.
+        """How deep the leaves are nested: ``0`` when every leaf is at the root (empty
+        nested TensorDicts do not count).
 
         Examples:
             >>> from tensordict import TensorDict
@@ -474,13 +475,9 @@ class EntriesMixin:
             2
         """
         best = 0
-        stack = [(self, 0)]
-        while stack:
-            node, level = stack.pop()
-            best = max(best, level)
-            for _, value in node._items_raw():
-                if isinstance(value, _classes.TensorDictBase):
-                    stack.append((value, level + 1))
+        for key in self.keys(include_nested=True, leaves_only=True):
+            if isinstance(key, tuple):
+                best = max(best, len(key) - 1)
         return best
 
     @property

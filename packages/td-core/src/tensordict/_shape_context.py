@@ -239,6 +239,23 @@ class ShapeContextMixin:
         _check_split(split_size, dim, self.batch_size)
         return super().split(split_size, dim)
 
+    def expand_as(self, other: Any) -> Any:
+        """Expands to ``other``: a tensor gives its shape as the new batch size; a
+        TensorDict with the same keys expands each leaf to the shape of its counterpart
+        (its batch size for the batch dims), as ``Tensor.expand_as`` leaf by leaf.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.ones(3, 1)}, [3])
+            >>> other = TensorDict({"a": torch.zeros(2, 3, 5)}, [2, 3])
+            >>> td.expand_as(other)["a"].shape
+            torch.Size([2, 3, 5])
+        """
+        if isinstance(other, _classes.TensorDictBase):
+            return self.apply(lambda x, y: x.expand_as(y), other, batch_size=other.batch_size)
+        return super().expand_as(other)
+
     def repeat(self, *repeats: Any, inplace: bool = False) -> Any:  # noqa: D102
         return _inplace(self, super().repeat(*repeats), inplace)
 
