@@ -115,3 +115,13 @@ def test_nontensor_update_at_makes_a_stack():
     td = TensorDict(val=NonTensorData(0, batch_size=[6]), batch_size=[6])
     td.update_at_(TensorDict(val=NonTensorData(1, batch_size=[3]), batch_size=[3]), slice(1, None, 2))
     assert td.get("val").tolist() == [0, 1] * 3
+
+
+def test_update_cummin_pad_keep_it():
+    from tensordict import pad
+
+    td = make()
+    filled = td.empty(recurse=True).update(td)
+    assert filled.get("u").data_ptr() == td["u"].data_ptr()
+    assert td.cummin(0).values.get("u").shape == (7, 2)
+    assert pad(td, [0, 1]).get("u") is td.get("u")

@@ -994,7 +994,9 @@ class TensorDictBase(
                 value = value.clone()
             parent_bs = self.batch_size
             if isinstance(value, torch.Tensor):
-                if value.shape[: len(parent_bs)] != parent_bs:
+                if value.__class__ is UnbatchedTensor:
+                    value = value._rebatch(parent_bs)
+                elif value.shape[: len(parent_bs)] != parent_bs:
                     raise batch_mismatch_error(full if len(full) > 1 else full[0], value.shape, parent_bs)
                 if self.device is not None and value.device != self.device:
                     value = value.to(self.device, non_blocking=non_blocking)
@@ -1027,7 +1029,7 @@ class TensorDictBase(
         dev = self.device
         staged = []
         for key, value in items:
-            if key.__class__ is not str or not isinstance(value, torch.Tensor):
+            if key.__class__ is not str or not isinstance(value, torch.Tensor) or value.__class__ is UnbatchedTensor:
                 return False
             if n and value.shape[:n] != bs:
                 raise batch_mismatch_error(key, value.shape, bs)

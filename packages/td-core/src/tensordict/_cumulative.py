@@ -18,11 +18,23 @@ from tensordict._reductions import _check_single_dim
 __all__ = ["CumulativeMixin"]
 
 
+def _kept_whole(x: Any) -> bool:
+    """An ``UnbatchedTensor``: batch-dim ops leave it as it is."""
+    return x.__class__ is not torch.Tensor and getattr(x.__class__, "_pass_through", False)
+
+
+class _Whole:
+    __slots__ = ("values", "indices")
+
+    def __init__(self, x: Any) -> None:
+        self.values = self.indices = x
+
+
 def _cumulative(td: Any, name: str, fn: Callable, dim: int, return_indices: bool) -> Any:
     d = _check_single_dim(td, dim, name)
     leaves: list = []
     spec = _flatten_tensors(td, leaves)
-    results = [fn(x, d) for x in leaves]
+    results = [fn(x, d) if not _kept_whole(x) else _Whole(x) for x in leaves]
     values = _unflatten_tensors(spec, [r.values for r in results])[0]
     if not return_indices:
         return values
