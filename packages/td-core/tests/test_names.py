@@ -143,3 +143,15 @@ def test_first_class_dims_drop_names_and_refuse_the_stack_dim():
     with pytest.raises(ValueError, match="Cannot index"):
         s[:, ftdim.dims(1)]
     assert s[ftdim.dims(1)].batch_size == (3, 5, 6)
+
+
+def test_lazy_legacy_views_refuse_new_names():
+    from tensordict import set_lazy_legacy
+
+    td = TensorDict(batch_size=[3, 1])
+    with set_lazy_legacy(True):
+        unsq, sq = td.unsqueeze(-1), td.squeeze(1)
+    for out in (unsq, sq):
+        with pytest.raises(RuntimeError, match="Names of a lazy tensordict cannot be modified"):
+            out.names = ["a"] * 0 + [f"n{i}" for i in range(out.batch_dims)]
+    td.unsqueeze(-1).names = ["x", "y", "z"]  # without the legacy switch names can be set

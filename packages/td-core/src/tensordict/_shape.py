@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _classes
+from tensordict import _classes, _stack
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
 
@@ -44,6 +44,15 @@ def _permute_dims(dims: tuple, batch_size: torch.Size) -> tuple[int, ...]:
     if sorted(out) != list(range(nd)):
         msg = f"permute: {out} is not a permutation of the {nd} batch dims."
         raise RuntimeError(msg)
+    return out
+
+
+def _legacy_view(td: Any, out: Any) -> Any:
+    """``_keep_lock``; under ``set_lazy_legacy(True)`` the result also refuses new names,
+    as upstream's lazy squeezed/unsqueezed views do."""
+    out = _keep_lock(td, out)
+    if _stack._LAZY_LEGACY[0] and out is not td and out.__class__ is _classes.TensorDict:
+        out._frozen_names = True
     return out
 
 
@@ -299,13 +308,13 @@ class ShapeMixin:
             dims = (d,) if self.batch_size[d] == 1 else ()
         if not dims:
             return self
-        return _keep_lock(self, self._batch_transform(lambda t, n: t.squeeze(dims), nd, names=drop_dims(dims)))
+        return _legacy_view(self, self._batch_transform(lambda t, n: t.squeeze(dims), nd, names=drop_dims(dims)))
 
     def unsqueeze(self, dim: int) -> Any:
         """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd + 1)
-        return _keep_lock(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
+        return _legacy_view(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
 
     def expand(self, *shape: Any) -> Any:
         """Expands the batch dims to ``shape`` (new leading dims allowed); no copy."""

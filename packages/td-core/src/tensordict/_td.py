@@ -121,6 +121,8 @@ class TensorDict(TensorDictBase):
 
     _names: list | None = None
     _device: torch.device | None = None
+    #: set on results of squeeze/unsqueeze under ``set_lazy_legacy(True)`` (names are fixed)
+    _frozen_names: bool = False
 
     def __init__(
         self,
@@ -272,6 +274,12 @@ class TensorDict(TensorDictBase):
 
     @names.setter
     def names(self, value: Any) -> None:
+        if self._frozen_names:
+            msg = (
+                "Names of a lazy tensordict cannot be modified (this TensorDict is the result of "
+                "squeeze/unsqueeze under set_lazy_legacy(True)). Set the names before the op."
+            )
+            raise RuntimeError(msg)
         new = None if value is None else check_names(value, self._batch_size)
         nd = len(self._batch_size)
         for sub in self._tensordict.values():
