@@ -251,3 +251,9 @@ def test_depth_ignores_empty_and_expand_as_td():
     td1 = TensorDict({"a": torch.zeros(2, 3, 5, 4), "b": {"c": torch.zeros(2, 3, 2, 6, 4)}}, [2, 3])
     out = td0.expand_as(td1)
     assert out.batch_size == (2, 3) and out["b", "c"].shape == (2, 3, 2, 6, 4) and (out == 1).all()
+
+
+def test_source_and_keyword_entries_are_exclusive():
+    with pytest.raises(ValueError, match="not both"):
+        TensorDict({"b": 2}, a=1)
+    assert TensorDict(a=1, b=1, batch_size=[]).batch_size == ()

@@ -142,7 +142,11 @@ class TensorDict(TensorDictBase):
         if source is None:
             source = kwargs
         elif kwargs:
-            source = {**source, **kwargs}
+            msg = (
+                f"TensorDict: pass the entries either as `source` or as keyword arguments, not both "
+                f"(got source and {sorted(kwargs)})."
+            )
+            raise ValueError(msg)
         if isinstance(source, TensorDictBase):
             source = dict(source._items_raw())
         elif not isinstance(source, Mapping):
