@@ -58,7 +58,7 @@ def _legacy_view(td: Any, out: Any) -> Any:
 
 def _keep_lock(td: Any, out: Any) -> Any:
     """Locks ``out`` (a view-like result of a shape op) when ``td`` is locked."""
-    if td.is_locked and out is not td and not out.is_locked:
+    if td._is_locked and out is not td and not out._is_locked:
         out.lock_()
     return out
 
@@ -170,7 +170,7 @@ class ShapeMixin:
         if new_bs is None:
             new_bs = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd).shape
         if names is not None:
-            names = derive_names(self, names, nd)
+            names = derive_names(self, names, nd) if self._has_names() or not callable(names) else None
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     def _index(self, index: Any) -> Any:
@@ -575,7 +575,7 @@ class ShapeMixin:
             shapes = [p.shape for p in probe]
         new_like = self._new_like
         if names is not None:
-            names = derive_names(self, names, nd)
+            names = derive_names(self, names, nd) if self._has_names() or not callable(names) else None
         return [
             new_like(dict(zip(keys, [c[i] for c in columns])), batch_size=torch.Size(shapes[i]), names=names)
             for i in range(len(shapes))
