@@ -825,7 +825,7 @@ def _(tmp):
     return td.set("me", td)
 
 
-@case("td-core", "`from_consolidated(path)` where `path` is a folder", IsADirectoryError)
+@case("td-core", "`from_consolidated(path)` where `path` is a folder", FileNotFoundError)
 def _(tmp):
     from tensordict import from_consolidated
 

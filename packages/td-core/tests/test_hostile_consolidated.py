@@ -51,7 +51,7 @@ def test_bool_leaf_with_other_bytes_is_refused(tmp_path):
 
 
 def test_folder_and_fifo_are_named(tmp_path):
-    with pytest.raises(IsADirectoryError, match="folder"):
+    with pytest.raises(FileNotFoundError, match="is a folder"):
         from_consolidated(tmp_path)
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(ValueError, match="not a regular file"):

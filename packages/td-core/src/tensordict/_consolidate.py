@@ -537,7 +537,7 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     if not os.path.isfile(path):
         if os.path.isdir(path):
             msg = f"from_consolidated: {path!r} is a folder, not a consolidated file (a td-memmap store? use load_memmap)."
-            raise IsADirectoryError(msg)
+            raise FileNotFoundError(msg)
         if os.path.exists(path):
             msg = f"from_consolidated: {path!r} is not a regular file (a FIFO, device or socket); refusing to read it."
             raise ValueError(msg)
