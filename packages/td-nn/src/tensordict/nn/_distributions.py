@@ -441,9 +441,8 @@ class CompositeDistribution(D.Distribution):
                 size is the batch shape.
             distributions (dict): key -> ``torch.distributions.Distribution``.
 
-        Keyword Args:
-            name_map, aggregate_probabilities, log_prob_key, entropy_key: as in the
-                constructor.
+        The keyword arguments ``name_map``, ``aggregate_probabilities``,
+        ``log_prob_key`` and ``entropy_key`` mean what they mean for the constructor.
 
         Returns:
             a :class:`CompositeDistribution`.
