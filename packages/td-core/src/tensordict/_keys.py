@@ -223,11 +223,17 @@ class _KeysView:
             try:
                 key = _as_tuple(key)
             except (TypeError, ValueError):
-                return False
+                msg = f"TensorDict keys are always strings (or tuples of strings); got {key!r}."
+                raise TypeError(msg) from None
         else:
-            return False
+            msg = f"TensorDict keys are always strings (or tuples of strings); got a {type(key).__name__}."
+            raise TypeError(msg)
         if len(key) > 1 and not self.include_nested:
-            return False
+            msg = (
+                f"Nested membership checks with tuples of strings is only supported when setting "
+                f"`include_nested=True` (got {key!r}); use `key in td.keys(include_nested=True)`."
+            )
+            raise TypeError(msg)
         td = self._td
         for sub in key[:-1]:
             td = td._get_raw(sub, None)
