@@ -336,7 +336,7 @@ class ConvertMixin:
             ...              dtype=[("name", "U10"), ("age", "i4"), ("weight", "f4")])
             >>> td = TensorDict.from_struct_array(x)
             >>> x["age"] += 1
-            >>> td["age"].tolist(), td["name"]
+            >>> td["age"].tolist(), list(td["name"])
             ([10, 4], ['Rex', 'Fido'])
             >>> bool((td.to_struct_array() == x).all())
             True

@@ -182,8 +182,8 @@ class EntriesMixin:
             >>> from tensordict import TensorDict
             >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])
             >>> out = td.separates("a", ("b", "c"))
-            >>> sorted(out.keys(True, True)), list(td.keys())
-            (['a', ('b', 'c')], [])
+            >>> sorted(out.keys(True, True), key=str), list(td.keys())
+            ([('b', 'c'), 'a'], [])
         """
         keys = [unravel_key(k) for k in keys]
         if default is NO_DEFAULT and strict:

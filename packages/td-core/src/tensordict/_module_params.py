@@ -504,7 +504,7 @@ class ModuleParamsMixin(StateDictMixin):
             >>> module = nn.Linear(2, 1)
             >>> zeros = TensorDict({"weight": torch.zeros(1, 2), "bias": torch.zeros(1)})
             >>> with zeros.to_module(module):
-            ...     module(torch.ones(2))
+            ...     module(torch.ones(2)).detach()
             tensor([0.])
             >>> isinstance(module.weight, nn.Parameter)
             True
