@@ -49,6 +49,7 @@ from tensordict._names import refine, renamed, sync_child_names
 from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
+from tensordict._options import list_to_stack
 from tensordict._repr import td_repr
 from tensordict._seams_generated import GeneratedSiblingMixin as SiblingMixin
 from tensordict._select import SelectMixin
@@ -506,7 +507,35 @@ class TensorDictBase(
             return tensor
         if _is_numpy(value) and hasattr(value, "dtype") and value.dtype.kind not in "OUSV":
             return self._convert_value(key, torch.as_tensor(value))
+        if isinstance(value, list):
+            return self._convert_list(key, value)
         return NonTensorData(value, self.batch_size, self.device)
+
+    def _convert_list(self, key: Any, value: list) -> Any:
+        """Converts a list as ``list_to_stack()`` says.
+
+        Unset or ``False`` (tensordict 0.15's default): ``torch.as_tensor(value)``, or
+        one non-tensor object when torch cannot build a tensor (strings, mixed objects).
+        ``True``: a list of tensors is stacked, an empty list is an empty tensor, other
+        lists become a ``NonTensorStack`` when they span a one-dim batch size.
+        """
+        bs = self.batch_size
+        if not list_to_stack():
+            try:
+                tensor = torch.as_tensor(value)
+            except (TypeError, ValueError, RuntimeError):
+                return NonTensorData(value, bs, self.device)
+            return self._convert_value(key, tensor)
+        if not value:
+            return self._convert_value(key, torch.as_tensor(value))
+        if all(isinstance(v, torch.Tensor) for v in value):
+            try:
+                return self._convert_value(key, torch.stack(value))
+            except RuntimeError:  # tensors of different shapes: kept as objects
+                pass
+        if len(bs) == 1 and len(value) == bs[0]:
+            return NonTensorStack._from_flat(list(value), bs, self.device)
+        return NonTensorData(value, bs, self.device)
 
     def _create_nested(self, key: str) -> TensorDictBase:
         out = self._get_raw(key, _MISSING)

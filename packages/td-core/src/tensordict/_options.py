@@ -2,7 +2,10 @@
 
 * :func:`list_to_stack` / :class:`set_list_to_stack`: whether a Python list written
   into a batched TensorDict becomes a stack of non-tensor data (one element per batch
-  entry). Unset, it reads as ``True`` (tensordict 0.15's default).
+  entry); when it is ``False`` a list becomes a tensor (``torch.as_tensor``) and only
+  a list torch cannot convert (strings, mixed objects) is kept as non-tensor data.
+  Unset, it reads as ``False`` (tensordict 0.15's default). The constructors
+  (``from_dict``, ``from_any``) build a stack from a list of objects either way.
 * :func:`capture_non_tensor_stack` / :class:`set_capture_non_tensor_stack`: whether
   stacking equal non-tensor values collapses them into one ``NonTensorData``. Unset,
   it reads as ``False``.
@@ -51,18 +54,21 @@ def list_to_stack(allow_none: bool = False) -> bool | None:
 
     Args:
         allow_none (bool): return ``None`` when the option was never set, instead of
-            the default (``True``).
+            the default (``False``: lists become tensors).
+
+    Returns:
+        bool or None: the current setting.
 
     Examples:
         >>> list_to_stack()
-        True
-        >>> with set_list_to_stack(False):
-        ...     list_to_stack()
         False
+        >>> with set_list_to_stack(True):
+        ...     list_to_stack()
+        True
     """
     value = _LIST_TO_STACK[0]
     if value is None and not allow_none:
-        return True
+        return False
     return value
 
 
@@ -73,13 +79,13 @@ class set_list_to_stack(ModeSwitch):  # noqa: N801 - public name of the tensordi
         mode (bool): ``True`` to turn lists into stacks of non-tensor data.
 
     Examples:
-        >>> switch = set_list_to_stack(False)
+        >>> switch = set_list_to_stack(True)
         >>> switch.set()
         >>> list_to_stack()
-        False
+        True
         >>> switch.unset()
         >>> list_to_stack()
-        True
+        False
     """
 
     def __init__(self, mode: bool) -> None:
