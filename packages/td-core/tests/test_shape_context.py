@@ -121,7 +121,7 @@ def test_reshape_of_locked_is_locked():
 def test_upstream_errors_of_permute_movedim_split_and_in():
     td = TensorDict({"a": torch.zeros(4, 5, 6, 7)}, [4, 5, 6])
     for dims in [(1, 1, 0), (3, 2, 1, 0), (2, -4, 0), (2, 1)]:
-        with pytest.raises(ValueError, match="permutation"):
+        with pytest.raises(ValueError, match="permute"):
             td.permute(*dims)
     with pytest.raises(IndexError):
         td.movedim(0, 5)

@@ -55,12 +55,6 @@ def _track(source: Any, result: Any, inverse: Callable[[Any], Any]) -> Any:
     return result
 
 
-def _check_permutation(dims: Sequence[int], nd: int, bs: Any) -> None:
-    if len(dims) != nd or any(not -nd <= int(d) < nd for d in dims) or len({int(d) % nd for d in dims}) != nd:
-        msg = f"permute: {tuple(dims)} is not a permutation of the {nd} batch dims of batch_size {tuple(bs)}."
-        raise ValueError(msg)
-
-
 def _check_movedim(source: Any, destination: Any, nd: int) -> None:
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
@@ -173,8 +167,10 @@ class ShapeContextMixin:
             dims_list = tuple(dims)
         if len(dims_list) == 1 and not isinstance(dims_list[0], int):
             dims_list = tuple(dims_list[0])
-        _check_permutation(dims_list, self.batch_dims, self.batch_size)
-        out = super().permute(*dims_list)
+        try:
+            out = super().permute(*dims_list)
+        except RuntimeError as err:  # tensordict 0.15 raises ValueError for a bad permutation
+            raise ValueError(str(err)) from None
         return _track(self, out, lambda r: r.permute(*_inverse_permutation(dims_list)))
 
 
