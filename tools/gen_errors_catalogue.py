@@ -187,7 +187,7 @@ def _(tmp):
     return _td().reshape(4)
 
 
-@case("td-core", "`td.permute(0, 0)`", RuntimeError)
+@case("td-core", "`td.permute(0, 0)`", ValueError)
 def _(tmp):
     return _td().unsqueeze(0).permute(0, 0)
 

@@ -159,6 +159,17 @@ def _shared_source(td: Any) -> tuple[Any, bool]:
             return td, False
     except (AttributeError, RuntimeError):
         pass
+    if hasattr(td, "tensordicts"):
+        # A chunk of a lazy stack stacks a leaf when it is read (a copy), so a worker's
+        # in-place change would be lost: the workers get one dense shared copy, whose
+        # changes write_back() puts into the stacked TensorDicts.
+        try:
+            dense = td.contiguous()
+        except (RuntimeError, ValueError, TypeError):  # heterogeneous: keep it lazy
+            dense = None
+        if dense is not None:
+            dense.share_memory_()
+            return dense, True
     try:
         return td.consolidate(share_memory=True), True
     except TypeError:
