@@ -257,3 +257,14 @@ def test_source_and_keyword_entries_are_exclusive():
     with pytest.raises(ValueError, match="not both"):
         TensorDict({"b": 2}, a=1)
     assert TensorDict(a=1, b=1, batch_size=[]).batch_size == ()
+
+
+def test_error_types_for_nested_reads_and_in_place_shape_mismatch():
+    td = TensorDict({"a": torch.zeros(())}, [])
+    with pytest.raises(ValueError, match="Expected a TensorDictBase instance"):
+        td["a", "b"]
+    assert td.get(("a", "b")) is None
+    with pytest.raises(ValueError, match="Failed to update 'a'"):
+        td.set_("a", torch.randn(2))
+    td.set_("a", torch.ones(()))
+    assert td["a"] == 1

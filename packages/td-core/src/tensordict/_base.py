@@ -383,10 +383,18 @@ class TensorDictBase(
     def _get_tuple_raw(self, key: tuple, default: Any = _MISSING) -> Any:
         td = self
         for sub in key[:-1]:
+            parent = td
             td = td._get_raw(sub, _MISSING)
             if td is _MISSING or not isinstance(td, TensorDictBase):
                 if default is not _MISSING:
                     return default
+                if td is not _MISSING and not is_tensor_collection(td):
+                    msg = (
+                        f"Expected a TensorDictBase instance under {sub!r} to read the nested key "
+                        f"{key!r}, but {sub!r} holds a {type(td).__name__} (in a TensorDict with keys "
+                        f"{sorted(map(str, parent.keys()))})."
+                    )
+                    raise ValueError(msg)
                 raise missing_key_error(key, self.keys(True))
         out = td._get_raw(key[-1], _MISSING)
         if out is _MISSING:
@@ -590,13 +598,15 @@ class TensorDictBase(
         if isinstance(existing, torch.Tensor):
             if isinstance(value, torch.Tensor) and existing.shape != value.shape:
                 try:
-                    torch.broadcast_shapes(value.shape, existing.shape)
+                    ok = torch.broadcast_shapes(value.shape, existing.shape) == existing.shape
                 except RuntimeError:
+                    ok = False
+                if not ok:  # tensordict 0.15: ValueError "Failed to update ..."
                     msg = (
-                        f"cannot write in place into key {key!r}: expected shape "
-                        f"{tuple(existing.shape)}, got {tuple(value.shape)}."
+                        f"Failed to update {key!r} in place: expected shape "
+                        f"{tuple(existing.shape)} (or one that broadcasts to it), got {tuple(value.shape)}."
                     )
-                    raise RuntimeError(msg) from None
+                    raise ValueError(msg)
             existing.copy_(value)
         elif isinstance(existing, TensorDictBase):
             existing.update_(value)
