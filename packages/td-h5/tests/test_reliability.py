@@ -151,3 +151,21 @@ def test_listing_keys_reads_metadata_only(tmp_path):
     assert set(keys) == {"g", ("g", "x"), "y"} and set(leaves) == {("g", "x"), "y"}
     assert n_items == 3 and n_values == 2 and first[0] == "g"
     assert peak < 16 << 20, peak
+
+
+def test_to_h5_refuses_a_lazy_stack_with_keys_not_shared_by_all(tmp_path):
+    # writing only the shared keys would lose "b" and "c" silently: refuse, write nothing
+    from tensordict import lazy_stack
+
+    stack = lazy_stack([TensorDict(a=torch.zeros(2), b=torch.ones(2)), TensorDict(a=torch.ones(2), c=torch.zeros(2))])
+    path = tmp_path / "x.h5"
+    with pytest.raises(ValueError, match=r"not all of its TensorDicts have: \['b', 'c'\]"):
+        stack.to_h5(path)
+    assert not path.exists()
+    nested = TensorDict(inner=stack, batch_size=[2])
+    with pytest.raises(ValueError, match="at \\('inner',\\)"):
+        nested.to_h5(path)
+    # a homogeneous lazy stack is written as before
+    same = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(2))])
+    with same.to_h5(path) as out:
+        assert torch.equal(out["a"], torch.stack([torch.zeros(2), torch.ones(2)]))
