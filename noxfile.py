@@ -113,7 +113,7 @@ def _install_torch(session: nox.Session) -> None:
         return
     (Path(own_site.strip()) / "_td_shared_torch.pth").write_text(shared_site + "\n")
     version = session.run_install(
-        "python", "-c", "import torch; print(torch.__version__)", silent=True,
+        "python", "-W", "ignore", "-c", "import torch; print(torch.__version__)", silent=True,
     )
     session.log(f"torch {version.strip()} from the shared install")
 

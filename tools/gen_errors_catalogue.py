@@ -106,7 +106,7 @@ def _(tmp):
     return _td()["nested", "missing"]
 
 
-@case("td-core", "`td['a', 'b']` where `'a'` is a tensor", KeyError)
+@case("td-core", "`td['a', 'b']` where `'a'` is a tensor", ValueError)
 def _(tmp):
     return _td()["a", "b"]
 
@@ -580,6 +580,16 @@ def _(tmp):
 
     (tmp / "x.h5").write_bytes(b"hello, not hdf5")
     return from_h5(tmp / "x.h5")
+
+
+@case("td-h5", "`to_h5(path)` of a lazy stack whose TensorDicts hold different keys", ValueError)
+def _(tmp):
+    import torch
+
+    from tensordict import TensorDict, lazy_stack
+
+    stack = lazy_stack([TensorDict(a=torch.zeros(2), b=torch.ones(2)), TensorDict(a=torch.ones(2))])
+    return stack.to_h5(tmp / "x.h5")
 
 
 @case("td-h5", "`from_h5(path, mode='q')`", ValueError)
