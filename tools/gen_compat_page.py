@@ -1,8 +1,8 @@
 """Writes docs/compatibility.md: how much of upstream tensordict's test suite passes here.
 
 Reads one or more result JSONs of the conformance harness (``shared/conformance/run
---out FILE``, scored against the tensordict 0.15.3 reference). Several JSONs can be given,
-e.g. one per file run separately; for a file present in several, the last one wins. The
+--out FILE``) and the tensordict 0.15.3 reference run. Several JSONs can be given, e.g. one
+per file run separately; each test's outcome comes from the newest run that has it. The
 per-file figures are kept in ``docs/_static/conformance-summary.json``, so the page can be
 rewritten without running the suite again (``--summary``).
 
@@ -46,21 +46,38 @@ AREAS = {
 }
 
 
-def summarise(paths: list[Path]) -> dict:
-    """Per-file public-API conformance, merged over several harness result JSONs."""
-    files: dict[str, dict] = {}
+def summarise(paths: list[Path], reference: Path) -> dict:
+    """Per-file public-API conformance from harness result JSONs, test by test.
+
+    A test's outcome is taken from the newest run that has it (runs restricted with
+    ``-k`` count for the tests they ran); a reference-passing public test that no run
+    has is counted as not passing.
+    """
+    ref = json.loads(reference.read_text())["tests"]
+    wanted = {t for t, r in ref.items() if r["outcome"] == "passed" and not r.get("private")}
+    latest: dict[str, tuple[str, str]] = {}  # test -> (created, outcome)
+    runs: dict[str, set[str]] = {}  # file -> dates of the runs that measured it
+    torch_version = None
     for path in paths:
         data = json.loads(path.read_text())
-        per_file = data.get("conformance", {}).get("per_file")
-        if per_file is None:
-            msg = f"{path} has no 'conformance' section: run the harness with the reference"
-            raise SystemExit(msg)
-        for name, figures in per_file.items():
-            public = figures["public_api"]
-            files[name] = {
-                "passed": public["passed"], "of": public["of"],
-                "measured": data.get("created", ""), "torch": data["environment"].get("torch"),
-            }
+        created = data.get("created", "")
+        torch_version = data.get("environment", {}).get("torch") or torch_version
+        for test, result in data.get("tests", {}).items():
+            if test in latest and latest[test][0] > created:
+                continue
+            latest[test] = (created, result["outcome"])
+            runs.setdefault(test.split("::", 1)[0], set()).add(created[:10])
+    files: dict[str, dict] = {}
+    for test in wanted:
+        name = test.split("::", 1)[0]
+        if name not in runs:
+            continue
+        entry = files.setdefault(name, {"passed": 0, "of": 0})
+        entry["of"] += 1
+        entry["passed"] += latest.get(test, ("", ""))[1] == "passed"
+    for name, entry in files.items():
+        entry["measured"] = max(runs[name])
+        entry["torch"] = torch_version
     return {"files": dict(sorted(files.items()))}
 
 
@@ -130,11 +147,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="*", type=Path, help="harness result JSONs")
     parser.add_argument("--summary", action="store_true", help="rewrite the page from the kept summary")
+    parser.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "conformance"
+                        / "reference-tensordict-0.15.3.json", help="the reference run's JSON")
     args = parser.parse_args()
     if args.summary or not args.results:
         summary = json.loads(SUMMARY.read_text())
     else:
-        summary = summarise(args.results)
+        summary = summarise(args.results, args.reference)
         SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
     PAGE.write_text(render(summary))
     print(f"wrote {PAGE.relative_to(ROOT)}")
