@@ -493,7 +493,8 @@ class TensorDictBase(
                 sync_child_names(self, value)
             return value
         if isinstance(value, (NonTensorData, NonTensorStack)):
-            if value.batch_size != self.batch_size:
+            bs = self.batch_size
+            if value.batch_size != bs:
                 if isinstance(value, NonTensorData):
                     return value._rebuild(bs)
                 if value.batch_size[: len(bs)] != bs:  # a stack may have more dims
@@ -590,9 +591,9 @@ class TensorDictBase(
             if self._get_raw(key, _MISSING) is value:
                 return  # the same object (e.g. ``td[k] += 1`` on a tensor): nothing is replaced
             raise locked_error("set a new value", key)
-        self._set_raw(key, value)
         if isinstance(value, TensorDictBase):
             _refuse_cycle(self, key, value)
+        self._set_raw(key, value)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
         if isinstance(existing, torch.Tensor):
@@ -708,9 +709,6 @@ class TensorDictBase(
         existing = self._get_any_raw(key)
         if _is_numpy(value) and isinstance(existing, torch.Tensor):
             value = torch.as_tensor(value, device=existing.device)
-        existing[index] = value
-        return self
-
         if isinstance(existing, NonTensorData):  # one object for the batch: becomes a stack
             if isinstance(value, NonTensorData) and value.data is existing.data:
                 return self
@@ -720,6 +718,9 @@ class TensorDictBase(
             parent = self if key.__class__ is str else self._get_any_raw(key[:-1]) if len(key) > 1 else self
             parent._set_raw(key if key.__class__ is str else key[-1], stack)
             return self
+        existing[index] = value
+        return self
+
     def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
         """Returns ``td[key]``, first setting it to ``default`` if missing.
 

@@ -907,7 +907,8 @@ class GeneratedSiblingMixin(SiblingMixin):
                 not closed); the source then travels with each task, as shared-memory
                 handles or file names.
             generator (torch.Generator, optional): seeds the workers: chunk ``i`` runs
-                after ``torch.manual_seed(base + i)`` with ``base`` drawn from it (from
+                after ``torch.manual_seed(base + i)`` (and numpy's and Python's ``random``
+                seeded alike) with ``base`` drawn from it (from
                 the global generator when ``None``), so results do not depend on scheduling.
             max_tasks_per_child (int, optional): replace a worker after that many chunks.
             worker_threads (int): ``torch.set_num_threads`` in each worker (``0``: leave

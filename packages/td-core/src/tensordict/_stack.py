@@ -289,12 +289,20 @@ def _rebatch_unbatched(source: dict, batch_size: torch.Size) -> None:
             source[key] = value._rebatch(batch_size)
 
 
+def lazy_legacy(allow_none: bool = False) -> bool:
+    """``True`` if ``torch.stack`` of TensorDicts builds lazy stacks (see :class:`set_lazy_legacy`)."""
+    return _LAZY_LEGACY[0]
 
-class set_lazy_legacy:  # noqa: N801 - public name of the tensordict API
+
+class set_lazy_legacy(ModeSwitch):  # noqa: N801 - public name of the tensordict API
     """Makes ``torch.stack`` of TensorDicts lazy (``True``) or dense (``False``, the default).
 
-    Usable as a function call (sets the mode globally), a context manager or a
-    decorator (both restore the previous mode on exit).
+    Used as a context manager or a decorator, it sets the mode for the block (or the
+    call) and restores the previous one after; ``set_lazy_legacy(mode).set()`` sets it
+    process-wide until ``.unset()``. Creating the object alone changes nothing.
+
+    Args:
+        mode (bool): ``True`` for lazy stacks.
 
     Examples:
         >>> import torch
@@ -308,29 +316,11 @@ class set_lazy_legacy:  # noqa: N801 - public name of the tensordict API
     """
 
     def __init__(self, mode: bool) -> None:
+        super().__init__()
         self.mode = bool(mode)
-        self._prev = _LAZY_LEGACY[0]
-        _LAZY_LEGACY[0] = self.mode
 
-    def __enter__(self) -> set_lazy_legacy:
-        return self
+    def _read(self) -> bool:
+        return _LAZY_LEGACY[0]
 
-    def __exit__(self, *exc: Any) -> None:
-        _LAZY_LEGACY[0] = self._prev
-
-    def __call__(self, func: Any) -> Any:
-        import functools
-
-        _LAZY_LEGACY[0] = self._prev
-        mode = self.mode
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            prev = _LAZY_LEGACY[0]
-            _LAZY_LEGACY[0] = mode
-            try:
-                return func(*args, **kwargs)
-            finally:
-                _LAZY_LEGACY[0] = prev
-
-        return wrapper
+    def _write(self, value: bool) -> None:
+        _LAZY_LEGACY[0] = value
