@@ -124,7 +124,9 @@ def render(summary: dict) -> str:
         "",
         f"Measured on {', '.join(dates) or 'an unknown date'} with torch "
         f"{next(iter({f['torch'] for f in files.values()}), '?')} on 2 CPU cores; CUDA-only "
-        "tests are not counted.",
+        "tests are not counted. Each test's outcome is the one of the newest harness run that "
+        "ran it (files were run one at a time while the code changed, so a figure can lag the "
+        "code by a few tests; rerun the harness and this script for exact figures).",
         "",
         "## Downstream frameworks",
         "",
