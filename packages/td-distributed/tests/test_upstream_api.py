@@ -3,6 +3,8 @@ lazy stacks and tensorclasses through the transfers (real 2-rank gloo groups).""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 from _dist_harness import run_ranks
@@ -106,6 +108,7 @@ def tensorclass_job(rank: int, world: int) -> dict:
     return out
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tensordict.tensorclass") is None, reason="td-tensorclass is not installed")
 @pytest.mark.timeout(120)
 def test_tensorclass_through_collectives_and_p2p(tmp_path):
     r0, r1 = run_ranks(tensorclass_job, 2, out_dir=str(tmp_path), timeout=100)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tensordict._seams import SIBLINGS
+from tensordict._seams import SIBLINGS, install_hint
 
 __all__ = ["MissingSiblingFinder", "install"]
 
@@ -43,15 +43,33 @@ class MissingSiblingFinder:
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 return spec
+        if _probing():
+            return None  # importlib.util.find_spec(...) answers None, as for any missing module
         msg = (
             f"No module named {fullname!r}: `tensordict.{sub}` is provided by the `{dist}` "
-            f"distribution, which is not installed. Install it with `pip install {dist}` "
-            f'(or `pip install "td-core[all]"` for the whole stack).'
+            f"distribution, which is not installed. {install_hint(dist)}"
         )
         raise ModuleNotFoundError(msg, name=fullname)
 
     def __repr__(self) -> str:
         return "MissingSiblingFinder()"
+
+
+def _probing() -> bool:
+    """``True`` when the lookup comes from ``importlib.util.find_spec`` (a probe, not an import).
+
+    ``find_spec(name) is None`` is the usual way to ask whether an optional module is
+    installed; it must keep answering ``None``. Only an ``import`` statement (or
+    ``importlib.import_module``) gets the error that names the distribution.
+    """
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "find_spec" and frame.f_globals.get("__name__") == "importlib.util":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install() -> None:
