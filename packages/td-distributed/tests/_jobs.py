@@ -458,3 +458,20 @@ def device_job(rank: int, world: int, device: str) -> dict:
     tds = rich_td(float(rank)).to(dev).all_gather()
     assert [t["label"] for t in tds] == [f"batch-{float(r)}" for r in range(world)]
     return {}
+
+
+# worker functions of test_map_join.py: spawned workers import them from this module
+# (a function defined in a test module cannot be imported by a spawned child under
+# pytest's importlib import mode)
+def add_two(td: TensorDict) -> TensorDict:
+    return td.set("2", torch.tensor(2))
+
+
+def draw_numpy_and_random(td: TensorDict) -> TensorDict:
+    import random
+
+    import numpy as np
+
+    td["n"] = td["n"] + np.random.randint(0, 1000, ()).item()
+    td["p"] = td["p"] + random.randint(0, 1000)
+    return td

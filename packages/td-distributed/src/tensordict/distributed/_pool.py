@@ -159,17 +159,22 @@ def _shared_source(td: Any) -> tuple[Any, bool]:
             return td, False
     except (AttributeError, RuntimeError):
         pass
-    if hasattr(td, "tensordicts"):
+    members = getattr(td, "tensordicts", None)
+    if members:
         # A chunk of a lazy stack stacks a leaf when it is read (a copy), so a worker's
-        # in-place change would be lost: the workers get one dense shared copy, whose
-        # changes write_back() puts into the stacked TensorDicts.
-        try:
-            dense = td.contiguous()
-        except (RuntimeError, ValueError, TypeError):  # heterogeneous: keep it lazy
-            dense = None
-        if dense is not None:
-            dense.share_memory_()
-            return dense, True
+        # in-place change would be lost: when every stacked TensorDict has the same keys,
+        # the workers get one dense shared copy, whose changes write_back() puts into the
+        # stacked TensorDicts. Heterogeneous stacks stay lazy (a dense copy would hold only
+        # the shared keys).
+        keys = [set(t.keys(include_nested=True, leaves_only=True)) for t in members]
+        if all(k == keys[0] for k in keys[1:]):
+            try:
+                dense = td.contiguous()
+            except (RuntimeError, ValueError, TypeError):  # shapes that do not stack
+                dense = None
+            if dense is not None:
+                dense.share_memory_()
+                return dense, True
     try:
         return td.consolidate(share_memory=True), True
     except TypeError:
