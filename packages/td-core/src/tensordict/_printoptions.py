@@ -86,11 +86,11 @@ class set_printoptions(ModeSwitch):  # noqa: N801 - public name of the tensordic
         >>> import torch
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": torch.zeros(2)}, [2])
-        >>> with set_printoptions(show_device=False):
-        ...     "device=" in repr(td)
-        False
-        >>> "device=" in repr(td)
-        True
+        >>> with set_printoptions(show_device=False):  # the container's device line goes
+        ...     repr(td).count("device=")
+        1
+        >>> repr(td).count("device=")
+        2
     """
 
     def __init__(self, **options: Any) -> None:
