@@ -125,9 +125,33 @@ def _remove_stale(prefix: str) -> None:
                 if tag == _OLD and not os.path.exists(prefix):
                     continue  # the only complete copy: keep it for recovery
                 if os.path.lexists(os.path.join(path, MARKER)):
-                    shutil.rmtree(path, ignore_errors=True)
+                    _remove_staging(path)
                 else:
                     retire(path, prefix if os.path.isdir(prefix) else None)
+
+
+def _remove_staging(path: str) -> None:
+    """Removes a staging folder, its marker last.
+
+    Were the marker removed first and the process killed, what is left would no longer
+    be known as ours, and a later save would keep it as the user's.
+    """
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        return
+    for entry in entries:
+        if entry == MARKER:
+            continue
+        full = os.path.join(path, entry)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
+    shutil.rmtree(path, ignore_errors=True)  # the marker, then the folder
 
 
 _libc: Any = None
@@ -266,7 +290,10 @@ def retire(old: str, dest: str | None) -> list[str]:
     owned = _owned_entries(old)
     left: list[str] = []
     try:
-        entries = os.listdir(old)
+        # the metadata (and the staging marker) go last: a kill half-way through leaves a
+        # folder whose remaining files are still listed as ours, so a later save finishes
+        # the job instead of taking them for the user's files and keeping them forever
+        entries = sorted(os.listdir(old), key=lambda e: e in (META, MARKER))
     except OSError:
         return left
     for entry in entries:
@@ -341,7 +368,7 @@ class Staging:
 
     def abort(self) -> None:
         if os.path.lexists(os.path.join(self.path, MARKER)):
-            shutil.rmtree(self.path, ignore_errors=True)
+            _remove_staging(self.path)
         else:  # already swapped with the earlier tree: remove only what was written
             retire(self.path, self.prefix if os.path.isdir(self.prefix) else None)
 
