@@ -356,3 +356,44 @@ def test_torch_save_and_deepcopy_of_mixed_dtypes(tmp_path):
     back = torch.load(path, weights_only=False)
     assert "extra" in back.keys() and not back.is_consolidated()
     assert_same(back, stale)
+
+
+@pytest.mark.parametrize("num_threads", [0, 2])
+def test_return_early_gives_a_future(tmp_path, num_threads):
+    from concurrent.futures import Future
+
+    from tensordict import lazy_stack
+
+    td = make()
+    future = td.consolidate(num_threads=num_threads, return_early=True)
+    assert isinstance(future, Future)
+    out = future.result(timeout=30)
+    assert out.is_consolidated() and out["text"] == "hello"
+    assert_same(out, td)
+    filed = td.consolidate(tmp_path / "f.td", num_threads=num_threads, return_early=True).result(timeout=30)
+    assert_same(from_consolidated(tmp_path / "f.td"), filed)
+    stack = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3), b=torch.ones(1))])
+    lazy = stack.consolidate(num_threads=num_threads, return_early=True).result(timeout=30)
+    assert type(lazy) is type(stack) and lazy.is_consolidated()
+    with pytest.raises(NotImplementedError, match="non_blocking"):
+        td.consolidate(return_early=True, non_blocking=True)
+    with pytest.raises(NotImplementedError, match="use_buffer"):
+        td.consolidate(tmp_path / "g.td", return_early=True, use_buffer=True)
+    # a failure surfaces from result(), not as a lost thread
+    bad = TensorDict(s=torch.eye(2).to_sparse())
+    with pytest.raises(TypeError, match="sparse"):
+        bad.consolidate(num_threads=num_threads, return_early=True).result(timeout=30)
+
+
+def test_metadata_flag_and_layout(tmp_path):
+    td = make()
+    c = td.consolidate(metadata=True)
+    assert c.is_consolidated()
+    assert_same(c, td)
+    meta = c._consolidated["metadata"]
+    assert meta["nbytes"] == c._consolidated["storage"].numel()
+    assert len(meta["leaves"]) == sum(isinstance(v, torch.Tensor) for v in td.values(True, True))
+    assert json.loads(json.dumps(meta)) == meta
+    # use_buffer alone is accepted: the file is written and reads back
+    filed = td.consolidate(tmp_path / "b.td", use_buffer=True)
+    assert_same(from_consolidated(tmp_path / "b.td"), filed)

@@ -104,7 +104,20 @@ class _State:
         return (self.storage, self.skeleton, self.runs, self.leaves, self.filename)
 
     def __getitem__(self, name: str) -> Any:
-        """``state["storage"]`` (upstream exposes the consolidated state as a dict)."""
+        """``state["storage"]`` (upstream exposes the consolidated state as a dict).
+
+        ``state["metadata"]`` is the layout as the file format writes it: ``nbytes``,
+        ``leaves`` (dtype, shape, offset) and ``root`` (omitted when a non-tensor value
+        is not JSON-serializable).
+        """
+        if name == "metadata":
+            meta: dict = {"format": _FORMAT, "version": VERSION, "nbytes": int(self.storage.numel()),
+                          "leaves": _leaf_specs(self.runs, self.leaves)}
+            try:
+                meta["root"] = _json_node(self.skeleton, ())
+            except TypeError:
+                pass
+            return meta
         try:
             return getattr(self, name)
         except AttributeError:
@@ -677,6 +690,31 @@ def _rebuild_consolidated(storage: torch.Tensor, skeleton: tuple, runs: list, sh
     return td
 
 
+def consolidate_future(td: Any, filename: Any, kwargs: dict) -> Any:
+    """``consolidate(return_early=True)``: a future of the result (done at once without threads)."""
+    from concurrent.futures import Future
+
+    if kwargs.get("non_blocking"):
+        msg = "consolidate: return_early=True cannot be combined with non_blocking=True."
+        raise NotImplementedError(msg)
+    if kwargs.get("use_buffer"):
+        msg = "consolidate: return_early=True cannot be combined with use_buffer=True."
+        raise NotImplementedError(msg)
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("return_early", "use_buffer", "non_blocking")}
+    if kwargs.get("num_threads", 0) > 0:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="td-consolidate")
+        try:
+            return executor.submit(td.consolidate, filename, **kwargs)
+        finally:
+            executor.shutdown(wait=False)
+    future: Future = Future()
+    try:
+        future.set_result(td.consolidate(filename, **kwargs))
+    except BaseException as err:  # noqa: BLE001 - handed to the future, as a thread would
+        future.set_exception(err)
+    return future
+
+
 # ---------------------------------------------------------------------- the mixin
 class ConsolidateMixin:
     """Mixed into TensorDictBase: consolidate / from_consolidated."""
@@ -710,8 +748,11 @@ class ConsolidateMixin:
         device: Any = None,
         non_blocking: bool = False,
         inplace: bool = False,
+        return_early: bool = False,
+        use_buffer: bool = False,
         share_memory: bool = False,
         pin_memory: bool = False,
+        metadata: bool = False,
     ) -> Any:
         """Copies every leaf into one contiguous storage; returns a TensorDict of views of it.
 
@@ -738,9 +779,21 @@ class ConsolidateMixin:
             non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
             inplace (bool, optional): replace the leaves of ``self`` with the views
                 and return ``self``. Defaults to ``False``.
+            return_early (bool, optional): return a ``concurrent.futures.Future`` whose
+                ``result()`` is the consolidated TensorDict. With ``num_threads > 0``
+                the copy runs in a background thread (do not modify the source until
+                the future is done); with ``num_threads=0`` the future is already done.
+                Defaults to ``False``.
+            use_buffer (bool, optional): accepted for compatibility: a file is always
+                filled through a temporary file renamed into place. Not compatible
+                with ``return_early``. Defaults to ``False``.
             share_memory (bool, optional): allocate the storage in shared memory.
             pin_memory (bool, optional): allocate the storage in pinned memory (ignored
                 when no accelerator is available).
+            metadata (bool, optional): accepted for compatibility: the layout (keys,
+                dtypes, shapes, offsets) is always kept with the storage, and
+                ``td._consolidated["metadata"]`` gives it as a JSON-able dict (the
+                file format's metadata). Defaults to ``False``.
 
         Returns:
             the consolidated TensorDict (``batch_size``, names and nesting unchanged;
@@ -750,6 +803,7 @@ class ConsolidateMixin:
             TypeError: a leaf is sparse or nested, or (with ``filename``) a non-tensor
                 value is not JSON-serializable.
             ValueError: ``filename`` with a ``device`` other than the CPU.
+            NotImplementedError: ``return_early`` with ``non_blocking`` or ``use_buffer``.
 
         Examples:
             >>> import torch
@@ -763,6 +817,11 @@ class ConsolidateMixin:
             >>> ctd.to("cpu").is_consolidated()
             True
         """
+        if return_early:
+            kwargs = {"num_threads": num_threads, "device": device, "non_blocking": non_blocking,
+                      "inplace": inplace, "use_buffer": use_buffer, "share_memory": share_memory,
+                      "pin_memory": pin_memory}
+            return consolidate_future(self, filename, kwargs)
         if device is not None:
             device = torch.device(device)
             if device.type == "cuda" and device.index is None and torch.cuda.is_available():

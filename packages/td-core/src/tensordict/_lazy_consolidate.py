@@ -17,6 +17,7 @@ from tensordict import _classes
 from tensordict._consolidate import (
     _matches,
     _rebuild_lazy_consolidated,
+    consolidate_future,
     lazy_from_holder,
     lazy_holder,
     lazy_meta_of,
@@ -51,6 +52,8 @@ class LazyConsolidateMixin:
         if not self.tensordicts:
             msg = "consolidate: the lazy stack is empty; there is nothing to consolidate."
             raise RuntimeError(msg)
+        if kwargs.get("return_early"):
+            return consolidate_future(self, filename, kwargs)
         meta = lazy_meta_of(self)
         holder = lazy_holder(self)
         holder.__dict__["_lazy_stack_meta"] = meta
