@@ -519,3 +519,164 @@ def test_shape_op_dict(benchmark, op):
 def test_get_single_key_absolute(benchmark):
     td = TensorDict(flat_source(), [10])
     benchmark(td.get, "k3")
+
+
+# ---------------------------------------------------------------- per-call overheads (issue 21)
+# One case per row of the per-call table: the TensorDict call next to the same thing
+# written by hand. Where a TensorDict must validate (the batch-size check on a write), the
+# baseline does the same check, so the ratio is the price of the container, not of safety.
+@bench("construct empty, batch_size=[3, 4]")
+def test_construct_empty_td(benchmark):
+    benchmark(TensorDict, {}, batch_size=[3, 4])
+
+
+@bench("construct empty, batch_size=[3, 4]")
+def test_construct_empty_dict(benchmark):
+    benchmark(dict)
+
+
+@bench("construct 100 flat keys, batch_size=[]")
+def test_construct_flat_nobatch_td(benchmark):
+    src = flat_source()
+    benchmark(TensorDict, src, batch_size=[])
+
+
+@bench("construct 100 flat keys, batch_size=[]")
+def test_construct_flat_nobatch_dict(benchmark):
+    src = flat_source()
+    benchmark(dict, src)
+
+
+@bench("setitem single key, overwriting")
+def test_setitem_single_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    v = torch.zeros(10, 3)
+
+    def run():
+        td["k7"] = v
+
+    benchmark(run)
+
+
+@bench("setitem single key, overwriting")
+def test_setitem_single_dict(benchmark):
+    d = flat_source()
+    v = torch.zeros(10, 3)
+
+    def run():
+        if v.shape[:1] != (10,):
+            raise RuntimeError
+        d["k7"] = v
+
+    benchmark(run)
+
+
+@bench("set single key")
+def test_set_single_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    v = torch.zeros(10, 3)
+    benchmark(td.set, "k7", v)
+
+
+@bench("set single key")
+def test_set_single_dict(benchmark):
+    d = flat_source()
+    v = torch.zeros(10, 3)
+
+    def set_(k, v):
+        if v.shape[:1] != (10,):
+            raise RuntimeError
+        d[k] = v
+
+    benchmark(set_, "k7", v)
+
+
+@bench("lazy_stack 100")
+def test_lazy_stack_td(benchmark):
+    from tensordict import lazy_stack
+
+    tds = [TensorDict({f"k{i}": torch.randn(4) for i in range(10)}, []) for _ in range(100)]
+    benchmark(lazy_stack, tds, 0)
+
+
+@bench("lazy_stack 100")
+def test_lazy_stack_dict(benchmark):
+    ds = [{f"k{i}": torch.randn(4) for i in range(10)} for _ in range(100)]
+    benchmark(list, ds)
+
+
+@bench("items 100 flat keys")
+def test_items_flat_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    benchmark(lambda: list(td.items()))
+
+
+@bench("items 100 flat keys")
+def test_items_flat_dict(benchmark):
+    d = flat_source()
+    benchmark(lambda: list(d.items()))
+
+
+def small_nested():
+    return {"a": torch.zeros(3, 2), "b": {"c": torch.zeros(3), "d": torch.zeros(3, 4)}}
+
+
+@bench("pytree flatten + unflatten, 3 leaves")
+def test_pytree_roundtrip_td(benchmark):
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    td = TensorDict(small_nested(), [3])
+
+    def run():
+        leaves, spec = tree_flatten(td)
+        return tree_unflatten(leaves, spec)
+
+    benchmark(run)
+
+
+@bench("pytree flatten + unflatten, 3 leaves")
+def test_pytree_roundtrip_dict(benchmark):
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    d = small_nested()
+
+    def run():
+        leaves, spec = tree_flatten(d)
+        return tree_unflatten(leaves, spec)
+
+    benchmark(run)
+
+
+@bench("set inplace 21-name key")
+def test_nested_set_inplace_td(benchmark):
+    td = TensorDict(nested_source(), [10])
+    v = torch.ones(10, 3)
+    benchmark(td.set_, DEEP, v)
+
+
+@bench("set inplace 21-name key")
+def test_nested_set_inplace_dict(benchmark):
+    d = nested_source()
+    v = torch.ones(10, 3)
+
+    def set_():
+        x = d
+        for k in DEEP[:-1]:
+            x = x[k]
+        x[DEEP[-1]].copy_(v)
+
+    benchmark(set_)
+
+
+@bench("select 10 of 100")
+def test_select_10_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    keys = KEYS[::10]
+    benchmark(td.select, *keys)
+
+
+@bench("select 10 of 100")
+def test_select_10_dict(benchmark):
+    d = flat_source()
+    keys = KEYS[::10]
+    benchmark(lambda: {k: d[k] for k in keys})
