@@ -33,6 +33,7 @@ def _factory(
     device: Any,
     requires_grad: bool,
     pin_memory: bool | None,
+    empty_lazy: bool = False,
 ) -> Any:
     def fn(value: torch.Tensor, nd: int) -> torch.Tensor:
         shape = (*size, *value.shape[nd:])
@@ -48,10 +49,62 @@ def _factory(
             out.requires_grad_()
         return out
 
+    # read by the non-tensor stacks (which repeat their first item instead of reading
+    # a made-up index) and, with ``empty_lazy``, by the lazy stacks (see ``emptied_lazy``)
+    fn._factory_size = size  # type: ignore[attr-defined]
+    fn._empty_lazy = empty_lazy  # type: ignore[attr-defined]
     out = td._batch_transform(fn)
     if device is not None:
         out = out.to(device)
     return out
+
+
+def _without_tensors(td: Any) -> Any:
+    """``td``'s structure with its tensor leaves left out (nested lazy stacks kept as they
+    are: the factory empties them in turn)."""
+    if td.__class__ is _classes.LazyStackedTensorDict:
+        return td
+    drop = [key for key, value in td._items_raw() if isinstance(value, torch.Tensor)]
+    out = td.exclude(*drop)
+    for key, value in list(out._items_raw()):
+        if isinstance(value, _classes.TensorDictBase):
+            out._set_raw(key, _without_tensors(value))
+    return out
+
+
+def emptied_lazy(stack: Any, fn: Callable[..., Any], nd: int | None) -> Any:
+    """The ``empty_lazy=True`` result of a ``new_*`` factory for the lazy stack ``stack``.
+
+    ``fn`` is the factory's per-leaf function (its ``_factory_size`` is the new size of
+    the dims it replaces, the first ``nd``). The result is a lazy stack of the new batch
+    size, along the same stack dim where it still exists (the last dim otherwise), of
+    TensorDicts holding the first stacked TensorDict's structure and non-tensor data
+    but no tensor leaves.
+    """
+    bs = stack.batch_size
+    if nd is None:
+        nd = len(bs)
+    new_bs = torch.Size((*fn._factory_size, *bs[nd:]))
+    if not new_bs:
+        return stack.contiguous()._batch_transform(fn, nd)
+    sd = min(stack.stack_dim, len(new_bs) - 1)
+    inner = torch.Size((*new_bs[:sd], *new_bs[sd + 1 :]))
+    n = new_bs[sd]
+    tds = stack.tensordicts
+    if tds:
+        template = _without_tensors(tds[0])
+
+        def inner_fn(value: torch.Tensor, k: int) -> torch.Tensor:
+            return value.new_zeros((*inner, *value.shape[k:]))
+
+        inner_fn._factory_size = inner  # type: ignore[attr-defined]
+        inner_fn._empty_lazy = True  # type: ignore[attr-defined]
+        elems = [template._batch_transform(inner_fn, template.batch_dims) for _ in range(n)]
+    else:
+        elems = [_classes.TensorDict(batch_size=inner, device=stack.device) for _ in range(n)]
+    if not elems:
+        return _classes.LazyStackedTensorDict(stack_dim=sd, batch_size=inner, device=stack.device)
+    return _classes.LazyStackedTensorDict._new_unsafe(elems, sd, new_bs)
 
 
 _FACTORY_DOC = """A TensorDict of the same structure whose every leaf is ``{what}``; the batch
@@ -65,6 +118,11 @@ _FACTORY_DOC = """A TensorDict of the same structure whose every leaf is ``{what
             device (torch.device, optional): the device (each leaf's own by default).
             requires_grad (bool): leaves that require gradients. Defaults to ``False``.
             pin_memory (bool): leaves in pinned memory. Defaults to ``False``.
+            empty_lazy (bool): lazy stacks in the tree (``NonTensorStack`` included)
+                become lazy stacks of the new size whose TensorDicts hold no tensor
+                leaves, only the nested structure and the non-tensor data of the first
+                stacked TensorDict (ready to be filled by indexed writes). Defaults to
+                ``False`` (lazy stacks give dense leaves).
 
         Returns:
             a TensorDict with ``batch_size=size``.
@@ -81,7 +139,13 @@ class FactoryMixin:
     """Mixed into TensorDictBase: the ``new_*`` factories and ``as_tensor``."""
 
     def new_zeros(
-        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool | None = None,
+        empty_lazy: bool = False,
     ) -> Any:
         return _factory(
             self,
@@ -91,6 +155,7 @@ class FactoryMixin:
             device,
             requires_grad,
             pin_memory,
+            empty_lazy,
         )
 
     new_zeros.__doc__ = _FACTORY_DOC.format(
@@ -98,7 +163,13 @@ class FactoryMixin:
     )
 
     def new_ones(
-        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool | None = None,
+        empty_lazy: bool = False,
     ) -> Any:
         return _factory(
             self,
@@ -108,6 +179,7 @@ class FactoryMixin:
             device,
             requires_grad,
             pin_memory,
+            empty_lazy,
         )
 
     new_ones.__doc__ = _FACTORY_DOC.format(
@@ -115,7 +187,13 @@ class FactoryMixin:
     )
 
     def new_empty(
-        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool | None = None
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+        pin_memory: bool | None = None,
+        empty_lazy: bool = False,
     ) -> Any:
         return _factory(
             self,
@@ -125,6 +203,7 @@ class FactoryMixin:
             device,
             requires_grad,
             pin_memory,
+            empty_lazy,
         )
 
     new_empty.__doc__ = _FACTORY_DOC.format(
@@ -140,6 +219,7 @@ class FactoryMixin:
         device: Any = None,
         requires_grad: bool = False,
         pin_memory: bool | None = None,
+        empty_lazy: bool = False,
     ) -> Any:
         return _factory(
             self,
@@ -149,6 +229,7 @@ class FactoryMixin:
             device,
             requires_grad,
             pin_memory,
+            empty_lazy,
         )
 
     new_full.__doc__ = _FACTORY_DOC.format(

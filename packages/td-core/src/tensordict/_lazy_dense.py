@@ -6,6 +6,7 @@ from shapes alone: no leaf is stacked to print a lazy stack)."""
 from __future__ import annotations
 
 import textwrap
+import warnings
 from typing import Any
 
 import torch
@@ -55,10 +56,17 @@ def _pad_stack(values: list, dim: int, value: float, side: str) -> torch.Tensor:
 class LazyDenseMixin:
     """Conversions of a lazy stack to dense or nested storage, and its repr."""
 
-    def contiguous(self) -> Any:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> Any:
         """A dense ``TensorDict`` holding every shared key stacked (a copy).
 
-        Keys only some stacked TensorDicts hold are left out.
+        Keys only some stacked TensorDicts hold are left out; non-tensor data stays
+        a ``NonTensorStack`` (or one ``NonTensorData`` where all values are equal).
+
+        Keyword Args:
+            canonical (bool): passed on to nested TensorDicts (stacked leaves are
+                freshly allocated, hence row-major, anyway).
+            inplace (bool): make each stacked TensorDict's leaves contiguous in place
+                and return ``self`` (still lazy).
 
         Raises:
             RuntimeError: a key has different shapes across the stacked TensorDicts
@@ -73,11 +81,15 @@ class LazyDenseMixin:
             ('TensorDict', torch.Size([2, 3]))
         """
 
+        if inplace:
+            for td in self.tensordicts:
+                td.contiguous(canonical=canonical, inplace=True)
+            return self
         source = {}
         for key in self._keys_raw():
             value = self._get_raw(key)
             if isinstance(value, _classes.TensorDictBase):
-                value = value.contiguous()
+                value = value.contiguous(canonical=canonical) if canonical else value.contiguous()
             source[key] = value
         return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
@@ -132,6 +144,44 @@ class LazyDenseMixin:
                 source[key] = _stack_non_tensor(values, sd)
         return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
+    def get_nestedtensor(self, key: Any, default: Any = NO_DEFAULT, *, layout: Any = None) -> Any:
+        """The leaf under ``key`` as a nested tensor (``torch.nested``) along the stack dim.
+
+        Reads a leaf whose shapes differ across the stacked TensorDicts, which
+        :meth:`get` refuses to stack.
+
+        Args:
+            key (NestedKey): a str or nested tuple key of a tensor leaf.
+            default (Any, optional): returned when ``key`` is missing.
+
+        Keyword Args:
+            layout (torch.layout, optional): ``torch.strided`` (default) or ``torch.jagged``.
+
+        Returns:
+            a nested tensor with one component per stacked TensorDict.
+
+        Raises:
+            RuntimeError: ``stack_dim`` is not 0 (nested tensors are ragged along dim 0).
+            KeyError: ``key`` is missing and no default is given.
+            TypeError: the values under ``key`` are not tensors.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3))])
+            >>> nt = s.get_nestedtensor("a")
+            >>> nt.is_nested, [t.shape for t in nt.unbind()]
+            (True, [torch.Size([2]), torch.Size([3])])
+        """
+        if self.stack_dim != 0:
+            msg = (
+                "LazyStackedTensorDict.get_nestedtensor can only be called when the stack_dim is 0. "
+                f"Got stack_dim={self.stack_dim} (key {key!r}); move it first "
+                f"(`stacked.transpose(0, {self.stack_dim})`)."
+            )
+            raise RuntimeError(msg)
+        return self.get(key, default, as_nested_tensor=True, layout=layout)
+
     def _nested(self, key: Any, values: list, layout: Any) -> torch.Tensor:
         if self.stack_dim != 0:
             msg = (
@@ -140,7 +190,11 @@ class LazyDenseMixin:
             )
             raise RuntimeError(msg)
         try:
-            return torch.nested.as_nested_tensor(list(values), layout=layout)
+            with warnings.catch_warnings():
+                # torch warns that strided nested tensors are a prototype on every first
+                # use; the layout was the caller's choice (or our documented default)
+                warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors is in prototype")
+                return torch.nested.as_nested_tensor(list(values), layout=layout)
         except (RuntimeError, ValueError, TypeError) as err:
             shapes = sorted({tuple(v.shape) for v in values})
             msg = (

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from tensordict._factories import emptied_lazy
 from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
 
 __all__ = ["LazyShapeMixin"]
@@ -39,6 +40,8 @@ class LazyShapeMixin:
         TensorDict and the result stays lazy (stacks of heterogeneous shapes included).
         Otherwise it runs on a dense copy (see :meth:`contiguous`).
         """
+        if getattr(fn, "_empty_lazy", False):
+            return emptied_lazy(self, fn, nd)
         tds = self.tensordicts
         if nd is not None and nd <= self.stack_dim and tds:
             if names is None:

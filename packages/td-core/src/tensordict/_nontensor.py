@@ -11,7 +11,7 @@ code path.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -86,6 +86,16 @@ class _NonTensorShapeOps:
     """
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # what the shape ops read from NonTensorData / NonTensorStack
+        @property
+        def batch_size(self) -> torch.Size: ...
+        @property
+        def device(self) -> torch.device | None: ...
+        def to(self, *args: Any, **kwargs: Any) -> Any: ...
+        def clone(self, recurse: bool = True) -> Any: ...
+        def numel(self) -> int: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
 
     def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:  # pragma: no cover
         raise NotImplementedError
@@ -532,7 +542,12 @@ class NonTensorStack(_NonTensorShapeOps):
         return NonTensorStack._from_flat(items, idx.shape, self._device)
 
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
-        return self._from_index(fn(self._index_tensor(), nd))
+        idx = fn(self._index_tensor(), nd)
+        if hasattr(fn, "_factory_size"):
+            # ``new_zeros`` & co: every element repeats the first object (the index the
+            # factory made up would point anywhere)
+            idx = torch.zeros(idx.shape, dtype=torch.long)
+        return self._from_index(idx)
 
     def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:
         return self._from_index(fn(self._index_tensor()))

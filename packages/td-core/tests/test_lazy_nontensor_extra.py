@@ -1,0 +1,115 @@
+"""Lazy stacks and non-tensor data: get_nestedtensor, contiguous(canonical=),
+new_*(empty_lazy=), factories over NonTensorStack leaves."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import LazyStackedTensorDict, NonTensorStack, TensorDict, lazy_stack
+
+
+def _ragged(stack_dim: int = 0) -> LazyStackedTensorDict:
+    tds = [TensorDict(a=torch.zeros(3, 2), b=torch.ones(3, 1), batch_size=[3]) for _ in range(2)]
+    tds[1]["a"] = torch.ones(3, 5)
+    return lazy_stack(tds, stack_dim)
+
+
+class TestGetNestedTensor:
+    def test_ragged_leaf(self) -> None:
+        s = _ragged()
+        with pytest.raises(RuntimeError, match="Failed to stack tensors within a tensordict"):
+            s.get("a")
+        nt = s.get_nestedtensor("a")
+        assert nt.is_nested
+        parts = nt.unbind(0)
+        assert [p.shape for p in parts] == [torch.Size([3, 2]), torch.Size([3, 5])]
+        assert (parts[1] == 1).all()
+
+    def test_jagged_layout(self) -> None:
+        s = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(4))])
+        nt = s.get_nestedtensor("a", layout=torch.jagged)
+        assert nt.layout == torch.jagged
+        assert nt.unbind(0)[1].shape == torch.Size([4])
+
+    def test_default_for_missing_key(self) -> None:
+        s = _ragged()
+        assert s.get_nestedtensor("missing", None) is None
+        with pytest.raises(KeyError):
+            s.get_nestedtensor("missing")
+
+    def test_stack_dim_not_zero(self) -> None:
+        s = _ragged(stack_dim=1)
+        with pytest.raises(RuntimeError, match="can only be called when the stack_dim is 0"):
+            s.get_nestedtensor("a")
+
+
+class TestContiguousCanonical:
+    @pytest.mark.parametrize("canonical", [False, True])
+    def test_keeps_non_tensor_stack(self, canonical: bool) -> None:
+        s = lazy_stack([TensorDict(q=f"s{i}", x=torch.zeros(())) for i in range(3)])
+        dense = s.contiguous(canonical=canonical)
+        assert not isinstance(dense, LazyStackedTensorDict)
+        assert isinstance(dense.get("q"), NonTensorStack)
+        assert dense.get("q").tolist() == ["s0", "s1", "s2"]
+        assert dense[1]["q"] == "s1"
+
+    def test_inplace_keeps_the_stack(self) -> None:
+        tds = [TensorDict(a=torch.zeros(4, 3).t(), batch_size=[3]) for _ in range(2)]
+        s = lazy_stack(tds)
+        out = s.contiguous(inplace=True)
+        assert out is s
+        assert all(td["a"].is_contiguous() for td in tds)
+
+
+class TestEmptyLazy:
+    def test_nested_lazy_stack_is_emptied(self) -> None:
+        td = TensorDict(
+            dense=torch.randn(1, 6),
+            sparse=LazyStackedTensorDict(
+                *[TensorDict(x=torch.ones(1), batch_size=[1]) for _ in range(6)], stack_dim=1
+            ),
+            batch_size=[1, 6],
+        )
+        for size in [(6, 1), (1, 6, 1), (1, 40, 1)]:
+            out = td.new_empty(size, empty_lazy=True)
+            assert out["dense"].shape == torch.Size(size)
+            sparse = out["sparse"]
+            assert isinstance(sparse, LazyStackedTensorDict)
+            assert sparse.batch_size == torch.Size(size)
+            assert sparse.is_empty()
+        # without the flag the lazy stack gives a dense leaf
+        dense = td.new_zeros((6, 1))
+        assert not isinstance(dense["sparse"], LazyStackedTensorDict)
+        assert (dense["sparse", "x"] == 0).all()
+
+    def test_non_tensor_stack_leaf(self) -> None:
+        td = TensorDict(a=NonTensorStack("u", "v").unsqueeze(-1), batch_size=[2])
+        for make in (td.new_empty, td.new_zeros, td.new_ones):
+            out = make((5,), empty_lazy=True).get("a")
+            assert isinstance(out, NonTensorStack)
+            assert out.batch_size == torch.Size([5, 1])
+            assert out.tolist() == [["u"]] * 5
+
+    def test_factories_on_non_tensor_stack_never_read_a_made_up_index(self) -> None:
+        td = TensorDict(a=NonTensorStack("u"), batch_size=[1])
+        assert td.new_ones(3).get("a").tolist() == ["u"] * 3
+        assert td.new_full((4,), 7).get("a").tolist() == ["u"] * 4
+        assert td.new_empty(2).get("a").tolist() == ["u"] * 2
+
+    def test_fill_by_masked_write(self) -> None:
+        inner = TensorDict(b=NonTensorStack("a", "b", "c").unsqueeze(-1), batch_size=[3])
+        td = TensorDict(a=inner, batch_size=[3]).to_lazystack()
+        out = td.new_zeros((4,), empty_lazy=True)
+        assert isinstance(out, LazyStackedTensorDict)
+        assert out.batch_size == torch.Size([4])
+        out[torch.tensor([True, True, False, True])] = td
+        assert out.get(("a", "b")).tolist() == [["a"], ["b"], ["a"], ["c"]]
+
+    def test_elements_are_distinct(self) -> None:
+        td = lazy_stack([TensorDict(sub=TensorDict(y=torch.zeros(2), z="q")) for _ in range(2)])
+        out = td.new_empty(3, empty_lazy=True)
+        assert len({id(t) for t in out.tensordicts}) == 3
+        out[0]["sub", "w"] = torch.ones(())
+        assert "w" not in out[1]["sub"].keys()
+        assert out[2]["sub", "z"] == "q"
