@@ -166,7 +166,7 @@ class LazyOpsMixin:
         return result
 
     # -------------------------------------------------------------- keys
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> Any:
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True, as_tensordict: bool = False) -> Any:
         """A lazy stack of each stacked TensorDict's ``select(*keys)``.
 
         Raises:

@@ -1,5 +1,5 @@
 """Non-tensor data methods of every TensorDict (``NonTensorMixin``):
-``set_non_tensor``, ``get_non_tensor`` and ``filter_non_tensor_data``."""
+``set_non_tensor``, ``get_non_tensor``, ``is_non_tensor`` and ``filter_non_tensor_data``."""
 
 from __future__ import annotations
 
@@ -77,6 +77,28 @@ class NonTensorMixin:
         if isinstance(value, (NonTensorData, NonTensorStack)):
             return value.data if isinstance(value, NonTensorData) else value.tolist()
         return value
+
+    def is_non_tensor(self, key: NestedKey) -> bool:
+        """Whether the entry under ``key`` is non-tensor data (a ``NonTensorData`` or
+        ``NonTensorStack`` leaf) rather than a tensor or a nested TensorDict.
+
+        Args:
+            key (NestedKey): the key to look at (nested keys go through sub-TensorDicts).
+
+        Returns:
+            ``True`` for a non-tensor leaf, ``False`` otherwise.
+
+        Raises:
+            KeyError: ``key`` is missing.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(()), b="text")
+            >>> td.is_non_tensor("b"), td.is_non_tensor("a")
+            (True, False)
+        """
+        return isinstance(self._get_any_raw(key), (NonTensorData, NonTensorStack))
 
     def filter_non_tensor_data(self) -> Any:
         """A TensorDict without its non-tensor leaves (nested TensorDicts included).

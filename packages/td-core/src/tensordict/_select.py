@@ -22,7 +22,9 @@ class SelectMixin:
     """Selecting, excluding and renaming keys."""
 
     # ------------------------------------------------------------------ selection
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:
+    def select(
+        self, *keys: NestedKey, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
+    ) -> TensorDictBase:
         """A TensorDict with only ``keys`` (nested keys select inside sub-TensorDicts).
 
         Args:
@@ -31,6 +33,9 @@ class SelectMixin:
                 it. Defaults to ``False``: a new TensorDict sharing the leaves.
             strict (bool, optional): raise on a missing key; ``False`` skips it.
                 Defaults to ``True``.
+            as_tensordict (bool, optional): accepted for the tensorclass signature (where it
+                asks for a plain TensorDict); a TensorDict's selection is one already.
+                Defaults to ``False``.
 
         Returns:
             a TensorDict with the batch size, device and names of ``self``.

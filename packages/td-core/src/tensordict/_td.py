@@ -413,7 +413,9 @@ class TensorDict(TensorDictBase):
             return
         TensorDictBase.__setitem__(self, index, value)
 
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDictBase:  # noqa: D102
+    def select(  # noqa: D102
+        self, *keys: NestedKey, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
+    ) -> TensorDictBase:
         if not inplace:
             for k in keys:
                 if k.__class__ is not str:

@@ -45,7 +45,7 @@ from tensordict.tensorclass._storage import (
     _to_device,
     _to_size,
 )
-from tensordict.tensorclass._wrap import _unwrap, _wrap_out
+from tensordict.tensorclass._wrap import VIEW_SOURCE, _unwrap, _wrap_out
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
@@ -597,7 +597,7 @@ class _TensorClassCore(_Slots):
     __str__ = __repr__
 
     def __reduce__(self) -> tuple:
-        extra = {k: v for k, v in self.__dict__.items() if k[:1] == "_"}
+        extra = {k: v for k, v in self.__dict__.items() if k[:1] == "_" and k != VIEW_SOURCE}
         return (_rebuild, (type(self), self._tensordict, dict(self._non_tensordict), extra or None))
 
     # ------------------------------------------------------------------ torch functions

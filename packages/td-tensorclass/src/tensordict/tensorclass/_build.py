@@ -111,15 +111,24 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
             values.append(f"(_f_{f.name}() if {f.name} is _FACTORY else {f.name})")
         else:
             values.append(f.name)
-    params = ["self", *positional, "*", *keyword]
+    # surplus positional arguments land in ``_extra`` and are refused with Python's own
+    # wording for a plain function ("takes 3 positional arguments but 5 were given"),
+    # which would otherwise also count the keyword-only arguments given
+    params = ["self", *positional, "*_extra", *keyword]
     field_names = {f.name for f in fields}
     # a field named batch_size/device/names (shadow=True) replaces the constructor keyword
     ctor = [k for k in ("batch_size", "device", "names") if k not in field_names]
     params += [f"{k}=None" for k in ctor] + ["non_blocking=False", "lock=False"]
     ctor_args = ", ".join(k if k in ctor else "None" for k in ("batch_size", "device", "names"))
     tuple_src = "(" + "".join(f"{v}, " for v in values) + ")"
+    n_min = 1 + sum(1 for p in positional if "=" not in p)
+    n_max = 1 + len(positional)
+    takes = f"{n_max}" if n_min == n_max else f"from {n_min} to {n_max}"
+    globs["_too_many"] = _too_many_positional
     src = (
         f"def __init__({', '.join(params)}):\n"
+        f"    if _extra:\n"
+        f"        _too_many(self, {takes!r}, {n_max} + len(_extra))\n"
         f"    _init(self, {tuple_src}, {ctor_args}, non_blocking, lock)\n"
     )
     exec(src, globs)  # noqa: S102 - generated from field names that are identifiers
@@ -130,7 +139,7 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
 
     sig = inspect.signature(init)
     init.__signature__ = sig.replace(
-        parameters=[p for p in sig.parameters.values() if p.name not in ("non_blocking", "lock")]
+        parameters=[p for p in sig.parameters.values() if p.name not in ("non_blocking", "lock", "_extra")]
     )
     init.__qualname__ = f"{target.__qualname__}.__init__"
     init.__module__ = target.__module__
@@ -139,6 +148,15 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
         "tensor field shares; defaults to ``[]``), ``device``, ``names`` and ``lock``."
     )
     return init
+
+
+def _too_many_positional(obj: Any, takes: str, given: int) -> None:
+    plural = "" if takes == "1" else "s"
+    msg = (
+        f"{type(obj).__qualname__}.__init__() takes {takes} positional argument{plural} but {given} were given "
+        f"(fields {list(type(obj)._tc_fields)}; batch_size, device and names are keyword-only)"
+    )
+    raise TypeError(msg)
 
 
 def _wrap_user_init(user_init: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict.ext import TensorDictBase
+from tensordict.ext import TensorDictBase, unravel_key
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _resync, _Slots
 from tensordict.tensorclass._wrap import (
     _call_deep,
@@ -142,6 +142,40 @@ class _OpsMixin:
             _resync(self)
             return self
         return _new(type(self), out, {k: v for k, v in nt.items() if k in wanted})
+
+    def is_non_tensor(self, key: Any) -> bool:
+        """Whether field (or nested key) ``key`` holds non-tensor data: a field kept
+        outside the TensorDict (a str, any object, ``None``) or a non-tensor leaf.
+
+        Raises:
+            KeyError: ``key`` is not a field.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class T(TensorClass):
+            ...     obs: torch.Tensor
+            ...     label: str
+            >>> t = T(obs=torch.zeros(4), label="cat")
+            >>> t.is_non_tensor("label"), t.is_non_tensor("obs")
+            (True, False)
+        """
+        if not isinstance(key, str):
+            key = unravel_key(key)
+            if isinstance(key, tuple):
+                parent = self.get(key[0])
+                if parent is None or not hasattr(parent, "is_non_tensor"):
+                    msg = f"{type(self).__name__}.is_non_tensor({key!r}): {key[0]!r} holds no nested container."
+                    raise KeyError(msg)
+                return parent.is_non_tensor(key[1:] if len(key) > 2 else key[1])
+        if key in self._non_tensordict:
+            return True
+        if key in self._tensordict._keys_raw():
+            return self._tensordict.is_non_tensor(key)
+        if key in type(self)._tc_field_set:
+            return True  # a field that holds nothing reads None, a non-tensor value
+        msg = f"{type(self).__name__} has no field {key!r}; its fields are {list(type(self)._tc_fields)}."
+        raise KeyError(msg)
 
     def exclude(self, *keys: Any, inplace: bool = False) -> Self:
         """An instance without ``keys`` (they read ``None``)."""

@@ -20,6 +20,7 @@ import torch
 
 from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.tensorclass._storage import _resync, _Slots, _store_field
+from tensordict.tensorclass._wrap import VIEW_SOURCE
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
@@ -301,5 +302,11 @@ class _StateMixin:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._tensordict.__exit__(exc_type, exc, tb)
+        td = self._tensordict
+        td.__exit__(exc_type, exc, tb)
         _resync(self)
+        source = self.__dict__.get(VIEW_SOURCE)
+        if source is not None and getattr(td, "_shape_source", None) is None:
+            # the shape op's result was written back into source's TensorDict
+            del self.__dict__[VIEW_SOURCE]
+            _resync(source)

@@ -22,6 +22,10 @@ from tensordict.tensorclass._storage import _new, _resync, _Slots
 __all__: list[str] = []
 
 
+#: private instance attribute of a shape op's result: the instance it came from
+VIEW_SOURCE = "_tc_view_source"
+
+
 def _wrap_out(obj: Any, out: Any) -> Any:
     if out is obj._tensordict:
         _resync(obj)
@@ -29,7 +33,12 @@ def _wrap_out(obj: Any, out: Any) -> Any:
     if isinstance(out, TensorDictBase):
         cls = type(obj)
         if cls._tc_field_set.issuperset(out._keys_raw()):
-            return _new(cls, out, obj._non_tensordict)
+            new = _new(cls, out, obj._non_tensordict)
+            if getattr(out, "_shape_source", None) is not None:
+                # a shape op td-core can undo (``with obj.view(-1) as v: ...`` writes back
+                # into obj's TensorDict on exit): remember obj, to re-sync its fields then
+                new.__dict__[VIEW_SOURCE] = obj
+            return new
         return out
     kind = out.__class__
     if (kind is tuple or kind is list) and out and isinstance(out[0], TensorDictBase):
