@@ -206,3 +206,39 @@ def test_load_tensordict_state_dict(detach):
     sd = params.detach().clone().zero_().state_dict() if detach else {k: v * 0 for k, v in params.state_dict().items()}
     params.load_state_dict(sd)
     assert (params == 0).all() and isinstance(params["b", "c"], nn.Parameter)
+
+
+def test_casts_give_a_plain_tensordict_with_every_leaf_cast():
+    params = TensorDictParams(TensorDict({"w": torch.randn(3), "n": torch.arange(3)}, [3]))
+    out = params.float()
+    assert type(out) is TensorDict
+    assert out["n"].dtype is torch.float32
+    assert params["n"].dtype is torch.int64  # the parameters are untouched
+    assert params.int()["w"].dtype is torch.int32
+    assert params.type(torch.float64)["n"].dtype is torch.float64
+
+
+def test_parent_module_cast_still_reaches_the_parameters():
+    params = TensorDictParams(TensorDict({"w": torch.randn(3)}, [3]))
+    holder = torch.nn.Module()
+    holder.params = params
+    holder.double()
+    assert params["w"].dtype is torch.float64
+    assert isinstance(params["w"], torch.nn.Parameter)
+
+
+def test_keys_keep_insertion_order_across_parameters_and_buffers():
+    params = TensorDictParams(TensorDict({"a": torch.randn(2), "b": torch.arange(2), "c": torch.randn(2)}, [2]))
+    params["d"] = torch.randn(2)
+    params["aa"] = torch.arange(2)
+    assert list(params.keys()) == ["a", "b", "c", "d", "aa"]
+    del params["b"]
+    assert list(params.keys()) == ["a", "c", "d", "aa"]
+
+
+def test_parent_zero_reaches_nested_params_without_autograd_error():
+    params = TensorDictParams(TensorDict({"w": torch.randn(2)}, [2]))
+    td = TensorDict({"p": params}, [2])
+    td.zero_()
+    assert (params["w"] == 0).all()
+    assert params["w"].requires_grad

@@ -414,7 +414,7 @@ class TensorDictBase(
         key = unravel_key(key)
         if key.__class__ is str:
             return self._get_any_raw(key, default)
-        return self._get_tuple_raw(key, default)
+        return self._get_tuple_raw(key, default)  # type: ignore[arg-type]
 
     def get(self, key: NestedKey, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
         """Returns the value stored under ``key``.
@@ -660,7 +660,7 @@ class TensorDictBase(
         if key.__class__ is str:
             self._set_str(key, item, inplace)
         else:
-            self._set_tuple(key, item, inplace)
+            self._set_tuple(key, item, inplace)  # type: ignore[arg-type]
         return self
 
     def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
@@ -716,7 +716,7 @@ class TensorDictBase(
             stack[index] = value
             key = unravel_key(key)
             parent = self if key.__class__ is str else self._get_any_raw(key[:-1]) if len(key) > 1 else self
-            parent._set_raw(key if key.__class__ is str else key[-1], stack)
+            parent._set_raw(key if key.__class__ is str else key[-1], stack)  # type: ignore[arg-type]
             return self
         existing[index] = value
         return self
@@ -757,7 +757,7 @@ class TensorDictBase(
         if isinstance(value, (torch.Tensor, numbers.Number)):
             for _key, dest in list(self._items_raw()):
                 if isinstance(dest, torch.Tensor):
-                    dest[index] = value
+                    dest[index] = value  # type: ignore[assignment]
                 elif isinstance(dest, TensorDictBase) or getattr(dest, "_is_tensorclass", False):
                     dest[index] = value
             return
@@ -830,6 +830,7 @@ class TensorDictBase(
                 dest[index] = v
 
     def _preallocate(self, key: str, v: Any, vbd: int, bs: torch.Size) -> Any:
+        dest: Any
         if isinstance(v, torch.Tensor):
             dest = torch.zeros((*bs, *v.shape[vbd:]), dtype=v.dtype, device=self.device or v.device)
         elif isinstance(v, TensorDictBase):
@@ -859,9 +860,9 @@ class TensorDictBase(
             return self
         if self.is_locked:
             raise locked_error("delete a key", key)
-        if self._get_raw(key, _MISSING) is _MISSING:
+        if self._get_raw(key, _MISSING) is _MISSING:  # type: ignore[arg-type]
             raise missing_key_error(key, self._keys_raw())
-        self._del_raw(key)
+        self._del_raw(key)  # type: ignore[arg-type]
         return self
 
     def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
@@ -1115,7 +1116,7 @@ class TensorDictBase(
             merged.update(kwargs)
             input_dict_or_td = merged
         if not isinstance(input_dict_or_td, TensorDictBase):
-            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
+            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])  # type: ignore[arg-type]
         items = _KeysView(input_dict_or_td, True, True)._pairs()
         if isinstance(keys_to_update, (str, tuple)):
             keys_to_update = [keys_to_update]
@@ -1231,7 +1232,7 @@ class TensorDictBase(
     def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
         """A TensorDict of the leaves' ``data_ptr()`` (int64, batch_size ``[]``)."""
 
-        source = {}
+        source: dict[str, Any] = {}
         for key, value in self._items_raw():
             if isinstance(value, torch.Tensor):
                 ptr = value.untyped_storage().data_ptr() if storage else value.data_ptr()
@@ -1267,6 +1268,8 @@ class TensorDictBase(
                 fn(value)
             elif isinstance(value, TensorDictBase):
                 value.apply_leaves_(fn)
+            elif getattr(value, "_is_tensorclass", False):  # a nested tensorclass: its own leaves
+                value._tensordict.apply_leaves_(fn)
         return self
 
     def zero_(self) -> TensorDictBase:
@@ -1329,7 +1332,7 @@ class TensorDictBase(
         return self._map_leaves(torch.Tensor.clone)
 
     def _map_leaves(self, fn: Callable, keep_non_tensor: bool = False, **new_kwargs: Any) -> TensorDictBase:
-        source = {}
+        source: dict[str, Any] = {}
         for key, value in self._items_raw():
             if isinstance(value, torch.Tensor):
                 source[key] = fn(value)
@@ -1356,7 +1359,7 @@ class TensorDictBase(
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDictBase:
         """A plain ``TensorDict`` copy of any TensorDict-like (lazy stacks, files, ...)."""
 
-        source = {}
+        source: dict[str, Any] = {}
         for key, value in self._items_raw():
             if isinstance(value, TensorDictBase):
                 source[key] = value.to_tensordict()
@@ -1368,7 +1371,7 @@ class TensorDictBase(
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
         """A nested ``dict`` of the leaves (tensors, or Python objects for non-tensor data)."""
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._items_raw():
             if isinstance(value, TensorDictBase):
                 out[key] = value.to_dict(convert_tensors=convert_tensors)
@@ -1447,7 +1450,7 @@ class TensorDictBase(
 
         return dispatch(func, types, args, kwargs or {})
 
-    __torch_function__ = classmethod(__torch_function__)  # type: ignore[assignment]
+    __torch_function__ = classmethod(__torch_function__)  # type: ignore[arg-type, assignment]
 
 
 _classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)

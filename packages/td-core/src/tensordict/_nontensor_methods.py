@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from tensordict import _classes
+from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = ["NonTensorMixin"]
 
 
-class NonTensorMixin:
+class NonTensorMixin(TensorDictHost):
     """Reading and writing non-tensor leaves by key."""
 
     def set_non_tensor(self, key: NestedKey, data: Any) -> Any:
@@ -116,6 +117,8 @@ class NonTensorMixin:
             >>> list(td.filter_non_tensor_data().keys())
             ['a']
         """
+        if isinstance(self, _classes.LazyStackedTensorDict):  # stays lazy: the leaves stay the stacked ones
+            return self._new_lazy([td.filter_non_tensor_data() for td in self.tensordicts])
         source = {}
         for key, value in self._items_raw():
             if isinstance(value, (NonTensorData, NonTensorStack)):

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tensordict._grad import autograd_grad
 from tensordict._losses import loss_torch_table
 from tensordict._ops import _torch_function_table
 from tensordict._shape_aliases import shape_alias_torch_table
@@ -43,6 +44,7 @@ def _register_defaults() -> None:
     reg.update(_torch_function_table())  # leaf-wise math and reductions (_ops.py)
     reg.update(shape_alias_torch_table())  # swapaxes, fliplr, rot90, tile, atleast_*d, ...
     reg.update(loss_torch_table())  # F.l1_loss, F.mse_loss, ... leaf by leaf
+    reg[torch.autograd.grad] = autograd_grad
     reg[torch.stack] = stack
     reg[torch.cat] = cat
     reg[torch.concat] = cat

@@ -11,9 +11,10 @@ the same tensors. ``named_parameters()`` names follow the nested keys joined wit
 
 Where ``nn.Module`` and ``TensorDictBase`` both define a method, the module's version is
 kept for what an enclosing module relies on (``state_dict``, ``load_state_dict``,
-``_apply``, ``to``, ``cpu``, ``cuda``, ``float``, ``double``, ``half``, ``bfloat16``,
-``type``), and the TensorDict's for the rest (``apply``, ``requires_grad_``, ``__eq__``,
-``__repr__``, indexing).
+``_apply``, ``to``, ``cpu``, ``cuda``), and the TensorDict's for the rest (``apply``,
+``requires_grad_``, the dtype casts ``float()``/``int()``/``type(dtype)``/..., which
+give a new plain TensorDict as in tensordict 0.15, ``__eq__``, ``__repr__``, indexing).
+Keys iterate in insertion order, whichever storage dict holds them.
 """
 
 from __future__ import annotations
@@ -34,8 +35,30 @@ __all__ = ["TensorDictParams"]
 _STORES = ("_parameters", "_buffers", "_modules", "_extra")
 
 
+def _iter_items(d: dict) -> Iterator[tuple[str, Any]]:
+    """The entries of the four storage dicts in insertion order (``_order``, kept by
+    ``_set_raw``), then any entry added through the ``nn.Module`` API behind it;
+    ``None`` slots skipped."""
+    order = d.get("_order", {})
+    stores = [d[name] for name in _STORES]
+    seen = 0
+    for key in order:
+        for store in stores:
+            value = store.get(key)
+            if value is not None:
+                seen += 1
+                yield key, value
+                break
+    if seen != sum(len(store) for store in stores):
+        for store in stores:
+            for key, value in store.items():
+                if value is not None and key not in order:
+                    yield key, value
+
+
 class _ChainKeys:
-    """Live view over the keys of the four storage dicts (``None`` slots skipped)."""
+    """Live view over the keys of the four storage dicts (``None`` slots skipped), in
+    insertion order."""
 
     __slots__ = ("_owner",)
 
@@ -43,11 +66,8 @@ class _ChainKeys:
         self._owner = owner
 
     def __iter__(self) -> Iterator[str]:
-        d = self._owner.__dict__
-        for name in _STORES:
-            for key, value in d[name].items():
-                if value is not None:
-                    yield key
+        for key, _ in _iter_items(self._owner.__dict__):
+            yield key
 
     def __contains__(self, key: object) -> bool:
         d = self._owner.__dict__
@@ -131,6 +151,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
             parameters = TensorDict(parameters)
         d = self.__dict__
         d["_extra"] = {}
+        d["_order"] = {}
         d["no_convert"] = bool(no_convert)
         d["_batch_size"] = parameters.batch_size
         d["_device"] = parameters.device
@@ -144,11 +165,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return _ChainKeys(self)
 
     def _items_raw(self) -> Iterator[tuple[str, Any]]:
-        d = self.__dict__
-        for name in _STORES:
-            for key, value in d[name].items():
-                if value is not None:
-                    yield key, value
+        return _iter_items(self.__dict__)
 
     def _get_raw(self, key: str, default: Any = NO_DEFAULT) -> Any:
         d = self.__dict__
@@ -171,11 +188,13 @@ class TensorDictParams(TensorDictBase, nn.Module):
         else:
             store = "_extra"
         d[store][key] = value
+        d.setdefault("_order", {})[key] = None
 
     def _del_raw(self, key: str) -> None:
         d = self.__dict__
         for name in _STORES:
             d[name].pop(key, None)
+        d.get("_order", {}).pop(key, None)
 
     def _create_nested(self, key: str) -> TensorDictBase:
         out = self._get_raw(key, _NOTSET)
@@ -184,6 +203,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
                 raise locked_error("create a nested TensorDict", key)
             out = TensorDictParams(TensorDict({}, batch_size=self.batch_size, device=self.device), no_convert=self.no_convert)
             self.__dict__["_modules"][key] = out
+            self.__dict__.setdefault("_order", {})[key] = None
             return out
         return TensorDictBase._create_nested(self, key)
 
@@ -256,11 +276,14 @@ class TensorDictParams(TensorDictBase, nn.Module):
 
     cpu = nn.Module.cpu
     cuda = nn.Module.cuda
-    float = nn.Module.float
-    double = nn.Module.double
-    half = nn.Module.half
-    bfloat16 = nn.Module.bfloat16
-    type = nn.Module.type
+
+    # ``float()``, ``int()``, ``type(dtype)``, ... are the TensorDict casts: a new plain
+    # TensorDict with every leaf cast, as in tensordict 0.15 (not nn.Module's in-place
+    # cast of the floating parameters). A parent module's ``.float()`` still casts the
+    # parameters in place, through ``_apply``.
+    def type(self, dst_type: Any) -> TensorDict:
+        """A new TensorDict with every tensor leaf cast to ``dst_type``."""
+        return TensorDictBase.to(self, dst_type)
     __getstate__ = nn.Module.__getstate__ if hasattr(nn.Module, "__getstate__") else object.__getstate__
     __setstate__ = nn.Module.__setstate__
     __dir__ = nn.Module.__dir__
@@ -352,6 +375,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
 _DATA_WRITES = INPLACE_METHODS | {
     "zero_", "copy_", "fill_", "update_", "update_at_", "set_", "set_at_", "copy_at_",
     "uniform_", "normal_", "data_ptr_", "masked_fill_",
+    "apply_leaves_",  # what a parent TensorDict's zero_()/fill_() reaches a nested TensorDictParams through
 }
 
 
@@ -365,6 +389,22 @@ def _no_grad_write(name: str) -> Any:
 
     return write
 
+
+def _cast(dtype: torch.dtype) -> Any:
+    def cast(self: TensorDictParams) -> TensorDict:
+        return TensorDictBase.to(self, dtype)
+
+    cast.__doc__ = f"A new TensorDict with every tensor leaf cast to ``{dtype}``."
+    return cast
+
+
+for _name, _dtype in (
+    ("float", torch.float32), ("double", torch.float64), ("half", torch.float16),
+    ("bfloat16", torch.bfloat16), ("int", torch.int32), ("long", torch.int64),
+    ("short", torch.int16), ("byte", torch.uint8), ("char", torch.int8), ("bool", torch.bool),
+):
+    setattr(TensorDictParams, _name, _cast(_dtype))
+del _dtype
 
 for _name in sorted(_DATA_WRITES):
     if callable(getattr(TensorDictBase, _name, None)) and _name not in TensorDictParams.__dict__:
