@@ -20,6 +20,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._device import _to_device
+from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT
 
 __all__ = ["ApplyMixin"]
@@ -424,6 +425,17 @@ class _Ctx:
         "new_bs",
     )
 
+    fn: Any
+    named: bool
+    nested_keys: bool
+    default: Any
+    filter_empty: bool | None
+    inplace: bool
+    call_on_nested: bool
+    is_leaf: Any
+    device: Any
+    new_bs: Any
+
     def __init__(self, **kwargs: Any) -> None:
         for name, value in kwargs.items():
             setattr(self, name, value)
@@ -469,7 +481,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
     fn = ctx.fn
     inplace = ctx.inplace
     device = ctx.device
-    source = {} if not inplace and out is None else None
+    source: dict[str, Any] | None = {} if not inplace and out is None else None
     wrote = False
     for key in keys:
         full = prefix + (key,) if prefix else key
@@ -515,7 +527,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
                     v._tensordict if _is_tensorclass(v, TensorDictBase) else v for v in values
                 ]
                 first = wrapper._tensordict
-            subs = []
+            subs: list[Any] = []
             for i, v in enumerate(values):
                 if v is None:
                     subs.append(_Missing(first.batch_size))
@@ -563,7 +575,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
         if isinstance(res, (_Tensor, TensorDictBase)):
             if n_target and res.shape[:n_target] != target_bs:
                 if getattr(res.__class__, "_pass_through", False):  # UnbatchedTensor
-                    res = res._rebatch(target_bs)
+                    res = res._rebatch(target_bs)  # type: ignore[union-attr]
                 else:
                     raise _bad_leaf(full, res.shape, target_bs)
             if device is not NO_DEFAULT and device is not None and res.device != device:
@@ -590,7 +602,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
                 else:
                     out._write_inplace(full, dest, res)
         else:
-            source[key] = res
+            source[key] = res  # type: ignore[index]  # source is a dict when out is None and not inplace
     if source is None:
         if ctx.filter_empty and not wrote and not tds[0]._has_non_tensor:
             return None  # every result was None: nothing left, as out of place
@@ -620,7 +632,7 @@ def _device_arg(device: Any) -> Any:
 _CONSTRUCTOR_KWARGS = frozenset({"lock", "non_blocking", "checked", "nested_keys_only", "num_threads", "pool"})
 
 
-class ApplyMixin:
+class ApplyMixin(TensorDictHost):
     """Mixed into TensorDictBase: apply, named_apply, apply_ and the tree helpers."""
 
     def apply(

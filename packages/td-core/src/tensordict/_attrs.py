@@ -83,7 +83,7 @@ class TensorAttrs(NonTensorData):
             other.tgt_shape,
         )
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["CompareMixin"]
 
 
-class CompareMixin:
+class CompareMixin(TensorDictHost):
     """``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` leaf by leaf; ``all``/``any``."""
 
     # ------------------------------------------------------------------ comparisons
@@ -43,12 +44,12 @@ class CompareMixin:
         }
         return self._new_like(source)
 
-    def __eq__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+    def __eq__(self, other: Any) -> TensorDictBase | bool:  # type: ignore[override]
         if other is None or isinstance(other, (str, bytes)):
             return False  # not comparable leaf-wise: never equal (as tensordict)
         return self._compare(other, torch.eq)
 
-    def __ne__(self, other: Any) -> TensorDictBase:  # type: ignore[override]
+    def __ne__(self, other: Any) -> TensorDictBase | bool:  # type: ignore[override]
         if other is None or isinstance(other, (str, bytes)):
             return True
         return self._compare(other, torch.ne)

@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tensordict._errors import missing_key_error
+from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, unravel_key
 
 __all__ = ["UpstreamMethodsMixin"]
 
 
-class UpstreamMethodsMixin:
+class UpstreamMethodsMixin(TensorDictHost):
     """Methods of upstream's ``TensorDictBase`` that downstream code calls by name."""
 
     __slots__ = ()
@@ -66,7 +67,7 @@ class UpstreamMethodsMixin:
 
     def _get_tuple(self, key: tuple, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
         """The stored value under the tuple ``key`` (non-tensor data not unwrapped)."""
-        key = unravel_key(key)
+        key = unravel_key(key)  # type: ignore[assignment]
         if default is NO_DEFAULT:
             return self._get_any_raw(key)
         return self._get_any_raw(key, default)
@@ -96,7 +97,7 @@ class UpstreamMethodsMixin:
             raise RuntimeError(msg)
         prefix = (slice(None),) * dim
         for i, item in enumerate(list_item):
-            self[(*prefix, i)] = item
+            self[prefix + (i,)] = item
         return self
 
     def _apply_nest(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:

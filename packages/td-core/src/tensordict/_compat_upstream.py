@@ -125,7 +125,7 @@ def _shape(value: Any, nested_shape: bool = False) -> torch.Size:
         return value.batch_size
     if isinstance(value, torch.Tensor) and value.is_nested:
         if nested_shape:
-            return value._nested_tensor_size()
+            return value._nested_tensor_size()  # type: ignore[return-value]
         sizes = value._nested_tensor_size()
         dims = [value.size(0)]
         for column in sizes.unbind(1):

@@ -57,6 +57,7 @@ from tensordict._formats import (
     CONSOLIDATED_MAGIC,
     CONSOLIDATED_VERSION,
 )
+from tensordict._host import TensorDictHost
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = ["ConsolidateMixin", "from_consolidated"]
@@ -136,7 +137,7 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
     ``(source dict, key)`` in leaf order, for the caller to fill with the views.
     Returns ``(skeleton, output or None)``.
     """
-    entries = []
+    entries: list[tuple] = []
     append = entries.append
     if td.__class__ is td_cls:
         items = td._tensordict.items()
@@ -154,7 +155,7 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
             leaves.append(value)
             if src is not None:
                 src[key] = None
-                slots.append((src, key))
+                slots.append((src, key))  # type: ignore[union-attr]
         elif cls is td_cls or isinstance(value, base):
             node, sub = _collect(value, leaves, base, td_cls, slots)
             append((key, _TD, node))
@@ -471,7 +472,7 @@ def _read_node(node: Any, path: str, specs: list, views: list, used: set, parent
     if not isinstance(entries_in, list):
         raise _bad_file(path, "a tree node has no entry list")
     batch_size = torch.Size(bs)
-    entries = []
+    entries: list[tuple[str, int, Any]] = []
     seen = set()
     for entry in entries_in:
         if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[0], str):
@@ -590,7 +591,7 @@ def from_consolidated(filename: str | os.PathLike) -> Any:
     for spec in raw_specs:
         if not isinstance(spec, dict):
             raise _bad_file(path, f"invalid leaf description {spec!r}")
-        dtype = _DTYPES.get(spec.get("dtype")) if isinstance(spec.get("dtype"), str) else None
+        dtype = _DTYPES.get(spec.get("dtype")) if isinstance(spec.get("dtype"), str) else None  # type: ignore[arg-type]
         if dtype is None:
             raise _bad_file(path, f"unsupported dtype {spec.get('dtype')!r}")
         shape = torch.Size(_int_list(spec.get("shape"), path, "a leaf shape"))
@@ -716,7 +717,7 @@ def consolidate_future(td: Any, filename: Any, kwargs: dict) -> Any:
 
 
 # ---------------------------------------------------------------------- the mixin
-class ConsolidateMixin:
+class ConsolidateMixin(TensorDictHost):
     """Mixed into TensorDictBase: consolidate / from_consolidated."""
 
     _consolidated: _State | None = None
@@ -898,7 +899,7 @@ class ConsolidateMixin:
             self._set_lock_flag(True)
             return self
         if fast_build:
-            for (src, key), view in zip(slots, views):
+            for (src, key), view in zip(slots, views):  # type: ignore[arg-type]
                 src[key] = view
         else:
             out, skeleton = _build(skeleton, views, storage_device, td_cls, move, True)

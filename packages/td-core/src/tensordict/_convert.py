@@ -27,6 +27,7 @@ from tensordict._convert_build import (
     _Opts,
 )
 from tensordict._convert_pytree import from_pytree_impl, to_pytree_impl
+from tensordict._host import TensorDictHost
 
 __all__ = [
     "ConvertMixin",
@@ -47,7 +48,7 @@ _PENDING_PYTREE_CLASSES: list[type] = []
 
 
 # ---------------------------------------------------------------------- the mixin
-class ConvertMixin:
+class ConvertMixin(TensorDictHost):
     """Mixed into TensorDictBase: constructors (``from_*``) and conversions (``to_*``)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -516,7 +517,7 @@ class ConvertMixin:
         if convert_tensors and not convert_nodes:
             msg = "tolist: convert_tensors=True requires convert_nodes=True."
             raise TypeError(msg)
-        return _tolist(self, convert_nodes, convert_tensors, tolist_first)
+        return _tolist(self, convert_nodes, convert_tensors, tolist_first)  # type: ignore[arg-type]
 
 
 def _element_dict(td: Any, convert_tensors: bool, tolist_first: bool) -> dict:

@@ -215,12 +215,12 @@ def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
             continue
         node = out
         for sub in key[:-1]:
-            nxt = node.get(sub)
+            nxt = node.get(sub)  # type: ignore[arg-type]
             if not isinstance(nxt, dict):
                 nxt = dict(nxt.items()) if isinstance(nxt, Mapping) else {}
-                node[sub] = nxt
+                node[sub] = nxt  # type: ignore[index]
             node = nxt
-        node[key[-1]] = value
+        node[key[-1]] = value  # type: ignore[index]
     return list(out.items())
 
 
@@ -240,7 +240,7 @@ def _build(items: Any, opts: _Opts) -> Any:
     elif opts.auto:
         common = _common_batch(source, opts.batch_dims, opts.free)
         free = common is None
-        batch_size = _Size(()) if free else common
+        batch_size = _Size(()) if free else common  # type: ignore[assignment]
         check = False
     else:
         batch_size = _Size(())
@@ -276,7 +276,7 @@ def _common_batch(
         elif isinstance(value, (_Scalar, NonTensorData)) or (free and id(value) in free):
             continue
         elif isinstance(value, _PendingList):
-            shape = (len(value.items),)
+            shape = (len(value.items),)  # type: ignore[assignment]
         else:
             shape = value.batch_size
         common = _prefix(common, shape)
@@ -299,7 +299,7 @@ def _broadcast_free(td: Any, batch_size: torch.Size) -> Any:
         elif isinstance(value, _classes.TensorDictBase):
             source[key] = _broadcast_free(value, batch_size)
         else:
-            source[key] = NonTensorData(value.data, batch_size, value.device)
+            source[key] = NonTensorData(value.data, batch_size, value.device)  # type: ignore[assignment]
     return _classes.TensorDict._new_unsafe(source, batch_size, td.device)
 
 
@@ -432,7 +432,7 @@ def _from_namedtuple(
         raise TypeError(msg)
     auto = _check_options(batch_size, auto_batch_size, batch_dims, "from_namedtuple")
     opts = _Opts(batch_size, auto, batch_dims, device, any_mode=True)
-    return _build(zip(_tuple_fields(named_tuple), named_tuple), opts)
+    return _build(zip(_tuple_fields(named_tuple), named_tuple), opts)  # type: ignore[arg-type]
 
 
 def _from_tuple(

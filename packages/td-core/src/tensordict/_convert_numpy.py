@@ -197,9 +197,9 @@ def _struct_dtype(td: Any, n: int) -> np.dtype:
                 (key, _struct_dtype(value, value.batch_dims), tuple(value.batch_size[n:]))
             )
         elif isinstance(value, NonTensorData):
-            fields.append((key, _object_dtype(key, [value.data])))
+            fields.append((key, _object_dtype(key, [value.data])))  # type: ignore[arg-type]
         elif isinstance(value, NonTensorStack):
-            fields.append((key, _object_dtype(key, list(value._items))))
+            fields.append((key, _object_dtype(key, list(value._items))))  # type: ignore[arg-type]
         else:
             msg = f"to_struct_array: key {key!r} holds a {type(value).__name__}, which has no NumPy structured dtype."
             raise TypeError(msg)
@@ -239,7 +239,7 @@ def numpy_impl(td: Any) -> dict:
             _np_dtype(key, value.dtype)
             out[key] = value.detach().cpu().resolve_conj().resolve_neg().numpy()
         elif isinstance(value, _classes.TensorDictBase):
-            out[key] = numpy_impl(value)
+            out[key] = numpy_impl(value)  # type: ignore[assignment]
         else:
             out[key] = td._unwrap_leaf(value)
     return out

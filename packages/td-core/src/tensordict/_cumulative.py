@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from tensordict._apply import _flatten_tensors, _unflatten_tensors
+from tensordict._host import TensorDictHost
 from tensordict._reductions import _check_single_dim
 
 __all__ = ["CumulativeMixin"]
@@ -42,7 +43,7 @@ def _cumulative(td: Any, name: str, fn: Callable, dim: int, return_indices: bool
     return getattr(torch.return_types, name)((values, indices))
 
 
-class CumulativeMixin:
+class CumulativeMixin(TensorDictHost):
     """Mixed into TensorDictBase: ``cummin`` / ``cummax`` along a batch dim."""
 
     def cummin(self, dim: int, *, return_indices: bool = True) -> Any:

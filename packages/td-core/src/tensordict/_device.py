@@ -3,6 +3,7 @@ dtype casts, ``pin_memory``, ``share_memory_``, ``clear_device_``."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._attrs import attrs_of, is_attrs_spec, to_attrs
+from tensordict._host import TensorDictHost
 
 __all__ = ["DeviceMixin"]
 
@@ -41,7 +43,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
     return device, dtype, non_blocking, batch_size
 
 
-class DeviceMixin:
+class DeviceMixin(TensorDictHost):
     """Moves and casts every leaf at once."""
 
     def to(self, *args: Any, **kwargs: Any) -> Any:
@@ -207,7 +209,7 @@ class DeviceMixin:
     def type(self, dst_type: torch.dtype) -> Any:
         return self.to(dst_type)
 
-    def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
+    def pin_memory(self, num_threads: builtins.int | None = None, inplace: builtins.bool = False) -> Any:
         """Copies every leaf to page-locked memory (CPU TensorDicts, needs CUDA).
 
         Args:
@@ -221,7 +223,7 @@ class DeviceMixin:
         """
         return self._map_leaves(torch.Tensor.pin_memory, keep_non_tensor=True)
 
-    def is_pinned(self) -> bool:
+    def is_pinned(self) -> builtins.bool:
         return all(t.is_pinned() for t in self._tensor_leaves())
 
     def clear_device_(self) -> Any:
@@ -252,7 +254,7 @@ class DeviceMixin:
         self.lock_()
         return self
 
-    def is_shared(self) -> bool:
+    def is_shared(self) -> builtins.bool:
         """``True`` if the leaves live in shared memory (or on CUDA)."""
         leaves = self._tensor_leaves()
         if not leaves:

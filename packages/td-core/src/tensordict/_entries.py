@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 from tensordict._stack import cat as _cat
 from tensordict._stack import stack as _stack
@@ -26,9 +27,9 @@ _STORAGES = ("memory", "memmap", "h5", "shared")
 def _leaf_parts(t: torch.Tensor) -> list[torch.Tensor]:
     """The dense tensors holding ``t``'s data (a jagged tensor: values, offsets, lengths)."""
     if t.is_nested and t.layout is torch.jagged:
-        parts = [t._values, t._offsets]
-        if t._lengths is not None:
-            parts.append(t._lengths)
+        parts = [t._values, t._offsets]  # type: ignore[attr-defined]
+        if t._lengths is not None:  # type: ignore[attr-defined]
+            parts.append(t._lengths)  # type: ignore[attr-defined]
         return parts
     return [t]
 
@@ -53,7 +54,7 @@ def _count(td: Any, measure: Any, count_duplicates: bool, with_grad: bool) -> in
 
 
 def _schema_tree(schema: Mapping, batch_size: torch.Size, device: Any) -> dict:
-    out = {}
+    out: dict[str, Any] = {}
     for key, spec in schema.items():
         if isinstance(spec, Mapping):
             out[key] = _classes.TensorDict._new_unsafe(_schema_tree(spec, batch_size, device), batch_size, device)
@@ -67,7 +68,7 @@ def _schema_tree(schema: Mapping, batch_size: torch.Size, device: Any) -> dict:
     return out
 
 
-class EntriesMixin:
+class EntriesMixin(TensorDictHost):
     """Mixed into TensorDictBase: entry-level helpers (see the module docstring)."""
 
     # ------------------------------------------------------------------ building
@@ -92,7 +93,7 @@ class EntriesMixin:
         key = unravel_key(key)
         node = self
         for sub in (key,) if isinstance(key, str) else key:
-            node = node._create_nested(sub)
+            node = node._create_nested(sub)  # type: ignore[arg-type]
         return self
 
     def _combine_tensors(self, op: Any, name: str, keys: tuple, out_key: NestedKey, dim: int, keep_entries: bool) -> Any:
@@ -185,7 +186,7 @@ class EntriesMixin:
             >>> sorted(out.keys(True, True), key=str), list(td.keys())
             ([('b', 'c'), 'a'], [])
         """
-        keys = [unravel_key(k) for k in keys]
+        keys = [unravel_key(k) for k in keys]  # type: ignore[assignment]
         if default is NO_DEFAULT and strict:
             for key in keys:
                 if self._get_any_raw(key, None) is None:
@@ -456,7 +457,7 @@ class EntriesMixin:
         if lazy:
             out = _classes.LazyStackedTensorDict(*items, stack_dim=0)
         else:
-            out = _stack(items, 0)
+            out = _stack(items, 0)  # type: ignore[assignment]
         if device is not None and out.device != torch.device(device):
             out = out.to(device)
         if names is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import TensorDictHost
 
 __all__ = ["FactoryMixin"]
 
@@ -84,7 +85,7 @@ def emptied_lazy(stack: Any, fn: Callable[..., Any], nd: int | None) -> Any:
     bs = stack.batch_size
     if nd is None:
         nd = len(bs)
-    new_bs = torch.Size((*fn._factory_size, *bs[nd:]))
+    new_bs = torch.Size((*fn._factory_size, *bs[nd:]))  # type: ignore[attr-defined]
     if not new_bs:
         return stack.contiguous()._batch_transform(fn, nd)
     sd = min(stack.stack_dim, len(new_bs) - 1)
@@ -135,7 +136,7 @@ _FACTORY_DOC = """A TensorDict of the same structure whose every leaf is ``{what
         """
 
 
-class FactoryMixin:
+class FactoryMixin(TensorDictHost):
     """Mixed into TensorDictBase: the ``new_*`` factories and ``as_tensor``."""
 
     def new_zeros(

@@ -384,7 +384,7 @@ def _memmap_folder(folder: str, key: str, root: str, depth: int, seen: set | Non
     reg = meta.get("registered")
     if isinstance(reg, dict):
         extra = reg.get("extra") if isinstance(reg.get("extra"), dict) else {}
-        cls = extra.get("class")
+        cls = extra.get("class")  # type: ignore[union-attr]
         label = f"tensorclass {cls}" if reg.get("name") == "tensordict.tensorclass" and cls else f"{reg.get('name')}"
         node.note = ", ".join(filter(None, [label, node.note]))
     if node.batch_size is None:
@@ -392,7 +392,7 @@ def _memmap_folder(folder: str, key: str, root: str, depth: int, seen: set | Non
     if kind == "LazyStackedTensorDict":
         node.note = ", ".join(filter(None, [f"stack_dim={meta.get('stack_dim')}", node.note]))
         stack = meta.get("stack") if isinstance(meta.get("stack"), list) else []
-        for i, name in enumerate(stack):
+        for i, name in enumerate(stack):  # type: ignore[arg-type]
             sub = _member(folder, name, root)
             if sub is None or not os.path.isdir(sub):
                 what = "invalid" if sub is None else "missing"
@@ -480,7 +480,7 @@ def _consol_node(node: Any, key: str, leaves: list, total: int, where: str, dept
     out = Entry(key, "TensorDict", batch_size=_int_list(node.get("batch_size")))
     if node.get("device") is not None:
         out.note = f"device={node['device']}"
-    for item in node.get("entries") if isinstance(node.get("entries"), list) else []:
+    for item in node.get("entries") if isinstance(node.get("entries"), list) else []:  # type: ignore[union-attr]
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
             out.problems.append(f"{where}: invalid entry {_short(item)}")
             continue
@@ -550,7 +550,7 @@ def _inspect_consolidated(path: str) -> StoreReport:
     if data_start + nbytes > size:
         report.problems.append(f"{path}: truncated: the storage needs bytes {data_start}..{data_start + nbytes}, "
                                f"the file has {size} bytes")
-    report.root = _consol_node(meta.get("root"), "", leaves, nbytes, path, 0)
+    report.root = _consol_node(meta.get("root"), "", leaves, nbytes, path, 0)  # type: ignore[arg-type]
     return report
 
 

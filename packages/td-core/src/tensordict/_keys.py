@@ -82,7 +82,7 @@ def unravel_key(key: NestedKey) -> NestedKey:
         return key
     if cls is tuple:
         out: list[str] = []
-        _flatten_into(key, out)
+        _flatten_into(key, out)  # type: ignore[arg-type]
         if not out:
             msg = f"Got an empty nested key {key!r}: a key needs at least one str."
             raise ValueError(msg)
@@ -111,7 +111,7 @@ def unravel_keys(*keys: NestedKey) -> tuple[NestedKey, ...]:
 def _as_tuple(key: NestedKey) -> tuple[str, ...]:
     """Unravelled key as a tuple (a str becomes a 1-tuple)."""
     key = unravel_key(key)
-    return (key,) if key.__class__ is str else key
+    return (key,) if key.__class__ is str else key  # type: ignore[return-value]
 
 
 _Tensor = torch.Tensor
@@ -249,7 +249,7 @@ class _KeysView:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return set(self) == set(other)  # type: ignore[arg-type]
+            return set(self) == set(other)  # type: ignore[arg-type, call-overload]
         except TypeError:
             return NotImplemented
 

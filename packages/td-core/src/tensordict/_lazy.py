@@ -140,7 +140,7 @@ def _check_stack_name(td: Any, prefix: list, sd: int, stack_name: str) -> None:
             _check_stack_name(value, names, sd, stack_name)
 
 
-class LazyStackedTensorDict(
+class LazyStackedTensorDict(  # type: ignore[misc]
     LazyConsolidateMixin,
     LazyMathMixin,
     LazyShapeMixin,
@@ -227,7 +227,7 @@ class LazyStackedTensorDict(
         if names is not None:
             self.names = names
         elif stack_dim_name is not None:
-            new = [None] * len(self._batch_size)
+            new: list[str | None] = [None] * len(self._batch_size)
             new[self.stack_dim] = stack_dim_name
             self.names = new
 

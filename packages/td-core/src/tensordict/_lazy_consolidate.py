@@ -22,11 +22,12 @@ from tensordict._consolidate import (
     lazy_holder,
     lazy_meta_of,
 )
+from tensordict._host import LazyStackHost
 
 __all__ = ["LazyConsolidateMixin"]
 
 
-class LazyConsolidateMixin:
+class LazyConsolidateMixin(LazyStackHost):
     """consolidate / is_consolidated / pickling of consolidated lazy stacks."""
 
     def consolidate(self, filename: str | os.PathLike | None = None, **kwargs: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import LazyStackHost
 from tensordict._keys import _MISSING, NO_DEFAULT
 from tensordict._nontensor import _stack_non_tensor
 from tensordict._printoptions import get_printoptions
@@ -53,7 +54,7 @@ def _pad_stack(values: list, dim: int, value: float, side: str) -> torch.Tensor:
     return torch.stack(padded, dim)
 
 
-class LazyDenseMixin:
+class LazyDenseMixin(LazyStackHost):
     """Conversions of a lazy stack to dense or nested storage, and its repr."""
 
     def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> Any:
@@ -141,7 +142,7 @@ class LazyDenseMixin:
             elif isinstance(first, _classes.TensorDictBase):
                 source[key] = self._get_raw(key).densify(layout=layout)
             else:
-                source[key] = _stack_non_tensor(values, sd)
+                source[key] = _stack_non_tensor(values, sd)  # type: ignore[assignment]
         return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
 
     def get_nestedtensor(self, key: Any, default: Any = NO_DEFAULT, *, layout: Any = None) -> Any:
@@ -248,7 +249,7 @@ class LazyDenseMixin:
             try:
                 shape = self._combine_shapes([v.shape for v in values])
             except RuntimeError:
-                shape = "heterogeneous"
+                shape = "heterogeneous"  # type: ignore[assignment]
             devices = {v.device for v in values}
             dtypes = {v.dtype for v in values}
             device = first.device if len(devices) == 1 else None

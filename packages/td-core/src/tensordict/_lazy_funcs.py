@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes, _stack
+from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._base import TensorDictBase
@@ -60,7 +61,7 @@ def lazy_stack(
         msg = "lazy_stack expects a non-empty sequence of TensorDicts."
         raise RuntimeError(msg)
     if isinstance(tds[0], _Tensor):
-        return torch.stack(tds, dim, out=out)
+        return torch.stack(tds, dim, out=out)  # type: ignore[arg-type]
 
     if kwargs:
         result = _classes.LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
@@ -70,7 +71,7 @@ def lazy_stack(
         # written TensorDict by TensorDict, so heterogeneous nested stacks are never stacked
         lead = (slice(None),) * result.stack_dim
         for i, td in enumerate(tds):
-            out[(*lead, i)] = td
+            out[lead + (i,)] = td
         return out
     return result
 
@@ -158,7 +159,7 @@ def dense_stack_tds(td_list: Any, dim: int | None = None) -> TensorDictBase:
     return _dense_stack(list(td_list), dim, None, False)
 
 
-class LazyStackMethodsMixin:
+class LazyStackMethodsMixin(TensorDictHost):
     """Lazy-stack methods of every TensorDict."""
 
     @classmethod

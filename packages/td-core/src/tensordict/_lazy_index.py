@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import LazyStackHost
 from tensordict._keys import _MISSING
 
 __all__ = ["LazyIndexMixin"]
@@ -66,7 +67,7 @@ def _check_first_class_dims(idx: tuple, stack_dim: int) -> None:
         pos += i.ndim if isinstance(i, _Tensor) and i.dtype is torch.bool else 1
 
 
-class LazyIndexMixin:
+class LazyIndexMixin(LazyStackHost):
     """``stacked[index]`` and ``stacked[index] = value`` for lazy stacks."""
 
     def _plan_index(self, idx: tuple) -> _Plan | None:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import LazyStackHost
 from tensordict._ops import MathMixin
 from tensordict._ops_generated import GeneratedOpsMixin
 
@@ -91,7 +92,7 @@ def _per_td_call(stack: Any, name: str, args: tuple, kwargs: dict) -> list:
     out = []
     for i, td in enumerate(tds):
         a = [a if s is None else s[i] for a, s in zip(args, split_args)]
-        kw = {k: v if split_kwargs[k] is None else split_kwargs[k][i] for k, v in kwargs.items()}
+        kw = {k: v if split_kwargs[k] is None else split_kwargs[k][i] for k, v in kwargs.items()}  # type: ignore[index]
         out.append(getattr(td, name)(*a, **kw))
     return out
 
@@ -140,7 +141,7 @@ def _math_names() -> tuple[list[str], list[str]]:
     return inplace, out_of_place
 
 
-class LazyMathMixin:
+class LazyMathMixin(LazyStackHost):
     """Element-wise math of a lazy stack, one stacked TensorDict at a time."""
 
 

@@ -17,6 +17,7 @@ import torch
 from tensordict import _classes
 from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error
+from tensordict._host import LazyStackHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 
 __all__ = ["LazyOpsMixin"]
@@ -25,7 +26,7 @@ _Tensor = torch.Tensor
 _Size = torch.Size
 
 
-class LazyOpsMixin:
+class LazyOpsMixin(LazyStackHost):
     """Per-TensorDict implementations of the TensorDictBase methods."""
 
     # -------------------------------------------------------------- helpers
@@ -221,7 +222,7 @@ class LazyOpsMixin:
         """A lazy stack of empty TensorDicts (a dense one when ``batch_size`` is given)."""
         if batch_size is not None and _Size(batch_size) != self._batch_size or not self.tensordicts:
             return TensorDictBase.empty(
-                self, recurse, batch_size=batch_size, device=device, names=names
+                self, recurse, batch_size=batch_size, device=device, names=names  # type: ignore[arg-type]
             )
         kw = {} if device is NO_DEFAULT else {"device": device}
         return self._new_lazy(
@@ -299,7 +300,7 @@ class LazyOpsMixin:
                 )
             return self
         return TensorDictBase.update(
-            self,
+            self,  # type: ignore[arg-type]
             src,
             clone=clone,
             inplace=inplace,
@@ -349,10 +350,10 @@ class LazyOpsMixin:
         n = len(self.tensordicts)
         if isinstance(other, TensorDictBase) or is_tensor_collection(other):
             if other.batch_size[: len(bs)] != bs:
-                return TensorDictBase._compare(self, other, op)
+                return TensorDictBase._compare(self, other, op)  # type: ignore[arg-type]
             parts = self._parts_of(other, "comparison")
         elif isinstance(other, Mapping):
-            return TensorDictBase._compare(self, other, op)
+            return TensorDictBase._compare(self, other, op)  # type: ignore[arg-type]
         elif isinstance(other, _Tensor) and other.ndim >= len(bs) and other.shape[: len(bs)] == bs:
             parts = list(other.unbind(self.stack_dim))
         else:
@@ -366,14 +367,14 @@ class LazyOpsMixin:
         a dense TensorDict reduced over that batch dim."""
         if dim is None:
             return all(td.all() for td in self.tensordicts)
-        return TensorDictBase.all(self, dim)
+        return TensorDictBase.all(self, dim)  # type: ignore[arg-type]
 
     def any(self, dim: int | None = None) -> Any:
         """``True`` if any leaf of any stacked TensorDict has a true element; with ``dim``,
         a dense TensorDict reduced over that batch dim."""
         if dim is None:
             return any(td.any() for td in self.tensordicts)
-        return TensorDictBase.any(self, dim)
+        return TensorDictBase.any(self, dim)  # type: ignore[arg-type]
 
     def data_ptr(self, *, storage: bool = False) -> Any:
         """A lazy stack of each stacked TensorDict's ``data_ptr()``."""

@@ -17,6 +17,7 @@ import torch
 
 from tensordict._factories import emptied_lazy
 from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
+from tensordict._host import LazyStackHost
 
 __all__ = ["LazyShapeMixin"]
 
@@ -27,7 +28,7 @@ def _drop(shape: Sequence[int], dim: int) -> torch.Size:
     return _Size((*shape[:dim], *shape[dim + 1 :]))
 
 
-class LazyShapeMixin:
+class LazyShapeMixin(LazyStackHost):
     """Batch-dim shape operations for lazy stacks."""
 
     def _batch_transform(

@@ -15,6 +15,7 @@ import torch
 
 from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error, missing_key_error
+from tensordict._host import LazyStackHost
 from tensordict._keys import NestedKey, _as_tuple, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._td import TensorDict
@@ -33,7 +34,7 @@ def _td_has(td: Any, key: tuple) -> bool:
     return key[-1] in td._keys_raw()
 
 
-class LazyWriteMixin:
+class LazyWriteMixin(LazyStackHost):
     """Set, in-place set, delete and rename, through to the stacked TensorDicts."""
 
     def _split_value(self, value: Any) -> list:
@@ -51,7 +52,7 @@ class LazyWriteMixin:
             return [NonTensorData(value.data, td.batch_size, value.device) for td in tds]
         if isinstance(value, NonTensorStack):
             head = (slice(None),) * sd
-            return [value[(*head, i)] for i in range(n)]
+            return [value[head + (i,)] for i in range(n)]
         if isinstance(value, TensorDictBase) or is_tensor_collection(value):
             vbs = value.batch_size
             if vbs[: len(bs)] != bs:

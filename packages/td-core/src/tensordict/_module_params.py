@@ -59,7 +59,7 @@ def _state_dict_tree(module: nn.Module) -> Any:
         parts = name.split(".")
         node = root
         for sub in parts[:-1]:
-            node = node._create_nested(sub)
+            node = node._create_nested(sub)  # type: ignore[assignment]
         if isinstance(value, torch.Tensor):
             node._set_raw(parts[-1], value)
         else:
@@ -671,7 +671,7 @@ def _state_dict_swap(flat: dict) -> Any:
         parts = name.split(".")
         node = root
         for sub in parts[:-1]:
-            node = node._create_nested(sub)
+            node = node._create_nested(sub)  # type: ignore[assignment]
         if isinstance(value, torch.Tensor):
             node._set_raw(parts[-1], value)
         else:

@@ -152,14 +152,14 @@ class _NonTensorShapeOps:
 
     def unbind(self, dim: int = 0) -> tuple:
         n = self.batch_size[dim]
-        return tuple(self._apply_index(lambda t, i=i: t.select(dim, i)) for i in range(n))
+        return tuple(self._apply_index(lambda t, i=i: t.select(dim, i)) for i in range(n))  # type: ignore[misc]
 
     def split(self, split_size: Any, dim: int = 0) -> tuple:
         probe = torch.zeros(self.batch_size, dtype=torch.uint8)
         sizes = [p.shape[dim] for p in probe.split(split_size, dim)]
         out, start = [], 0
         for size in sizes:
-            out.append(self._apply_index(lambda t, s=start, n=size: t.narrow(dim, s, n)))
+            out.append(self._apply_index(lambda t, s=start, n=size: t.narrow(dim, s, n)))  # type: ignore[misc]
             start += size
         return tuple(out)
 
@@ -235,7 +235,7 @@ class _NonTensorShapeOps:
 
     @names.setter
     def names(self, value: Any) -> None:
-        self._names = None if value is None else list(value)
+        self._names = None if value is None else list(value)  # type: ignore[misc]
 
     def maybe_to_stack(self) -> Any:
         """This leaf as a ``NonTensorStack`` (one object per batch element)."""
@@ -257,7 +257,7 @@ class _NonTensorShapeOps:
                     "`non_tensor_data.maybe_to_stack()` before calling update()."
                 )
                 raise ValueError(msg)
-            self.data = other.data if isinstance(other, NonTensorData) else other
+            self.data = other.data if isinstance(other, NonTensorData) else other  # type: ignore[has-type]
             return self
         self[...] = other
         return self
@@ -445,7 +445,7 @@ class NonTensorStack(_NonTensorShapeOps):
         parts = [it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it) for it in items]
         if parts:
             stacked = _stack_non_tensor(parts, stack_dim, collapse=False)
-            self._items, self._batch_size, self._device = stacked._items, stacked._batch_size, stacked._device
+            self._items, self._batch_size, self._device = stacked._items, stacked._batch_size, stacked._device  # type: ignore[has-type, union-attr]
         else:
             self._items, self._batch_size, self._device = [], torch.Size([0]), None
         if device is not None:

@@ -10,7 +10,7 @@ rule for foreach) and rebuild the tree around the results. ``MathMixin`` in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -243,13 +243,13 @@ def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool =
                 results = [eager(x, y, **kw) for x, y in zip(leaves, arg)]
             else:
                 results = [eager(x, arg, **kw) for x in leaves]
-    out = _unflatten_tensors(spec, results)[0]
+    out = _unflatten_tensors(spec, results)[0]  # type: ignore[arg-type]
     if td._is_locked:  # as tensordict: the result of a locked operand is locked
         out._set_lock_flag(True)
     return out
 
 
-def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> list:
+def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> Sequence[Any]:
     """``other <op> leaf`` for the reflected dunders (``1 - td``, ``2 ** td``, ...)."""
     if not is_list and _foreach_ok() and leaves:
         try:

@@ -104,7 +104,7 @@ class set_printoptions(ModeSwitch):  # noqa: N801 - public name of the tensordic
         if isinstance(sort_keys, str) and sort_keys not in ("alphabetical", "insertion"):
             msg = f"sort_keys must be 'alphabetical', 'insertion' or a callable, got {sort_keys!r}."
             raise ValueError(msg)
-        if sort_keys is not None and not isinstance(sort_keys, str) and not isinstance(sort_keys, Callable):
+        if sort_keys is not None and not isinstance(sort_keys, str) and not isinstance(sort_keys, Callable):  # type: ignore[arg-type]
             msg = f"sort_keys must be 'alphabetical', 'insertion' or a callable, got {sort_keys!r}."
             raise ValueError(msg)
         if verbose is False:

@@ -183,7 +183,7 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
         )
         return children, ctx
     keys = []
-    values = []
+    values: list[Any] = []
     non_tensor = None
     ref_idx = -1
     # values that unflattening stored as non-tensor data (``tree_map`` may return
@@ -379,7 +379,7 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
         source = {key: source[key] for key in ctx.order}
     td = _new_unsafe(source, bs, device, names)
     if loose:
-        td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)
+        td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)  # type: ignore[attr-defined]
     if stack is not None and not loose and bs == ctx.batch_size:
         cls, stack_dim = stack
         return cls(*td.unbind(stack_dim), stack_dim=stack_dim)

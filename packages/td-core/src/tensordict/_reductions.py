@@ -36,6 +36,7 @@ from tensordict._apply import (
     _rewrap,
     _unflatten_tensors,
 )
+from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT
 from tensordict._nontensor import NonTensorData
 
@@ -379,7 +380,7 @@ def _shape_preserving(td: Any, fn: Callable) -> Any:
     return _unflatten_tensors(spec, [fn(x) for x in leaves])[0]
 
 
-class ReductionMixin:
+class ReductionMixin(TensorDictHost):
     """Reductions over batch dims, feature dims or all elements (see module docs)."""
 
     @_with_out

@@ -246,9 +246,9 @@ def _parse_td(s: str, pos: int) -> tuple[Any, int]:
         msg = f"parse_tensor_dict_string: expected 'batch_size=..., device=..., is_shared=...)' at position {pos}."
         raise ValueError(msg)
     bs = _size(mt["bs"])
-    device = _device(mt["device"])
+    device = _device(mt["device"])  # type: ignore[assignment]
     if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-        device = None
+        device = None  # type: ignore[assignment]
     td = _classes.TensorDict._new_unsafe({}, torch.Size(bs), device)
     for key, value in fields.items():
         try:

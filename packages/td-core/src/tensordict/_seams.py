@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from tensordict._host import TensorDictHost
+
 __all__ = ["SiblingMixin", "import_sibling", "install_hint", "SIBLINGS"]
 
 #: subpackage -> distribution that provides it
@@ -115,7 +117,7 @@ def forward_to_sibling(sub: str, name: str, self_or_cls: Any, args: tuple, kwarg
     return getattr(mod, name)(self_or_cls, *args, **kwargs)
 
 
-class SiblingMixin:
+class SiblingMixin(TensorDictHost):
     """Methods implemented by sibling distributions, imported when first called."""
 
     @property

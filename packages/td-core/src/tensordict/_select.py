@@ -10,6 +10,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._errors import locked_error, missing_key_error
+from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["SelectMixin"]
 
 
-class SelectMixin:
+class SelectMixin(TensorDictHost):
     """Selecting, excluding and renaming keys."""
 
     # ------------------------------------------------------------------ selection
@@ -56,7 +57,7 @@ class SelectMixin:
             get = self._get_raw
             source = {}
             for key in keys:
-                value = get(key, _MISSING)
+                value = get(key, _MISSING)  # type: ignore[arg-type]
                 if value is _MISSING:
                     if strict:
                         raise missing_key_error(key, self._keys_raw())
@@ -80,7 +81,7 @@ class SelectMixin:
                     self._del_raw(key)
             for key, value in out._items_raw():
                 self._set_raw(key, value)
-            return self
+            return self  # type: ignore[return-value]
         return out
 
     def _select_tree(self, tree: dict, strict: bool) -> TensorDictBase:
@@ -140,7 +141,7 @@ class SelectMixin:
             if self.is_locked:
                 raise locked_error("exclude keys in place")
             self._exclude_inplace(tree)
-            return self
+            return self  # type: ignore[return-value]
         return self._exclude_tree(tree)
 
     def _exclude_inplace(self, tree: dict) -> None:
@@ -214,7 +215,7 @@ class SelectMixin:
                 value.filter_empty_()
                 if value.is_empty():
                     self._del_raw(key)
-        return self
+        return self  # type: ignore[return-value]
 
     def is_empty(self) -> bool:
         """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
@@ -283,7 +284,7 @@ class SelectMixin:
             raise KeyError(msg)
         self.del_(old_key)
         self.set(new_key, value)
-        return self
+        return self  # type: ignore[return-value]
 
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
         """Flattens nested keys into single keys joined by ``separator``.
@@ -327,7 +328,7 @@ class SelectMixin:
                 self._del_raw(key)
             for key, value in source.items():
                 self._set_raw(key, value)
-            return self
+            return self  # type: ignore[return-value]
         return self._new_like(source)
 
     def _flatten_into(self, source: dict, prefix: str, separator: str) -> int:
@@ -393,7 +394,7 @@ class SelectMixin:
                 self._del_raw(key)
             for key, value in out._items_raw():
                 self._set_raw(key, value)
-            return self
+            return self  # type: ignore[return-value]
         return out
 
 

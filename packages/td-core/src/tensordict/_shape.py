@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes, _stack
+from tensordict._host import TensorDictHost
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
 
@@ -106,7 +107,7 @@ def _to_index_part(idx: Any) -> Any:
     return idx
 
 
-class ShapeMixin:
+class ShapeMixin(TensorDictHost):
     """Indexing and batch-dim shape operations shared by every TensorDict."""
 
     # -------------------------------------------------------------- core engines
@@ -218,7 +219,7 @@ class ShapeMixin:
         if new_bs is None:
             new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
         for key in unbatched:
-            source[key] = source[key]._rebatch(new_bs)
+            source[key] = source[key]._rebatch(new_bs)  # type: ignore[attr-defined]
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     # -------------------------------------------------------------- reshaping
@@ -557,7 +558,7 @@ class ShapeMixin:
                 probe = fn(torch.zeros((), dtype=torch.uint8).expand(value.batch_size), nd)
                 parts = [value._rebatch(p.shape) for p in probe]
             elif isinstance(value, torch.Tensor):
-                parts = fn(value, nd)
+                parts = fn(value, nd)  # type: ignore[assignment]
                 if shapes is None:
                     shapes = [p.shape[: p.ndim - (value.ndim - bd)] for p in parts]
             elif hasattr(value, "_split_leaves"):

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from tensordict._host import TensorDictHost
 from tensordict._pad import pad as _pad_fn
 
 __all__ = ["ShapeAliasMixin", "shape_alias_torch_table"]
@@ -32,7 +33,7 @@ def _norm(dim: int, nd: int, name: str) -> int:
     return dim % nd
 
 
-class ShapeAliasMixin:
+class ShapeAliasMixin(TensorDictHost):
     """Mixed into TensorDictBase: torch's alias spellings of batch-dim shape ops."""
 
     def swapaxes(self, dim0: int, dim1: int) -> Any:
@@ -168,7 +169,7 @@ class ShapeAliasMixin:
             >>> td.pad([1, 0], inplace=True) is td, td.batch_size
             (True, torch.Size([4, 4]))
         """
-        return _pad_fn(self, pad_size, value, inplace=inplace, safe=safe)
+        return _pad_fn(self, pad_size, value, inplace=inplace, safe=safe)  # type: ignore[arg-type]
 
     def _atleast(self, n: int) -> Any:
         nd = self.batch_dims

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
+from tensordict._host import TensorDictHost
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 
@@ -123,7 +124,7 @@ def _inplace(td: Any, result: Any, inplace: bool) -> Any:
     return _become(td, result) if inplace else result
 
 
-class ShapeContextMixin:
+class ShapeContextMixin(TensorDictHost):
     """Mixed into TensorDictBase before the shape and key mixins (see module docstring)."""
 
     _shape_source: Any = None

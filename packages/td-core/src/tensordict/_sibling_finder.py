@@ -68,7 +68,7 @@ def _probing() -> bool:
             return False
         if frame.f_code.co_name == "find_spec" and frame.f_globals.get("__name__") == "importlib.util":
             return True
-        frame = frame.f_back
+        frame = frame.f_back  # type: ignore[assignment]
     return False
 
 

@@ -97,7 +97,7 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
     dense = all(td.__class__ is _classes.TensorDict for td in tds)
     stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
+        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]  # type: ignore[union-attr]
         first = values[0]
         if first.__class__ is UnbatchedTensor:
             source[key] = _one_unbatched(key, values)
@@ -185,7 +185,7 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     dense = all(td.__class__ is _classes.TensorDict for td in tds)
     stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]
+        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]  # type: ignore[union-attr]
         first = values[0]
         if first.__class__ is UnbatchedTensor:
             source[key] = _one_unbatched(key, values)

@@ -27,6 +27,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._errors import locked_error
+from tensordict._host import TensorDictHost
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
 __all__ = ["StateDictMixin"]
@@ -106,7 +107,7 @@ def _unflatten_state(flat: Mapping) -> OrderedDict:
             elif not isinstance(nxt, Mapping):
                 msg = f"load_state_dict(from_flatten=True): {name!r} nests under {sub!r}, which holds a leaf."
                 raise KeyError(msg)
-            node = nxt
+            node = nxt  # type: ignore[assignment]
         node[parts[-1]] = value
     return root
 
@@ -253,7 +254,7 @@ def _check_leading(full: tuple, shape: Any, batch_size: torch.Size) -> None:
         raise RuntimeError(msg)
 
 
-class StateDictMixin:
+class StateDictMixin(TensorDictHost):
     """``state_dict`` / ``load_state_dict`` (mixed into TensorDictBase via ModuleParamsMixin)."""
 
     def state_dict(

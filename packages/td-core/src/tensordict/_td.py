@@ -297,7 +297,7 @@ class TensorDict(TensorDictBase):
         self._names = new
 
     # ------------------------------------------------------------------ hot paths
-    def get(  # noqa: D102
+    def get(  # type: ignore[override]  # noqa: D102
         self,
         key: NestedKey,
         default: Any = NO_DEFAULT,
@@ -353,7 +353,7 @@ class TensorDict(TensorDictBase):
             return self._unwrap_leaf(value)
         return TensorDictBase.__getitem__(self, index)
 
-    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False) -> TensorDict:  # noqa: D102
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False) -> TensorDict:  # type: ignore[override]  # noqa: D102
         if key.__class__ is str and item.__class__ is _Tensor and not inplace:
             if self._is_locked:
                 raise locked_error("set a new value", key)
@@ -385,7 +385,7 @@ class TensorDict(TensorDictBase):
                         item = item.to(dev, non_blocking=non_blocking)
                     node._tensordict[last] = item
                     return self
-        return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking)
+        return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking)  # type: ignore[return-value]
 
     def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDict:  # noqa: D102
         if key.__class__ is str and item.__class__ is _Tensor:
@@ -393,7 +393,7 @@ class TensorDict(TensorDictBase):
             if existing.__class__ is _Tensor and existing.shape == item.shape:
                 existing.copy_(item, non_blocking=non_blocking)
                 return self
-        return TensorDictBase.set_(self, key, item, non_blocking=non_blocking)
+        return TensorDictBase.set_(self, key, item, non_blocking=non_blocking)  # type: ignore[return-value]
 
     set_.__doc__ = TensorDictBase.set_.__doc__
 
@@ -423,7 +423,7 @@ class TensorDict(TensorDictBase):
             else:
                 store = self._tensordict
                 try:
-                    source = {k: store[k] for k in keys}
+                    source = {k: store[k] for k in keys}  # type: ignore[index]
                 except KeyError:
                     if strict:
                         missing = next(k for k in keys if k not in store)

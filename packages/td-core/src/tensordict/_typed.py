@@ -96,8 +96,8 @@ class TypedTensorDict(TensorDict):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("__annotations__", {})
-        required = set()
-        optional = set()
+        required: set[str] = set()
+        optional: set[str] = set()
         for base in cls.__mro__[1:]:
             if issubclass(base, TypedTensorDict):
                 required |= base.__required_keys__
@@ -131,7 +131,7 @@ class TypedTensorDict(TensorDict):
         """
         opts = options if isinstance(options, tuple) else (options,)
         if not all(isinstance(o, str) for o in opts):
-            return TensorDictBase.__class_getitem__.__func__(cls, options)
+            return TensorDictBase.__class_getitem__.__func__(cls, options)  # type: ignore[attr-defined]
         bad = [o for o in opts if o not in _OPTIONS]
         if bad:
             msg = f"Unknown TypedTensorDict option(s) {bad}; expected any of {list(_OPTIONS)}."
@@ -140,8 +140,8 @@ class TypedTensorDict(TensorDict):
         base = _OPTION_BASES.get(key)
         if base is None:
             attrs = {"_shadow": cls._shadow or "shadow" in opts, "_frozen": cls._frozen or "frozen" in opts}
-            attrs["__module__"] = cls.__module__
-            base = type(cls)(f"{cls.__name__}[{', '.join(repr(o) for o in opts)}]", (cls,), attrs)
+            attrs["__module__"] = cls.__module__  # type: ignore[assignment]
+            base = type(cls)(f"{cls.__name__}[{', '.join(repr(o) for o in opts)}]", (cls,), attrs)  # type: ignore[misc]
             _OPTION_BASES[key] = base
         return base
 
@@ -205,8 +205,8 @@ class TypedTensorDict(TensorDict):
         if check:
             cls._check_fields(set(tensordict.keys()), strict=False)
         src = tensordict if isinstance(tensordict, TensorDict) else tensordict.to_tensordict()
-        obj = cls._wrap(src)
-        obj._source = tensordict
+        obj = cls._wrap(src)  # type: ignore[arg-type]
+        obj._source = tensordict  # type: ignore[attr-defined]
         if cls._frozen:
             obj.lock_()
         return obj

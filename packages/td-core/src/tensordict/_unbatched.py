@@ -86,7 +86,7 @@ class UnbatchedTensor(torch.Tensor):
         return _wrap(out, batch_size)
 
     # Python conversions give what the plain tensor gives
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         return f"UnbatchedTensor({self.as_subclass(torch.Tensor)!r})"
 
     def __str__(self) -> str:
@@ -112,12 +112,12 @@ class UnbatchedTensor(torch.Tensor):
 
     def __round__(self, ndigits: Any = None) -> Any:
         plain = self.as_subclass(torch.Tensor)
-        return round(plain) if ndigits is None else round(plain, ndigits)
+        return round(plain) if ndigits is None else round(plain, ndigits)  # type: ignore[call-overload]
 
     def __trunc__(self) -> Any:
         import math
 
-        return math.trunc(self.as_subclass(torch.Tensor))
+        return math.trunc(self.as_subclass(torch.Tensor))  # type: ignore[arg-type]
 
     def __floor__(self) -> Any:
         import math

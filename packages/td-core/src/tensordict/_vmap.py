@@ -106,12 +106,12 @@ def add_batch_dim(coll: Any, in_dim: int | None, level: int) -> Any:
         return _nt_rebatch(coll, torch.Size(bs[:in_dim] + bs[in_dim + 1 :]))
     lazy = _classes.LazyStackedTensorDict
     if isinstance(coll, lazy):
-        return _add_lazy(coll, in_dim, level)
+        return _add_lazy(coll, in_dim, level)  # type: ignore[arg-type]
     bs = coll.batch_size
     if in_dim is None:
         new_bs, add = bs, _keep
     else:
-        new_bs, add = torch.Size(bs[:in_dim] + bs[in_dim + 1 :]), _vm._add_batch_dim
+        new_bs, add = torch.Size(bs[:in_dim] + bs[in_dim + 1 :]), _vm._add_batch_dim  # type: ignore[assignment]
     source = {}
     for key, value in coll._items_raw():
         if value.__class__ is UnbatchedTensor:
@@ -119,7 +119,7 @@ def add_batch_dim(coll: Any, in_dim: int | None, level: int) -> Any:
         elif isinstance(value, _Tensor):
             source[key] = add(value, in_dim, level)
         elif isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack)):
-            source[key] = value if in_dim is None else _nt_rebatch(value, new_bs)
+            source[key] = value if in_dim is None else _nt_rebatch(value, new_bs)  # type: ignore[assignment]
         else:
             source[key] = add_batch_dim(value, in_dim, level)
     names = None
@@ -185,7 +185,7 @@ def remove_batch_dim(coll: Any, level: int, batch_size: int, out_dim: int) -> An
         if value.__class__ is UnbatchedTensor:
             source[key] = value._rebatch(new_bs)
         elif isinstance(value, _Tensor):
-            source[key] = remove(value, level, batch_size, out_dim)
+            source[key] = remove(value, level, batch_size, out_dim)  # type: ignore[assignment]
         elif isinstance(value, (_classes.NonTensorData, _classes.NonTensorStack)):
             source[key] = _nt_rebatch(value, new_bs)
         else:
@@ -292,7 +292,7 @@ def _unwrap_batched(batched_outputs: Any, out_dims: Any, vmap_level: int, batch_
     if _is_coll(batched_outputs) and isinstance(out_dims, tuple) and len(out_dims) == 1:
         flat_out_dims = list(out_dims)
     else:
-        flat_out_dims = _broadcast_to_and_flatten(out_dims, spec)
+        flat_out_dims = _broadcast_to_and_flatten(out_dims, spec)  # type: ignore[assignment]
         if flat_out_dims is None:
             msg = (
                 f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible "

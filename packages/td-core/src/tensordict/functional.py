@@ -136,7 +136,7 @@ def pad_sequence(
         if masks is not None:
             masks.set(key, torch.stack(mask_rows, 0))
     if masks is not None:
-        mask_key = "masks" if return_mask is True else unravel_key(return_mask)
+        mask_key = "masks" if return_mask is True else unravel_key(return_mask)  # type: ignore[arg-type]
         result.set(mask_key, masks)
     if out is not None:
         out.update(result)

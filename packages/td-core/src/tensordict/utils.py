@@ -96,7 +96,7 @@ def expand_as_right(tensor: torch.Tensor, dest: torch.Tensor | Any) -> torch.Ten
         >>> expand_as_right(torch.zeros(3, 4), torch.zeros(3, 4, 5, 6)).shape
         torch.Size([3, 4, 5, 6])
     """
-    shape = dest.batch_size if is_tensor_collection(dest) else dest.shape
+    shape = dest.batch_size if is_tensor_collection(dest) else dest.shape  # type: ignore[union-attr]
     if tensor.ndim > len(shape):
         msg = f"expand_as_right: tensor of shape {tuple(tensor.shape)} has more dims than {tuple(shape)}."
         raise RuntimeError(msg)
