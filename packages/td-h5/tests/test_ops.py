@@ -11,7 +11,7 @@ from tensordict.persistent import PersistentTensorDict
 
 
 def test_to_tensordict_and_clone(ptd, td):
-    for out in (ptd.to_tensordict(), ptd.clone(), ptd.clone(False)):
+    for out in (ptd.to_tensordict(), ptd.clone()):
         assert type(out) is TensorDict
         assert out["label"] == b"experiment-1"
         assert torch.equal(out["nested", "idx"], td["nested", "idx"])
@@ -103,3 +103,40 @@ def test_apply_and_math_give_memory_results(ptd, td):
     if hasattr(TensorDictBase, "__add__"):
         summed = ptd.select("obs") + 1
         assert type(summed) is TensorDict and torch.equal(summed["obs"], td["obs"] + 1)
+
+
+def test_clone_shallow_is_a_handle_on_the_same_file(ptd, td):
+    handle = ptd.clone(recurse=False)
+    assert type(handle) is PersistentTensorDict and handle is not ptd
+    assert handle.filename == ptd.filename and handle.batch_size == ptd.batch_size
+    handle.set_at_("obs", torch.full((3,), -1.0), 0)  # writes through to the file
+    assert torch.equal(ptd["obs"][0], torch.full((3,), -1.0))
+    view = ptd[2:5].clone(False)
+    assert view.batch_size == torch.Size([3]) and torch.equal(view["nested", "idx"], td["nested", "idx"][2:5])
+
+
+def test_clone_to_newfile(ptd, td, tmp_path):
+    with ptd[1:4].clone(newfile=tmp_path / "copy.h5") as copy:
+        assert type(copy) is PersistentTensorDict and copy.filename == str(tmp_path / "copy.h5")
+        assert copy.batch_size == torch.Size([3])
+        assert torch.equal(copy["obs"], td["obs"][1:4]) and copy["label"] == b"experiment-1"
+        copy.set_("obs", torch.zeros(3, 3))
+    assert torch.equal(ptd["obs"], td["obs"])  # the source file is untouched
+
+
+def test_memmap_in_place_is_refused(ptd, tmp_path):
+    with pytest.raises(RuntimeError, match="Cannot build a memmap TensorDict in-place from a PersistentTensorDict"):
+        ptd.memmap_(tmp_path / "mm")
+    mm = ptd.memmap(tmp_path / "mm")
+    assert torch.equal(mm["obs"], ptd["obs"]) and mm.is_memmap()
+
+
+def test_from_dict_auto_batch_size(tmp_path, td):
+    data = {"x": torch.zeros(4, 3, 2), "y": {"z": torch.zeros(4, 3)}}
+    with PersistentTensorDict.from_dict(data, tmp_path / "a.h5", auto_batch_size=True) as p:
+        assert p.batch_size == torch.Size([4, 3])
+    flat = TensorDict(x=torch.zeros(4, 3, 2), batch_size=[])
+    with PersistentTensorDict.from_dict(flat, tmp_path / "b.h5", auto_batch_size=True) as p:
+        assert p.batch_size == torch.Size([4, 3, 2])
+    with pytest.raises(ValueError, match="exclusive"):
+        PersistentTensorDict.from_dict(data, tmp_path / "c.h5", batch_size=[4], auto_batch_size=True)

@@ -322,7 +322,14 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
 
     @classmethod
     def from_dict(
-        cls, input_dict: Any, filename: Any, batch_size: Any = None, device: Any = None, **kwargs: Any
+        cls,
+        input_dict: Any,
+        filename: Any,
+        batch_size: Any = None,
+        device: Any = None,
+        *,
+        auto_batch_size: bool = False,
+        **kwargs: Any,
     ) -> PersistentTensorDict:
         """Writes ``input_dict`` (a dict or TensorDict) to a new HDF5 file and opens it (``"r+"``).
 
@@ -336,6 +343,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             batch_size (torch.Size, optional): batch size of a dict input (default: the
                 longest shared leading shape).
             device (torch.device, optional): device of the returned PersistentTensorDict.
+            auto_batch_size (bool): give the file the longest leading shape all leaves
+                share as batch size (a dict input without ``batch_size`` always does).
+                Exclusive with ``batch_size``.
             **kwargs: passed to ``h5py.Group.create_dataset`` for every tensor
                 (``compression="gzip"``, ``compression_opts``, ``chunks``, ``shuffle``, ...).
 
@@ -357,6 +367,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             ...         print(td.batch_size, td["y", "z"].tolist())
             torch.Size([5]) [0, 1, 2, 3, 4]
         """
+        if auto_batch_size and batch_size is not None:
+            msg = "auto_batch_size=True and batch_size are exclusive: pass one of them."
+            raise ValueError(msg)
         if isinstance(input_dict, TensorDictBase):
             td = input_dict
             if type(td) is not TensorDict:
@@ -364,6 +377,8 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             if batch_size is not None and torch.Size(batch_size) != td.batch_size:
                 td = td.clone(recurse=False)
                 td.batch_size = batch_size
+            elif auto_batch_size:
+                td = td.clone(recurse=False).auto_batch_size_()
         elif isinstance(input_dict, Mapping):
             if batch_size is None:
                 td = TensorDict(input_dict, auto_batch_size=True)
@@ -853,9 +868,62 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
                 source[key] = value.clone()
         return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
 
-    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:
-        """An in-memory copy (:meth:`to_tensordict`); the file is not copied."""
+    def clone(self, recurse: bool = True, *, newfile: Any = None, **kwargs: Any) -> TensorDictBase:
+        """A copy of the data, or with ``recurse=False`` a second handle on the same file.
+
+        Args:
+            recurse (bool): ``True`` (default) copies the data (the view's rows);
+                ``False`` returns a new :class:`PersistentTensorDict` on the same file
+                and group (writes through either reach the file; nothing is read).
+
+        Keyword Args:
+            newfile (str or path, optional): with ``recurse=True``, write the copy to
+                this new HDF5 file and return a :class:`PersistentTensorDict` on it
+                (mode ``"r+"``). Defaults to ``None``: an in-memory
+                :class:`~tensordict.TensorDict` (:meth:`to_tensordict`).
+            **kwargs: with ``newfile``, passed to ``h5py.Group.create_dataset``.
+
+        Returns:
+            TensorDictBase: same batch size, names and device as ``self``.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with TensorDict(a=torch.arange(4), batch_size=[4]).to_h5(os.path.join(tmp, "a.h5")) as td:
+            ...         handle = td.clone(False)
+            ...         with td.clone(newfile=os.path.join(tmp, "b.h5")) as copy:
+            ...             print(type(handle).__name__, handle.filename == td.filename, copy["a"].tolist())
+            PersistentTensorDict True [0, 1, 2, 3]
+        """
+        if not recurse:
+            self._check_open()
+            out = self._derive(self._group, self._orig_bs, self._sel)
+            out._names = self._names
+            return out
+        if newfile is not None:
+            return PersistentTensorDict.from_dict(self, newfile, device=self._device, **kwargs)
         return self.to_tensordict()
+
+    def memmap_(self, *args: Any, **kwargs: Any) -> PersistentTensorDict:
+        """Not supported: the data of a PersistentTensorDict lives in its HDF5 file.
+
+        Raises:
+            RuntimeError: always; ``td.memmap(prefix)`` writes a memory-mapped copy.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with TensorDict(a=torch.zeros(2), batch_size=[2]).to_h5(os.path.join(tmp, "m.h5")) as td:
+            ...         print(type(td.memmap(os.path.join(tmp, "mm"))["a"]).__name__)
+            MemoryMappedTensor
+        """
+        msg = (
+            f"Cannot build a memmap TensorDict in-place from a PersistentTensorDict: its data lives in the "
+            f"HDF5 file {self._state.filename!r}. Use td.memmap(prefix) for a memory-mapped copy."
+        )
+        raise RuntimeError(msg)
 
     def __repr__(self) -> str:
         self._check_open()

@@ -14,6 +14,7 @@ Three phases:
 Layout of one folder (``meta.json`` always; the rest as the keys require)::
 
     meta.json          {"format": "td-memmap", "version": 1, "type": "TensorDict", "batch_size": [...],
+                        "shape": [...] (= batch_size, the name tensordict's stores use; not read back),
                         "device": ..., "names": ..., "entries": [{"key": ..., "kind": ..., ...}, ...]}
     <stem>.memmap      raw bytes of a tensor leaf (C-contiguous)
     <stem>.pkl         a pickled non-tensor value (read only with allow_pickle=True)
@@ -143,6 +144,7 @@ def _plan_tensor(value: torch.Tensor, stage: str | None, final: str | None, key:
                 pass  # no hard links here: copy instead
         elif not ctx.copy_existing:
             msg = (
+                "A filename was provided but the tensor already has a file associated: "
                 f"key {key!r} is already memory-mapped to {value._filename!r}; saving it to {final!r} would "
                 "duplicate the file. Pass copy_existing=True to copy it."
             )
@@ -188,6 +190,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
         "format": FORMAT,
         "version": VERSION,
         "batch_size": list(inner.batch_size),
+        "shape": list(inner.batch_size),  # the field name tensordict's own stores use
         "device": str(device) if device is not None else None,
         "generation": ctx.generation,
     }

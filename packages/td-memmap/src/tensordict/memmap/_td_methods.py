@@ -120,6 +120,10 @@ def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fal
         >>> td.memmap_() is td, td.is_memmap()
         (True, True)
     """
+    if isinstance(td, torch.nn.Module):
+        msg = (f"Cannot build a memmap TensorDict in-place from a {type(td).__name__}: its leaves are module "
+               "parameters/buffers and would stop being registered. Use memmap() for a memory-mapped copy.")
+        raise RuntimeError(msg)
     if prefix is None:
         prefix = getattr(td, "_saved_path", None)
     return save_tree(td, prefix, inplace=True, copy_existing=copy_existing, existsok=existsok,
