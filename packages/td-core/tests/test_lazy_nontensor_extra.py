@@ -113,3 +113,61 @@ class TestEmptyLazy:
         out[0]["sub", "w"] = torch.ones(())
         assert "w" not in out[1]["sub"].keys()
         assert out[2]["sub", "z"] == "q"
+
+
+class TestNonTensorBitwise:
+    def test_non_tensor_data_operators(self) -> None:
+        from tensordict import NonTensorData
+
+        t = NonTensorData(True, batch_size=[2])
+        assert (t ^ t).data is False
+        assert (t | NonTensorData(False)).data is True
+        assert (t & False).data is False
+        assert (t ^ t).batch_size == torch.Size([2])
+
+    def test_tensordict_xor_or_combine_non_tensor_leaves(self) -> None:
+        from tensordict import NonTensorData
+
+        td = TensorDict({"x": torch.ones((), dtype=torch.bool), "n": {"flag": NonTensorData(True), "k": NonTensorData(6)}})
+        assert (td ^ td).get_non_tensor(("n", "flag")) is False
+        assert (td | td).get_non_tensor(("n", "flag")) is True
+        assert (td ^ td).get_non_tensor(("n", "k")) == 0
+        assert not (td ^ td)["x"]
+        # other ops pass non-tensor data through unchanged
+        assert (td.exclude("x") + 1).get_non_tensor(("n", "k")) == 6
+
+    def test_uncombinable_data_names_the_key(self) -> None:
+        td = TensorDict(s="text", x=torch.zeros((), dtype=torch.bool))
+        with pytest.raises(TypeError, match="'s'"):
+            td | td
+
+
+class TestNonTensorDataSetitem:
+    def test_write_reaches_the_stack(self) -> None:
+        s = NonTensorStack("a", "b")
+        s[1][True] = NonTensorStack("z")
+        assert s.tolist() == ["a", "z"]
+        s[0][...] = "y"
+        assert s.tolist() == ["y", "z"]
+
+    def test_partial_write_of_another_object_raises(self) -> None:
+        from tensordict import NonTensorData
+
+        d = NonTensorData("a", batch_size=[3])
+        d[:2] = "a"  # the same object: fine
+        with pytest.raises(RuntimeError, match="one object for the whole batch"):
+            d[:2] = "b"
+        d[:] = "b"
+        assert d.data == "b"
+
+    def test_stack_holding_different_objects_raises(self) -> None:
+        from tensordict import NonTensorData
+
+        d = NonTensorData("a", batch_size=[2])
+        with pytest.raises(RuntimeError, match="different objects"):
+            d[:] = NonTensorStack("x", "y")
+
+    def test_setitem_through_an_unsqueezed_index(self) -> None:
+        s = NonTensorStack("0", "1")
+        s[:, None] = NonTensorStack(NonTensorStack("2", "3"), stack_dim=1)
+        assert s.tolist() == ["2", "3"]

@@ -299,7 +299,9 @@ class NonTensorData(_NonTensorShapeOps):
         torch.Size([3])
     """
 
-    __slots__ = ("data", "_batch_size", "_device", "_names")
+    # ``_owner``: ``(stack, position)`` when read from a NonTensorStack element, so that
+    # a write into this object (``stack[0][...] = v``) reaches the stack
+    __slots__ = ("data", "_batch_size", "_device", "_names", "_owner")
 
     #: the data type a ``NonTensorData[T]`` / ``MetaData[T]`` class checks (``None``: any)
     _data_type: Any = None
@@ -397,13 +399,64 @@ class NonTensorData(_NonTensorShapeOps):
     def _with_batch(self, batch_size: Sequence[int]) -> NonTensorData:
         return self._rebuild(batch_size)
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, NonTensorData):
             return _same(self.data, other.data)
         return _same(self.data, other)
 
-    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Writes ``value`` (an object, or non-tensor data holding one value) into the
+        positions ``index`` selects; since a ``NonTensorData`` holds one object for the
+        whole batch, the write must cover every position or bring the same object.
+
+        Raises:
+            RuntimeError: ``value`` holds different objects, or covers part of the batch
+                with another object (build a :class:`NonTensorStack` for that).
+        """
+        shape = _shape_of_index(self._batch_size, lambda t: t[index])
+        if isinstance(value, NonTensorStack):
+            items = value._items
+            if not items or any(not _same(items[0], v) for v in items[1:]):
+                msg = f"cannot write a NonTensorStack holding different objects into a NonTensorData (batch_size {tuple(self._batch_size)}); write into a NonTensorStack instead."
+                raise RuntimeError(msg)
+            data = items[0]
+        elif isinstance(value, NonTensorData):
+            data = value.data
+        else:
+            data = value
+        if shape.numel() != self._batch_size.numel() and not _same(data, self.data):
+            msg = (
+                f"cannot write {data!r} into part ({tuple(shape)}) of a NonTensorData of batch_size "
+                f"{tuple(self._batch_size)} holding {self.data!r}: it holds one object for the whole batch. "
+                "Use a NonTensorStack for per-element objects."
+            )
+            raise RuntimeError(msg)
+        self.data = data
+        owner = getattr(self, "_owner", None)
+        if owner is not None:
+            owner[0]._items[owner[1]] = data
+
+    def _combine(self, other: Any, op: Callable[[Any, Any], Any]) -> Any:
+        if isinstance(other, NonTensorData):
+            other = other.data
+        elif isinstance(other, (_NonTensorShapeOps, torch.Tensor)) or hasattr(other, "_items_raw"):
+            return NotImplemented
+        return NonTensorData(op(self.data, other), self._batch_size, self._device)
+
+    def __or__(self, other: Any) -> Any:
+        """``NonTensorData(a) | b`` is ``NonTensorData(a | b)`` (``b`` unwrapped when non-tensor data)."""
+        return self._combine(other, lambda a, b: a | b)
+
+    def __xor__(self, other: Any) -> Any:
+        """``NonTensorData(a) ^ b`` is ``NonTensorData(a ^ b)``."""
+        return self._combine(other, lambda a, b: a ^ b)
+
+    def __and__(self, other: Any) -> Any:
+        """``NonTensorData(a) & b`` is ``NonTensorData(a & b)``."""
+        return self._combine(other, lambda a, b: a & b)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -538,7 +591,9 @@ class NonTensorStack(_NonTensorShapeOps):
         flat = idx.reshape(-1).tolist()
         items = [self._items[i] for i in flat]
         if idx.ndim == 0:
-            return NonTensorData(items[0], (), self._device)
+            out = NonTensorData(items[0], (), self._device)
+            out._owner = (self, flat[0])  # type: ignore[attr-defined]
+            return out
         return NonTensorStack._from_flat(items, idx.shape, self._device)
 
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
@@ -603,7 +658,7 @@ class NonTensorStack(_NonTensorShapeOps):
     def _with_batch(self, batch_size: Sequence[int]) -> NonTensorStack:
         return NonTensorStack._from_flat(self._items, batch_size, self._device)
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, NonTensorStack):
             return self._batch_size == other._batch_size and all(
                 _same(a, b) for a, b in zip(self._items, other._items)

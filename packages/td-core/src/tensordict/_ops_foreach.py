@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
-from tensordict._apply import _collect_like, _flatten_tensors, _unflatten_tensors
+from tensordict._apply import _NESTED, _TC, _collect_like, _flatten_tensors, _unflatten_tensors
 
 _Tensor = torch.Tensor
 _peek_interpreter = torch._C._functorch.peek_interpreter_stack
@@ -244,9 +244,48 @@ def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool =
             else:
                 results = [eager(x, arg, **kw) for x in leaves]
     out = _unflatten_tensors(spec, results)[0]  # type: ignore[arg-type]
+    if not spec[2] and name in _NON_TENSOR_BINARY and not reflected:
+        _non_tensor_binary(spec, out, other, _NON_TENSOR_BINARY[name])
     if td._is_locked:  # as tensordict: the result of a locked operand is locked
         out._set_lock_flag(True)
     return out
+
+
+# ops that also combine non-tensor data (``NonTensorData(True) ^ NonTensorData(True)``
+# is ``NonTensorData(False)``, as in tensordict); the other ops pass it through
+_NON_TENSOR_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+    "bitwise_and": lambda a, b: a & b,
+}
+
+
+def _non_tensor_binary(spec: tuple, out: Any, other: Any, op: Callable[[Any, Any], Any]) -> None:
+    """Replaces, in ``out``, each ``NonTensorData`` passed through by ``spec`` with
+    ``op(data, other's data)`` (``other`` a TensorDict with data at the same key, or a scalar)."""
+    ntd = _classes.NonTensorData
+    for entry in spec[1]:
+        if entry.__class__ is str or entry[1] == _TC:
+            continue
+        key = entry[0]
+        sub_other = other._get_raw(key, None) if _is_td(other) else other
+        if entry[1] == _NESTED:
+            if sub_other is not None:
+                _non_tensor_binary(entry[2], out._get_raw(key), sub_other, op)
+            continue
+        value = entry[2]
+        if value.__class__ is not ntd and not isinstance(value, ntd):
+            continue
+        if isinstance(sub_other, ntd):
+            sub_other = sub_other.data
+        elif sub_other is None or _is_td(sub_other) or isinstance(sub_other, _Tensor):
+            continue
+        try:
+            result = op(value.data, sub_other)
+        except TypeError as err:
+            msg = f"key {key!r}: the non-tensor data {value.data!r} and {sub_other!r} cannot be combined ({err})."
+            raise TypeError(msg) from None
+        out._set_raw(key, ntd(result, value.batch_size, value.device))
 
 
 def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> Sequence[Any]:

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from tensordict import UnbatchedTensor
 from tensordict.ext import (
     NonTensorData,
     NonTensorStack,
@@ -463,7 +464,7 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
     device = td.device
     if isinstance(value, _Tensor):
         n = len(bs)
-        if n and value.shape[:n] != bs:
+        if n and value.shape[:n] != bs and not isinstance(value, UnbatchedTensor):
             raise _batch_error(cls, name, value.shape, bs)
         if device is not None and value.device != device:
             value = value.to(device, non_blocking=non_blocking)
