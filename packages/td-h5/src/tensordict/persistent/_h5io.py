@@ -254,7 +254,7 @@ def attr_to_python(value: Any) -> Any:
     if isinstance(value, h5py.Empty):
         return None
     if isinstance(value, np.void):
-        return bytes(value)
+        return bytes(value)  # type: ignore[call-overload]
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -327,7 +327,7 @@ def struct_to_tensordict(key: Any, arr: np.ndarray, shape: tuple) -> Any:
 
     arr = np.asarray(arr).reshape(shape)
     fields: dict = {}
-    for name in arr.dtype.names:
+    for name in arr.dtype.names:  # type: ignore[union-attr]
         col = arr[name]
         sub = col.dtype
         if sub.names is not None:

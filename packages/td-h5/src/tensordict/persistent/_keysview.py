@@ -48,7 +48,7 @@ class H5KeysView(_KeysView):
         """``(key, value)`` with keys from the metadata, each value read only when reached."""
         td = self._td
         for key in H5KeysView.__iter__(self):
-            yield key, (td._get_raw(key) if key.__class__ is str else td._get_tuple_raw(key))
+            yield key, (td._get_raw(key) if key.__class__ is str else td._get_tuple_raw(key))  # type: ignore[arg-type]
 
 
     def __contains__(self, key: object) -> bool:
@@ -58,7 +58,7 @@ class H5KeysView(_KeysView):
             path: tuple = (key,)
         elif key.__class__ is tuple:
             try:
-                path = _as_tuple(key)  # type: ignore[arg-type]
+                path = _as_tuple(key)
             except (TypeError, ValueError):
                 return False
         else:
@@ -66,13 +66,13 @@ class H5KeysView(_KeysView):
         if len(path) > 1 and not self.include_nested:
             return False
         try:
-            found = self._td._locate(path)
+            found = self._td._locate(path)  # type: ignore[attr-defined]
         except KeyError:
             return False
         if found is None:
             return False
         if self.leaves_only:
-            cls = self._td._meta_class(found)
+            cls = self._td._meta_class(found)  # type: ignore[attr-defined]
             is_leaf = self.is_leaf
             return (found[0] != "group" and not issubclass(cls, _NON_TENSOR)) if is_leaf is None else bool(is_leaf(cls))
         return True
@@ -83,10 +83,10 @@ class H5ValuesView(H5KeysView):
 
     __slots__ = ()
 
-    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Any]:
         return (v for _, v in self._pairs())
 
-    def __contains__(self, value: object) -> bool:  # type: ignore[override]
+    def __contains__(self, value: object) -> bool:
         return any(v is value for v in self)
 
     def __repr__(self) -> str:
@@ -98,10 +98,10 @@ class H5ItemsView(H5KeysView):
 
     __slots__ = ()
 
-    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:
         return iter(self._pairs())
 
-    def __contains__(self, item: object) -> bool:  # type: ignore[override]
+    def __contains__(self, item: object) -> bool:
         return any(k == item[0] and v is item[1] for k, v in self)  # type: ignore[index]
 
     def __repr__(self) -> str:

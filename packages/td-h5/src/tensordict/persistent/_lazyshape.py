@@ -9,13 +9,24 @@ move data (``view``, ``permute``, ...) use td-core's dense implementations.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the class the mixin is mixed into (type checkers only)
+    import torch
+
+    from tensordict import TensorDictBase as _MixinBase
+else:
+    _MixinBase = object
 
 __all__ = ["LazyShapeMixin"]
 
 
-class LazyShapeMixin:
+class LazyShapeMixin(_MixinBase):
     """Index-based shape ops returning lazy views."""
+
+    if TYPE_CHECKING:
+        @property
+        def _batch_size(self) -> torch.Size: ...
 
     def _dim(self, dim: int, extra: int = 0) -> int:
         nd = len(self._batch_size) + extra

@@ -321,7 +321,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         )
 
     @classmethod
-    def from_dict(
+    def from_dict(  # type: ignore[override]
         cls,
         input_dict: Any,
         filename: Any,
@@ -613,7 +613,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             bs = self._obs if self._obs is not None else self._stored_bs()
             if bs is not None and dset.shape[: len(bs)] != tuple(bs):
                 raise batch_mismatch_error(key, dset.shape, bs)
-            return self._read_dataset(dset, dtype)
+            return self._read_dataset(dset, dtype)  # type: ignore[arg-type]
         bs = self._orig_bs
         if kind in ("stack", "string") and dset.ndim and tuple(dset.shape) == tuple(bs) and (kind == "stack" or self._nts):
             items = np.asarray(io.read_strings(dset), dtype=object).reshape(-1).tolist()
@@ -757,11 +757,11 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
     def __contains__(self, key: object) -> bool:
         return key in H5KeysView(self, True)
 
-    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:  # type: ignore[override]
         """A live view of ``(key, value)`` pairs: keys listed from metadata, each value read when reached."""
         return H5ItemsView(self, include_nested, leaves_only, is_leaf)
 
-    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:
+    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None) -> Any:  # type: ignore[override]
         """A live view of the values: keys listed from metadata, each value read when reached."""
         return H5ValuesView(self, include_nested, leaves_only, is_leaf)
 
@@ -863,7 +863,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
             if isinstance(value, PersistentTensorDict):
                 source[key] = value.to_tensordict()
             elif isinstance(value, torch.Tensor):
-                source[key] = value
+                source[key] = value  # type: ignore[assignment]
             else:
                 source[key] = value.clone()
         return TensorDict._new_unsafe(source, self._batch_size, self._device, self._names)
@@ -934,9 +934,9 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
                 items.append((key, _Shown(repr(child))))
             elif cls is torch.Tensor:
                 found = self._locate((key,))
-                shape = torch.Size((*self._batch_size, *found[1].shape[len(self._orig_bs) :]))
+                shape = torch.Size((*self._batch_size, *found[1].shape[len(self._orig_bs) :]))  # type: ignore[index]
                 items.append(
-                    (key, _Shown(f"Tensor(shape={shape}, device={device or 'cpu'}, dtype={found[2]}, is_shared=False)"))
+                    (key, _Shown(f"Tensor(shape={shape}, device={device or 'cpu'}, dtype={found[2]}, is_shared=False)"))  # type: ignore[index]
                 )
             else:
                 items.append((key, _Shown(repr(self._get_raw(key)))))

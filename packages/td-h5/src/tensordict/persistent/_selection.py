@@ -253,18 +253,18 @@ def read_selected(dset: Any, sel: Selection | FlatSel, to_tensor: Any) -> torch.
     post = []
     fancy_done = False
     out_dim = 0
-    for s in sel.dims:
+    for s in sel.dims:  # type: ignore[union-attr]
         cls = s.__class__
         if cls is int:
             h5sel.append(s)
             continue
         if cls is range:
             if not len(s):
-                return _read_empty(dset, sel, to_tensor)
+                return _read_empty(dset, sel, to_tensor)  # type: ignore[arg-type]
             h5sel.append(slice(s.start, s[-1] + 1, s.step))
         else:
             if not s.numel():
-                return _read_empty(dset, sel, to_tensor)
+                return _read_empty(dset, sel, to_tensor)  # type: ignore[arg-type]
             pos = s.numpy()
             if not fancy_done:
                 fancy_done = True
@@ -281,7 +281,7 @@ def read_selected(dset: Any, sel: Selection | FlatSel, to_tensor: Any) -> torch.
     for d, ix in post:
         arr = arr.take(ix, axis=d)
     t = to_tensor(arr)
-    for pos, o in enumerate(sel.layout):
+    for pos, o in enumerate(sel.layout):  # type: ignore[union-attr]
         if o is None:
             t = t.unsqueeze(pos)
     return t
@@ -335,16 +335,16 @@ def write_selected(dset: Any, sel: Selection | FlatSel, value: torch.Tensor, to_
     if sel.__class__ is FlatSel:
         _write_flat(dset, sel, arr)
         return
-    new_axes = tuple(pos for pos, o in enumerate(sel.layout) if o is None)
+    new_axes = tuple(pos for pos, o in enumerate(sel.layout) if o is None)  # type: ignore[union-attr]
     if new_axes:
         arr = arr.squeeze(axis=new_axes)
-    if any(len(d) == 0 for d in sel.dims if d.__class__ is not int):
+    if any(len(d) == 0 for d in sel.dims if d.__class__ is not int):  # type: ignore[union-attr]
         return
-    n_tensors = sum(1 for d in sel.dims if d.__class__ not in (int, range))
+    n_tensors = sum(1 for d in sel.dims if d.__class__ not in (int, range))  # type: ignore[misc, union-attr]
     if n_tensors <= 1:
         h5sel = []
         out_dim = 0
-        for s in sel.dims:
+        for s in sel.dims:  # type: ignore[union-attr]
             cls = s.__class__
             if cls is int:
                 h5sel.append(s)
@@ -363,7 +363,7 @@ def write_selected(dset: Any, sel: Selection | FlatSel, value: torch.Tensor, to_
     # several independent position lists: read-modify-write their bounding box
     box_sel = []
     local = []
-    for s in sel.dims:
+    for s in sel.dims:  # type: ignore[union-attr]
         cls = s.__class__
         if cls is int:
             box_sel.append(s)

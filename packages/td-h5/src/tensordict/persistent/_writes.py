@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
@@ -69,7 +69,7 @@ def _as_td(value: Any, batch_size: torch.Size) -> TensorDictBase:
 
 def _raw_leaves(td: TensorDictBase, prefix: tuple = ()) -> list:
     """``(path, leaf)`` for every leaf of ``td``; empty nested TensorDicts count as leaves."""
-    out = []
+    out = []  # type: ignore[var-annotated]
     for key, value in td._items_raw():
         path = prefix + (key,)
         if isinstance(value, TensorDictBase):
@@ -84,8 +84,29 @@ def _key_of(path: tuple) -> NestedKey:
     return path[0] if len(path) == 1 else path
 
 
-class WriteMixin:
+if TYPE_CHECKING:  # what the mixin reads from PersistentTensorDict (type checkers only)
+    from tensordict.persistent._filestate import FileState
+    from tensordict.persistent._selection import FlatSel, Selection
+
+    _MixinBase = TensorDictBase
+else:
+    _MixinBase = object
+
+
+class WriteMixin(_MixinBase):
     """Writes to the HDF5 file behind a ``PersistentTensorDict``."""
+
+    if TYPE_CHECKING:
+        _state: FileState
+        _group: Any
+        _sel: Selection | FlatSel | None
+
+        @property
+        def _orig_bs(self) -> torch.Size: ...
+        def _tensor_datasets(self) -> list: ...
+        def _check_open(self) -> None: ...
+        def _locate(self, path: tuple) -> tuple | None: ...
+        def _read_dataset(self, dset: h5py.Dataset, dtype: torch.dtype) -> torch.Tensor: ...
 
     # ------------------------------------------------------------------ checks
     def _check_writable(self, key: Any = None) -> None:
@@ -137,10 +158,14 @@ class WriteMixin:
             raise refused_error(name, why, self._state.filename)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
+        # td-core's apply engine passes the key from its root (for messages) while
+        # calling on the TensorDict that holds the entry: the entry is the last part
+        if key.__class__ is tuple:
+            key = key[-1]
         self.set(key, value, inplace=True)
 
     # ------------------------------------------------------------------ set
-    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
+    def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:  # type: ignore[override]
         self._check_writable(key)
         io.check_key(key)
         if not validated:
@@ -177,7 +202,7 @@ class WriteMixin:
         self._run(self._plan_value(path, item, vbd, require_existing=True))
         return self
 
-    def update(
+    def update(  # type: ignore[override]
         self,
         input_dict_or_td: Mapping | TensorDictBase,
         clone: bool = False,
@@ -220,7 +245,7 @@ class WriteMixin:
             ignore_lock=ignore_lock,
         )
 
-    def update_(
+    def update_(  # type: ignore[override]
         self,
         input_dict_or_td: Mapping | TensorDictBase,
         clone: bool = False,
@@ -242,7 +267,7 @@ class WriteMixin:
             try:
                 value = TensorDict(value, batch_size=self.batch_size)
             except RuntimeError:
-                value = TensorDict(value, batch_size=[])
+                value = TensorDict(value, batch_size=[])  # type: ignore[arg-type]
         value = _as_td(value, self.batch_size)
         if keys_to_update is not None:
             value = value.select(*keys_to_update, strict=False)
@@ -565,7 +590,7 @@ class WriteMixin:
 
     def _positions(self) -> torch.Tensor:
         """Flat positions into this group's batch dims, shaped like the view's batch size."""
-        sel = self._sel.extend(self._orig_bs).to_flat()
+        sel = self._sel.extend(self._orig_bs).to_flat()  # type: ignore[union-attr]
         return sel.flat
 
 
