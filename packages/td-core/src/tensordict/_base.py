@@ -1332,17 +1332,30 @@ class TensorDictBase(
         return self._map_leaves(torch.Tensor.clone)
 
     def _map_leaves(self, fn: Callable, keep_non_tensor: bool = False, **new_kwargs: Any) -> TensorDictBase:
-        source: dict[str, Any] = {}
-        for key, value in self._items_raw():
-            if isinstance(value, torch.Tensor):
-                source[key] = fn(value)
-            elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
-                source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
-            elif keep_non_tensor:
-                source[key] = value
+        # an explicit stack of the TensorDicts being rebuilt, not one Python frame per
+        # level: any nesting depth works (nodes that map their own way are called)
+        frames: list = [(self, iter(self._items_raw()), {}, None)]
+        own = TensorDictBase._map_leaves
+        while True:
+            node, items, source, node_key = frames[-1]
+            for key, value in items:
+                if isinstance(value, torch.Tensor):
+                    source[key] = fn(value)
+                elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
+                    if getattr(type(value), "_map_leaves", None) is own:
+                        frames.append((value, iter(value._items_raw()), {}, key))
+                        break
+                    source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
+                elif keep_non_tensor:
+                    source[key] = value
+                else:
+                    source[key] = value.clone()
             else:
-                source[key] = value.clone()
-        return self._new_like(source, **new_kwargs)
+                frames.pop()
+                out = node._new_like(source, **new_kwargs)
+                if not frames:
+                    return out
+                frames[-1][2][node_key] = out
 
     def copy_(self, tensordict: TensorDictBase, non_blocking: bool = False) -> TensorDictBase:
         """Copies ``tensordict``'s leaves into ``self`` in place (``update_``).

@@ -22,13 +22,56 @@ __all__ = ["TensorDict"]
 
 _Tensor = torch.Tensor
 _Size = torch.Size
+_TENSOR_ONLY = frozenset((_Tensor,))
+
+
+def _misfits(shape: torch.Size, bs: torch.Size) -> bool:
+    """Whether ``shape`` does not start with the (non-empty) ``bs``. Slicing a torch.Size
+    costs more than the rest of a ``set``, so the common cases compare items instead."""
+    if shape == bs:
+        return False
+    n = len(bs)
+    if len(shape) < n:
+        return True
+    if n == 1:
+        return shape[0] != bs[0]
+    return shape[:n] != bs
+
+
+def _all_str(keys: Any) -> bool:
+    """Whether every key is a str, checked at C speed (``str.join`` takes str only)."""
+    try:
+        "".join(keys)
+    except TypeError:
+        return False
+    return True
+
+
+#: ``tuple(batch_size) -> torch.Size`` for the batch sizes met so far (bounded): building a
+#: Size and checking its dims costs more than the rest of an empty ``TensorDict(...)``
+_SIZE_CACHE: dict = {}
 
 
 def _to_size(batch_size: Any) -> torch.Size:
     if batch_size is None:
         return _Size(())
-    if batch_size.__class__ is _Size:
+    cls = batch_size.__class__
+    if cls is _Size:
         return batch_size
+    if cls is list or cls is tuple:
+        key = tuple(batch_size) if cls is list else batch_size
+        try:
+            return _SIZE_CACHE[key]
+        except (KeyError, TypeError):
+            pass
+        size = _to_size_checked(batch_size)
+        if len(_SIZE_CACHE) < 256 and all(d.__class__ is int for d in key):
+            _SIZE_CACHE[key] = size
+        return size
+    return _to_size_checked(batch_size)
+
+
+def _to_size_checked(batch_size: Any) -> torch.Size:
     try:
         size = _Size((batch_size,)) if isinstance(batch_size, int) else _Size(batch_size)
     except TypeError:
@@ -50,7 +93,7 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, prefix: Any) -> Ten
     n = len(bs)
     for key, value in source.items():
         if key.__class__ is str and value.__class__ is _Tensor:
-            if n and value.shape[:n] != bs:
+            if n and _misfits(value.shape, bs):
                 raise batch_mismatch_error((*prefix, key) if prefix.__class__ is tuple else (prefix, key), value.shape, bs)
             if dev is not None and value.device != dev:
                 value = value.to(dev)
@@ -136,9 +179,9 @@ class TensorDict(TensorDictBase):
         auto_batch_size: bool = False,
         **kwargs: Any,
     ) -> None:
-        self._tensordict = {}
-        self._batch_size = bs = _to_size(batch_size)
-        self._device = dev = _to_device(device)
+        bs = batch_size if batch_size.__class__ is _Size else _to_size(batch_size)
+        self._batch_size = bs
+        self._device = dev = None if device is None else _to_device(device)
         if source is None:
             source = kwargs
         elif kwargs:
@@ -147,6 +190,24 @@ class TensorDict(TensorDictBase):
                 f"(got source and {sorted(kwargs)})."
             )
             raise ValueError(msg)
+        if source.__class__ is dict and dev is None and not auto_batch_size:
+            # the common case in one pass of C-speed checks: str keys and plain tensors
+            # (the loop below handles anything else, and reports the offending key)
+            if not source:
+                self._tensordict = {}
+                if names is not None or lock:
+                    self._finish_init(names, lock)
+                return
+            if _TENSOR_ONLY.issuperset(map(type, source.values())) and _all_str(source):
+                if bs:
+                    for key, value in source.items():
+                        if _misfits(value.shape, bs):
+                            raise batch_mismatch_error(key, value.shape, bs)
+                self._tensordict = dict(source)
+                if names is not None or lock:
+                    self._finish_init(names, lock)
+                return
+        self._tensordict = {}
         if isinstance(source, TensorDictBase):
             source = dict(source._items_raw())
         elif not isinstance(source, Mapping):
@@ -159,7 +220,7 @@ class TensorDict(TensorDictBase):
         check = n and not auto_batch_size
         for key, value in source.items():
             if key.__class__ is str and value.__class__ is _Tensor:
-                if check and value.shape[:n] != bs:
+                if check and _misfits(value.shape, bs):
                     raise batch_mismatch_error(key, value.shape, bs)
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
@@ -170,6 +231,10 @@ class TensorDict(TensorDictBase):
                 self.set(key, value)
         if auto_batch_size:
             self.auto_batch_size_()
+        if names is not None or lock:
+            self._finish_init(names, lock)
+
+    def _finish_init(self, names: Any, lock: bool) -> None:
         if names is not None:
             self.names = names
         if lock:
@@ -200,10 +265,10 @@ class TensorDict(TensorDictBase):
         )
 
     # ------------------------------------------------------------------ storage
-    def _keys_raw(self):
+    def _keys_raw(self) -> Any:
         return self._tensordict.keys()
 
-    def _items_raw(self):
+    def _items_raw(self) -> Any:
         return self._tensordict.items()
 
     def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
@@ -358,7 +423,7 @@ class TensorDict(TensorDictBase):
             if self._is_locked:
                 raise locked_error("set a new value", key)
             bs = self._batch_size
-            if bs and item.shape[: len(bs)] != bs:
+            if bs and _misfits(item.shape, bs):
                 raise batch_mismatch_error(key, item.shape, bs)
             dev = self._device
             if dev is not None and item.device != dev:
@@ -378,7 +443,7 @@ class TensorDict(TensorDictBase):
                 last = key[-1]
                 if last.__class__ is str and node.__class__ is TensorDict and not node._is_locked:
                     bs = node._batch_size
-                    if bs and item.shape[: len(bs)] != bs:
+                    if bs and _misfits(item.shape, bs):
                         raise batch_mismatch_error(key, item.shape, bs)
                     dev = node._device
                     if dev is not None and item.device != dev:
@@ -404,7 +469,7 @@ class TensorDict(TensorDictBase):
             if self._is_locked:
                 raise locked_error("set a new value", index)
             bs = self._batch_size
-            if bs and value.shape[: len(bs)] != bs:
+            if bs and _misfits(value.shape, bs):
                 raise batch_mismatch_error(index, value.shape, bs)
             dev = self._device
             if dev is not None and value.device != dev:
