@@ -128,5 +128,10 @@ def test_dense_stack_keeps_heterogeneous_inner_stacks_lazy():
     out = dense_stack_tds(lazy_stack([make(0), make(1)]))
     assert isinstance(out, TensorDict) and out.batch_size == (2, 2)
     assert isinstance(out["inner"], LazyStackedTensorDict)
-    assert (out["inner"].tensordicts[1].tensordicts[1]["a"] == 1).all()
+    # a lazy stack along the inner stack dim (shifted by the new dim) of the dense
+    # stacks of the inner TensorDicts: [make(0)'s i-th, make(1)'s i-th]
+    assert out["inner"].stack_dim == 1
+    assert out["inner"].tensordicts[1]["a"].shape == (2, 3)
+    assert (out["inner"].tensordicts[1]["a"][1] == 1).all()
+    assert (out["inner"][1, 1]["a"] == 1).all()
     assert (out["x"][1] == 1).all()

@@ -171,3 +171,26 @@ class TestNonTensorDataSetitem:
         s = NonTensorStack("0", "1")
         s[:, None] = NonTensorStack(NonTensorStack("2", "3"), stack_dim=1)
         assert s.tolist() == ["2", "3"]
+
+
+class TestDenseStackOfHeterogeneousLazy:
+    @pytest.mark.parametrize("dim", [0, 1, 2, 3])
+    @pytest.mark.parametrize("inner_dim", [0, 1, 2])
+    def test_inner_stacks_stay_lazy(self, dim: int, inner_dim: int) -> None:
+        from tensordict import dense_stack_tds
+
+        bs = (2, 3)
+        a = TensorDict(x=torch.zeros(*bs, 3), batch_size=bs)
+        b = TensorDict(x=torch.zeros(*bs, 4), y=torch.zeros(*bs, 1), batch_size=bs)
+        inner = lazy_stack([a, b], inner_dim)
+        outer0 = TensorDict(lazy=inner, batch_size=inner.batch_size)
+        outer1 = outer0.clone().apply_(lambda t: t + 1)
+        out = dense_stack_tds(lazy_stack([outer0, outer1], dim))
+        assert type(out) is TensorDict
+        got = out["lazy"]
+        assert isinstance(got, LazyStackedTensorDict)
+        assert got.stack_dim == (inner_dim if dim > inner_dim else inner_dim + 1)
+        assert "y" not in got.tensordicts[0].keys()
+        assert "y" in got.tensordicts[1].keys()
+        for i in range(2):
+            assert (out[(slice(None),) * dim + (i,)] == i).all()

@@ -47,6 +47,31 @@ def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
     return keys
 
 
+def _stack_lazy_values(values: list, dim: int, maybe_dense_stack: bool) -> Any:
+    """Stacks lazy stacks that cannot be stacked densely (heterogeneous shapes or keys).
+
+    When they share one ``stack_dim`` and length, the result is a lazy stack along
+    that dim (shifted when ``dim`` comes before it) of the dense stacks of their
+    ``i``-th TensorDicts, so each of those keeps its own keys and shapes; otherwise
+    a lazy stack of the lazy stacks.
+    """
+    lazy_cls = _classes.LazyStackedTensorDict
+    first = values[0]
+    sd, n = first.stack_dim, len(first.tensordicts)
+    if n and all(v.__class__ is lazy_cls and v.stack_dim == sd and len(v.tensordicts) == n for v in values):
+        new_sd, inner_dim = (sd + 1, dim) if dim <= sd else (sd, dim - 1)
+        try:
+            parts = [
+                stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)
+                for i in range(n)
+            ]
+        except (RuntimeError, KeyError):
+            pass
+        else:
+            return lazy_cls._from_list(parts, new_sd)
+    return lazy_cls._from_list(values, dim)
+
+
 def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, maybe_dense_stack: bool = False) -> TensorDictBase:
     """Stacks TensorDicts along a new batch dim ``dim``.
 
@@ -118,7 +143,7 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
                 if not any(v.__class__ is lazy_cls for v in values):
                     raise
                 # nested lazy stacks of heterogeneous shapes have no dense form: they stay lazy
-                source[key] = lazy_cls._from_list(values, dim)
+                source[key] = _stack_lazy_values(values, dim, maybe_dense_stack)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _stack_non_tensor(values, dim)
         else:
