@@ -67,7 +67,7 @@ def _type_attr(cls: type, name: str) -> Any:
 
 def _rebuild(cls: type, td: TensorDictBase, nt: dict, extra: dict | None = None) -> Any:
     """Unpickling entry point (kept importable under this name)."""
-    obj = _obj_new(cls)
+    obj = _obj_new(cls)  # type: ignore[var-annotated]
     _bind(obj, td, dict(nt))
     if extra:
         obj.__dict__.update(extra)
@@ -349,7 +349,7 @@ class _TensorClassCore(_Slots):
             if value is None and default is not NO_DEFAULT:
                 return default
             return value
-        value = self._tensordict._get_raw(key, _ABSENT)
+        value = self._tensordict._get_raw(key, _ABSENT)  # type: ignore[arg-type]
         if value is not _ABSENT:
             return _read(value)
         if default is not NO_DEFAULT:
@@ -565,10 +565,10 @@ class _TensorClassCore(_Slots):
         out = getattr(self._tensordict, op)(other)
         return _wrap_out(self, out)
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return self._compare(other, "__eq__")
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return self._compare(other, "__ne__")
 
     # ------------------------------------------------------------------ repr, pickling
@@ -633,7 +633,7 @@ def _index_tensors(td: TensorDict, index: Any, kind: type) -> TensorDict | None:
     return _new_td(source, new_bs, td._device)
 
 
-def _convert_nested(cls: type, td: TensorDict) -> None:
+def _convert_nested(cls: type[_Slots], td: TensorDict) -> None:
     """Nested TensorDicts of ``td`` under fields annotated with a tensorclass become
     instances of it (in place)."""
     store = td._tensordict
@@ -641,7 +641,7 @@ def _convert_nested(cls: type, td: TensorDict) -> None:
         if isinstance(value, TensorDictBase):
             target = _tensorclass_hint(cls, key)
             if target is not None:
-                store[key] = target.from_tensordict(value)
+                store[key] = target.from_tensordict(value)  # type: ignore[attr-defined]
 
 
 def _init_instance(

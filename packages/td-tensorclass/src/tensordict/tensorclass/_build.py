@@ -180,12 +180,12 @@ def _set_options(cls: type, options: dict[str, bool]) -> None:
             "(tensor_only casts every value to the annotated tensor type itself)."
         )
         raise TypeError(msg)
-    cls._tc_options = dict(options)
-    cls._tc_autocast = bool(options.get("autocast", False))
-    cls._tc_nocast = bool(options.get("nocast", False))
-    cls._tc_frozen = bool(options.get("frozen", False))
-    cls._tc_shadow = bool(options.get("shadow", False))
-    cls._tc_tensor_only = bool(options.get("tensor_only", False))
+    cls._tc_options = dict(options)  # type: ignore[attr-defined]
+    cls._tc_autocast = bool(options.get("autocast", False))  # type: ignore[attr-defined]
+    cls._tc_nocast = bool(options.get("nocast", False))  # type: ignore[attr-defined]
+    cls._tc_frozen = bool(options.get("frozen", False))  # type: ignore[attr-defined]
+    cls._tc_shadow = bool(options.get("shadow", False))  # type: ignore[attr-defined]
+    cls._tc_tensor_only = bool(options.get("tensor_only", False))  # type: ignore[attr-defined]
 
 
 def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
@@ -218,7 +218,7 @@ def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
         target = cls
     else:
         try:
-            target = type(cls)(
+            target = type(cls)(  # type: ignore[misc]
                 cls.__name__,
                 (cls, base),
                 {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__},
@@ -236,21 +236,21 @@ def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:
                 default = f.default if f.default is not dataclasses.MISSING else None
                 setattr(target, f.name, _FieldReader(f.name, default))
                 break
-    target._tc_fields = tuple(names)
-    target._tc_field_set = frozenset(names)
-    target.__expected_keys__ = frozenset(names)  # upstream's name for the field set
-    target._tc_user_setattr = any(
+    target._tc_fields = tuple(names)  # type: ignore[attr-defined]
+    target._tc_field_set = frozenset(names)  # type: ignore[attr-defined]
+    target.__expected_keys__ = frozenset(names)  # type: ignore[attr-defined]  # upstream's name for the field set
+    target._tc_user_setattr = any(  # type: ignore[attr-defined]
         "__setattr__" in klass.__dict__ for klass in target.__mro__ if not issubclass(base, klass) and klass is not object
     )
     _set_options(target, {**getattr(cls, "_tc_options", {}), **options})
     if user_init is not None:
-        target.__init__ = _wrap_user_init(user_init)
+        target.__init__ = _wrap_user_init(user_init)  # type: ignore[method-assign]
     else:
-        target.__init__ = _make_init(target, fields)
+        target.__init__ = _make_init(target, fields)  # type: ignore[method-assign]
     if cls.__doc__ is None or cls.__doc__.startswith(f"{cls.__name__}("):
         target.__doc__ = f"{cls.__name__}({', '.join(names)}, *, batch_size=None, device=None, names=None)"
-    if target._tc_tensor_only:
-        check_tensor_only_hints(target)
+    if target._tc_tensor_only:  # type: ignore[attr-defined]
+        check_tensor_only_hints(target)  # type: ignore[arg-type]
     register_tensorclass(target)
     register_pytree(target)
     return target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -13,9 +14,9 @@ from tensordict.tensorclass._ops import _UPSTREAM_CLASSMETHODS, _OpsMixin
 from tensordict.tensorclass._state import _StateMixin
 from tensordict.tensorclass._wrap import _forward_classmethod, install_td_forwarders
 
-try:  # Python >= 3.11
+if sys.version_info >= (3, 11):
     from typing import dataclass_transform
-except ImportError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10
     from typing_extensions import dataclass_transform
 
 __all__ = ["tensorclass", "TensorClass"]
@@ -230,7 +231,7 @@ class TensorClass(_DataclassLike):
         key = tuple(sorted(set(items)))
         cached = _OPTION_BASES.get((cls, key))
         if cached is None:
-            cached = type(cls)(
+            cached = type(cls)(  # type: ignore[misc]
                 f"{cls.__name__}[{', '.join(repr(k) for k in key)}]",
                 (cls,),
                 {

@@ -81,7 +81,13 @@ def _assign_from(obj: Any, tree: Any) -> None:
     _resync(obj)
 
 
-class _IOMixin:
+if TYPE_CHECKING:  # pragma: no cover - the instance layout the mixin reads (type checkers only)
+    _MixinBase = _Slots
+else:
+    _MixinBase = object
+
+
+class _IOMixin(_MixinBase):
     """Constructors (``from_*``), stacking class methods and the memmap family."""
 
     __slots__ = ()

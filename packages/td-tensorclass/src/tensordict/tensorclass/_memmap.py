@@ -22,7 +22,7 @@ from typing import Any
 
 from tensordict.ext import NonTensorData, TensorDict
 from tensordict.tensorclass._registry import get_tensorclass, tensorclass_name
-from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _read, _resync
+from tensordict.tensorclass._storage import _full_td, _non_tensor_in_td, _read, _resync, _Slots
 
 __all__ = ["REGISTERED_NAME", "register_with_memmap"]
 
@@ -65,18 +65,18 @@ class _MemmapView(TensorDict):
 
     def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
         self._tensordict[key] = value
-        _write_through(self._owner, key, value)
+        _write_through(self._owner, key, value)  # type: ignore[attr-defined]
 
     def _del_raw(self, key: str) -> None:
         del self._tensordict[key]
-        owner = self._owner
+        owner = self._owner  # type: ignore[attr-defined]
         owner._tensordict._tensordict.pop(key, None)
         owner._non_tensordict[key] = owner.__dict__[key] = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name in _SHARED_ATTRS:
-            setattr(self._owner._tensordict, name, value)
+            setattr(self._owner._tensordict, name, value)  # type: ignore[attr-defined]
 
 
 
@@ -87,10 +87,10 @@ def _save_fn(obj: Any) -> tuple[Any, dict]:
 def _load_fn(td: Any, extra: dict) -> Any:
     name = extra.get("class")
     try:
-        cls = get_tensorclass(name)
+        cls = get_tensorclass(name)  # type: ignore[arg-type]
     except KeyError as err:
         raise RuntimeError(str(err.args[0])) from None
-    return cls.from_tensordict(td)
+    return cls.from_tensordict(td)  # type: ignore[attr-defined]
 
 
 _REGISTERED = [False]
@@ -125,7 +125,7 @@ def save_instance(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
     return out
 
 
-def load_instance(cls: type, name: str, prefix: Any, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+def load_instance(cls: type[_Slots], name: str, prefix: Any, *args: Any, out: Any = None, **kwargs: Any) -> Any:
     """``load_memmap``/``load`` as ``cls``: the stored instance, or a stored TensorDict
     turned into ``cls``."""
     methods = _memmap_methods()

@@ -33,7 +33,13 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__: list[str] = []
 
 
-class _OpsMixin:
+if TYPE_CHECKING:  # pragma: no cover - the instance layout the mixin reads (type checkers only)
+    _MixinBase = _Slots
+else:
+    _MixinBase = object
+
+
+class _OpsMixin(_MixinBase):
     """Shape, device, selection and math methods (see the module docstring)."""
 
     __slots__ = ()
@@ -130,7 +136,7 @@ class _OpsMixin:
         """An instance with only ``keys`` set (the other fields, non-tensor ones included,
         read ``None``); with ``as_tensordict=True`` a ``TensorDict`` of just those keys."""
         if as_tensordict:
-            return _full_td(self).select(*keys, strict=strict)
+            return _full_td(self).select(*keys, strict=strict)  # type: ignore[return-value]
         nt = self._non_tensordict
         wanted = {k if isinstance(k, str) else k[0] for k in keys}
         td_keys = [k for k in keys if not (isinstance(k, str) and k in nt)]

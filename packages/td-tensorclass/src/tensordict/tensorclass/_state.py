@@ -147,7 +147,13 @@ def _with_non_tensor(nested: dict, meta: dict | None) -> dict:
     return nested
 
 
-class _StateMixin:
+if TYPE_CHECKING:  # pragma: no cover - the instance layout the mixin reads (type checkers only)
+    _MixinBase = _Slots
+else:
+    _MixinBase = object
+
+
+class _StateMixin(_MixinBase):
     """``state_dict``/``load_state_dict``, autograd helpers and ``replace``."""
 
     __slots__ = ()
@@ -178,14 +184,13 @@ class _StateMixin:
             >>> list(sd), sd._metadata[""]["_non_tensor"]
             (['x'], {'tag': 'a'})
         """
-        if not flatten:
-            out = _nested_state(self, keep_vars)
-            meta: dict = collections.OrderedDict()
-            _flat_state(self, "", collections.OrderedDict(), meta, keep_vars)
-            out._metadata = meta  # type: ignore[attr-defined]
-            return out
-        out: dict = collections.OrderedDict() if destination is None else destination
         meta: dict = collections.OrderedDict()
+        if not flatten:
+            nested = _nested_state(self, keep_vars)
+            _flat_state(self, "", collections.OrderedDict(), meta, keep_vars)
+            nested._metadata = meta  # type: ignore[attr-defined]
+            return nested
+        out: dict = collections.OrderedDict() if destination is None else destination
         body: dict = collections.OrderedDict()
         _flat_state(self, "", body, meta, keep_vars)
         for key, value in body.items():

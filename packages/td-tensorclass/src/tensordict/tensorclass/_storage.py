@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -59,9 +59,27 @@ class _Slots:
 
     __slots__ = ("_tensordict", "_non_tensordict")
 
+    if TYPE_CHECKING:  # pragma: no cover - set per instance and per class (type checkers only)
+        _tensordict: TensorDictBase
+        _non_tensordict: dict[str, Any]
+        _tc_fields: tuple[str, ...]
+        _tc_field_set: frozenset[str]
+        _tc_autocast: bool
+        _tc_nocast: bool
+        _tc_frozen: bool
+        _tc_shadow: bool
+        _tc_tensor_only: bool
 
-_SET_TD = _Slots._tensordict.__set__  # type: ignore[attr-defined]
-_SET_NT = _Slots._non_tensordict.__set__  # type: ignore[attr-defined]
+        @classmethod
+        def from_tensordict(cls, *args: Any, **kwargs: Any) -> Any: ...
+        def copy(self) -> Any: ...
+        def get(self, *args: Any, **kwargs: Any) -> Any: ...
+        def to_tensordict(self, *args: Any, **kwargs: Any) -> Any: ...
+        def to_dict(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+_SET_TD = _Slots.__dict__["_tensordict"].__set__  # the slots' member descriptors
+_SET_NT = _Slots.__dict__["_non_tensordict"].__set__
 _obj_new = object.__new__
 _obj_setattr = object.__setattr__
 
@@ -169,7 +187,7 @@ def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
     _SET_NT(obj, nt)
 
 
-def _new(cls: type, td: TensorDictBase, nt: dict | None) -> Any:
+def _new(cls: type[_Slots], td: TensorDictBase, nt: dict | None) -> Any:
     """A new ``cls`` instance over ``td``; ``nt`` is copied (it is per instance)."""
     obj = _obj_new(cls)
     if td.__class__ is TensorDict and not nt:
@@ -227,7 +245,7 @@ def _full_td(obj: Any) -> TensorDictBase:
 
 
 @contextmanager
-def _non_tensor_in_td(obj: Any):
+def _non_tensor_in_td(obj: Any) -> Any:
     """Within the block, ``obj``'s non-tensor fields are ``NonTensorData`` leaves of its
     own TensorDict, so that a TensorDict method sees (and may save, load or rewrite)
     every field. On exit the invariant is restored. Yields the TensorDict."""
@@ -302,7 +320,7 @@ def _tensorclass_hint(cls: type, name: str) -> type | None:
     return None
 
 
-def _autocast(cls: type, name: str, value: Any, batch_size: torch.Size) -> tuple[Any, bool]:
+def _autocast(cls: type[_Slots], name: str, value: Any, batch_size: torch.Size) -> tuple[Any, bool]:
     """Casts ``value`` to the type ``name`` is annotated with. Returns
     ``(value, keep_as_object)``; the flag is set for Python scalar/str annotations."""
     from tensordict.tensorclass._registry import is_tensorclass
@@ -333,9 +351,9 @@ def _autocast(cls: type, name: str, value: Any, batch_size: torch.Size) -> tuple
         if isinstance(value, hint):
             return value, False
         if isinstance(value, TensorDictBase):
-            return hint.from_tensordict(value), False
+            return hint.from_tensordict(value), False  # type: ignore[attr-defined]
         if isinstance(value, Mapping):
-            return hint.from_tensordict(TensorDict(dict(value), batch_size=batch_size)), False
+            return hint.from_tensordict(TensorDict(dict(value), batch_size=batch_size)), False  # type: ignore[attr-defined]
         return value, False
     if issubclass(hint, TensorDictBase):
         if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
@@ -402,7 +420,7 @@ def _tensor_only_kind(hint: Any) -> str | None:
     return None
 
 
-def check_tensor_only_hints(cls: type) -> None:
+def check_tensor_only_hints(cls: type[_Slots]) -> None:
     """Raises ``TypeError`` when a field of a ``tensor_only`` class is annotated with
     something other than a tensor type, a TensorDict type, a tensorclass,
     ``NonTensorData`` or ``None`` (unions of these are fine)."""
@@ -448,7 +466,7 @@ def _tensor_only_cast(cls: type, name: str, value: Any, bs: torch.Size, device: 
 
 
 # ---------------------------------------------------------------------- conversion
-def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blocking: bool = False) -> tuple[bool, Any]:
+def _convert_field(cls: type[_Slots], name: str, value: Any, td: TensorDictBase, non_blocking: bool = False) -> tuple[bool, Any]:
     """Validates and converts one field value for ``td`` (whose batch_size and device
     apply). Returns ``(goes_in_td, value)``. Raises before anything is written."""
     keep_object = False
@@ -484,7 +502,7 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
         if isinstance(value, TensorDictBase):
             target = _tensorclass_hint(cls, name)
             if target is not None:
-                value = target.from_tensordict(value)
+                value = target.from_tensordict(value)  # type: ignore[attr-defined]
         return True, value
     if value.__class__ is list and value and bs and _lists_stack():  # an empty list stays an object
         return _stack_list(cls, name, value, bs, device)
@@ -499,7 +517,7 @@ def _convert_field(cls: type, name: str, value: Any, td: TensorDictBase, non_blo
         except RuntimeError as err:
             msg = f"{cls.__name__}.{name}: {err}"
             raise RuntimeError(msg) from None
-        return True, (target.from_tensordict(sub) if target is not None else sub)
+        return True, (target.from_tensordict(sub) if target is not None else sub)  # type: ignore[attr-defined]
     if not cls._tc_nocast and (
         isinstance(value, (bool, numbers.Number)) and not isinstance(value, complex) or _is_numpy_numeric(value)
     ):

@@ -89,7 +89,7 @@ def _rewrap(out: Any, nested: list) -> Any:
                 if parent is None:
                     break
                 if isinstance(parent, _Slots):
-                    parent = parent._tensordict
+                    parent = parent._tensordict  # type: ignore[assignment]
             if parent is None or not isinstance(parent, TensorDictBase):
                 continue
             sub = parent._get_raw(path[-1], None)
