@@ -1390,6 +1390,8 @@ class TensorDictBase(
                 out[key] = value.to_dict(convert_tensors=convert_tensors)
             elif isinstance(value, torch.Tensor):
                 out[key] = value.tolist() if convert_tensors else value
+            elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its fields as a dict
+                out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
             else:
                 out[key] = self._unwrap_leaf(value)
         return out

@@ -23,6 +23,8 @@ class CompareMixin(TensorDictHost):
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, other: Any, op: Callable) -> TensorDictBase:
+        if getattr(other, "_is_tensorclass", False):  # a tensorclass compares as its TensorDict
+            other = other.to_tensordict(retain_none=True)  # (non-tensor fields included)
         if _is_td(other) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
             source = {}
             for key, value in self._items_raw():
@@ -142,6 +144,10 @@ def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) 
         if op is torch.ne:
             return ~same
         return torch.zeros(tuple(batch_size), dtype=torch.bool)
+    if isinstance(other, Mapping) and getattr(value, "_is_tensorclass", False):
+        # a tensorclass against a dict (``td == td.to_dict()``): torch.eq would refuse the
+        # dict before dispatching to the tensorclass, so compare its TensorDict
+        return value._tensordict._compare(other, op)
     return op(value, other)
 
 

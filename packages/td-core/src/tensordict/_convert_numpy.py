@@ -240,6 +240,8 @@ def numpy_impl(td: Any) -> dict:
             out[key] = value.detach().cpu().resolve_conj().resolve_neg().numpy()
         elif isinstance(value, _classes.TensorDictBase):
             out[key] = numpy_impl(value)  # type: ignore[assignment]
+        elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its tensor fields, as a dict
+            out[key] = numpy_impl(value._tensordict)  # type: ignore[assignment]
         else:
             out[key] = td._unwrap_leaf(value)
     return out

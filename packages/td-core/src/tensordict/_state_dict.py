@@ -200,6 +200,13 @@ def _plan_load(td: Any, sd: Mapping, assign: bool, strict: bool, path: tuple, op
         if isinstance(value, Mapping) and not isinstance(value, base):
             if isinstance(existing, base):
                 _plan_load(existing, value, assign, strict, full, ops, report, classes)
+            elif getattr(existing, "_is_tensorclass", False) and isinstance(existing._tensordict, base):
+                # a tensorclass (its state is its TensorDict's): load into that TensorDict;
+                # if entries get replaced, the instance is rebuilt over it to see them
+                start = len(ops)
+                _plan_load(existing._tensordict, value, assign, strict, full, ops, report, classes)
+                if any(op[0] != "copy" for op in ops[start:]):
+                    ops.append(("rebind", td, key, existing))
             elif existing is None or assign:
                 new = _new_from_state(value, full, classes)
                 if node_device is not None:
@@ -385,4 +392,7 @@ class StateDictMixin(TensorDictHost):
                 elif kind == "device":
                     if _all_on(node, value):
                         node._set_device_tree(value)
+                elif kind == "rebind":  # a tensorclass whose TensorDict got new entries
+                    nt = getattr(value, "_non_tensordict", None)
+                    node._set_raw(key, type(value)._from_tensordict(value._tensordict, dict(nt) if nt else None))
         return self
