@@ -194,3 +194,45 @@ class TestDenseStackOfHeterogeneousLazy:
         assert "y" in got.tensordicts[1].keys()
         for i in range(2):
             assert (out[(slice(None),) * dim + (i,)] == i).all()
+
+
+class TestPadNonTensor:
+    def test_non_tensor_data_grows_into_a_stack(self) -> None:
+        from tensordict import NonTensorData, pad
+
+        td = TensorDict(meta=NonTensorData("m", batch_size=[3]), x=torch.ones(3), batch_size=[3])
+        assert pad(td, [0, 2]).get("meta").tolist() == ["m", "m", "m", None, None]
+        # cropping only keeps one object
+        assert isinstance(pad(td, [0, -1]).get("meta"), NonTensorData)
+
+    def test_inplace_keeps_the_stack_object(self) -> None:
+        from tensordict import pad
+
+        td = TensorDict(x=torch.arange(3.0), s=NonTensorStack("a", "b", "c"), batch_size=[3])
+        s = td.get("s")
+        assert pad(td, [1, 0], inplace=True) is td
+        assert td.get("s") is s
+        assert s.tolist() == [None, "a", "b", "c"]
+
+    def test_top_level_stack_and_data(self) -> None:
+        from tensordict import NonTensorData, pad
+
+        s = NonTensorStack("a", "b")
+        assert pad(s, [1, 1]).tolist() == [None, "a", "b", None]
+        assert pad(s, [0, 1], inplace=True) is s
+        assert s.tolist() == ["a", "b", None]
+        with pytest.raises(RuntimeError, match="cannot preserve the identity"):
+            pad(NonTensorData("a", batch_size=[2]), [0, 1], inplace=True)
+
+    def test_inplace_lazy_stack_keeps_its_tensordicts(self) -> None:
+        from tensordict import pad
+
+        tds = [TensorDict(x=torch.ones(4) * i, s=NonTensorStack(*"wxyz"), batch_size=[4]) for i in range(2)]
+        lst = lazy_stack(tds)
+        out = pad(lst, [1, 0, 0, 2], value=7.0, inplace=True)
+        assert out is lst
+        assert out.batch_size == torch.Size([3, 6])
+        assert out.tensordicts[1] is tds[0] and out.tensordicts[2] is tds[1]
+        assert tds[1]["x"].tolist() == [1, 1, 1, 1, 7, 7]
+        assert out.get("s").tolist()[0] == [None] * 6
+        assert out.get("s").tolist()[2] == ["w", "x", "y", "z", None, None]

@@ -30,13 +30,26 @@ def _torch_pad_spec(pad_size: Sequence[int], ndim: int) -> list[int]:
 
 
 def _pad_non_tensor(value: Any, pad_size: Sequence[int], new_bs: torch.Size) -> Any:
+    """Padded slots hold ``None``: a ``NonTensorData`` that grows becomes a
+    ``NonTensorStack`` (its object in the old slots); one that is only cropped stays."""
     if isinstance(value, NonTensorData):
-        return value._rebuild(new_bs)  # MetaData and typed data keep their class
-    index = torch.arange(value.numel()).view(value.batch_size)
+        if not any(p > 0 for p in pad_size):
+            return value._rebuild(new_bs)  # MetaData and typed data keep their class
+        items = [value.data] * value.batch_size.numel()
+    else:
+        items = value._items
+    index = torch.arange(value.batch_size.numel()).view(value.batch_size)
     index = F.pad(index, _torch_pad_spec(pad_size, index.ndim), value=-1)
     flat = index.reshape(-1).tolist()
-    items = [None if i < 0 else value._items[i] for i in flat]
-    return NonTensorStack._from_flat(items, index.shape, value.device)
+    return NonTensorStack._from_flat([None if i < 0 else items[i] for i in flat], index.shape, value.device)
+
+
+def _assign_stack(old: NonTensorStack, new: Any) -> NonTensorStack:
+    """Makes the ``NonTensorStack`` ``old`` hold ``new``'s objects (identity kept)."""
+    items = [new.data] * new.batch_size.numel() if isinstance(new, NonTensorData) else list(new._items)
+    old._items = items
+    old._batch_size = new.batch_size
+    return old
 
 
 def _pad(
@@ -56,9 +69,27 @@ def _pad(
     return _classes.TensorDict._new_unsafe(source, new_bs, td.device, td.names if td._has_names() else None)
 
 
-def _assign_in_place(td: TensorDictBase, new: TensorDictBase) -> TensorDictBase:
+def _assign_in_place(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence[int] = ()) -> TensorDictBase:
     """Makes ``td`` hold ``new``'s leaves and batch size; nested TensorDicts keep their
     identity (each is updated the same way), the old leaves are released."""
+    if type(td) is _classes.LazyStackedTensorDict:
+        # the stack keeps its identity: it now stacks the padded TensorDicts
+        if td.is_locked:
+            msg = "pad(inplace=True): the TensorDict is locked; unlock it first."
+            raise RuntimeError(msg)
+        sd = td.stack_dim
+        left = pad_left[sd] if sd < len(pad_left) else 0
+        old_tds = td.tensordicts
+        parts = list(new.unbind(sd))
+        for j, part in enumerate(parts):
+            i = j - left
+            if 0 <= i < len(old_tds) and type(old_tds[i]) is _classes.TensorDict:
+                parts[j] = _assign_in_place(old_tds[i], part)  # the stacked TensorDict keeps its identity
+        td.tensordicts = parts
+        td._batch_size = new.batch_size
+        td._bs_cache = None
+        td._fast = None
+        return td
     if type(td) is not _classes.TensorDict:
         if td.is_locked:
             msg = "pad(inplace=True): the TensorDict is locked; unlock it first."
@@ -73,6 +104,8 @@ def _assign_in_place(td: TensorDictBase, new: TensorDictBase) -> TensorDictBase:
         old = store.get(key)
         if type(old) is _classes.TensorDict and isinstance(value, _classes.TensorDictBase):
             _assign_in_place(old, value)
+        elif type(old) is NonTensorStack and isinstance(value, (NonTensorStack, NonTensorData)):
+            _assign_stack(old, value)
         else:
             store[key] = value
     if len(new.batch_size) != len(td.batch_size):
@@ -91,7 +124,7 @@ def pad(
     """Pads every leaf along the batch dims with a constant, in a new TensorDict.
 
     Args:
-        tensordict (TensorDictBase): the TensorDict to pad.
+        tensordict (TensorDictBase, NonTensorStack or NonTensorData): what to pad.
         pad_size (sequence of int): ``(dim0_left, dim0_right, dim1_left, dim1_right, ...)``,
             from the first batch dim forward; an even number of ints, at most
             ``2 * batch_dims``. Negative values crop.
@@ -109,7 +142,8 @@ def pad(
 
     Raises:
         RuntimeError: ``pad_size`` has an odd length or more than ``2 * batch_dims``
-            entries, or a batch dim would get a negative output size.
+            entries, or a batch dim would get a negative output size, or
+            ``inplace=True`` for a ``NonTensorData`` (padding makes it a stack).
 
     Examples:
         >>> import torch
@@ -121,6 +155,13 @@ def pad(
     """
     pad_size = [int(p) for p in pad_size]
     nd = tensordict.batch_dims
+    non_tensor = isinstance(tensordict, (NonTensorData, NonTensorStack))
+    if non_tensor and inplace and isinstance(tensordict, NonTensorData):
+        msg = (
+            "pad(inplace=True) cannot preserve the identity of a NonTensorData: padded slots hold None, "
+            "so it must become a NonTensorStack. Pad it out of place."
+        )
+        raise RuntimeError(msg)
     if len(pad_size) % 2 or len(pad_size) > 2 * nd:
         msg = (
             f"pad: pad_size {pad_size} must have an even length of at most 2 * batch_dims "
@@ -136,5 +177,8 @@ def pad(
                 f"of size {tensordict.batch_size[d]} (it crops below 0)."
             )
             raise RuntimeError(msg)
+    if non_tensor:
+        out = _pad_non_tensor(tensordict, pad_size, torch.Size(new_bs))
+        return _assign_stack(tensordict, out) if inplace else out
     out = _pad(tensordict, pad_size, value, torch.Size(new_bs))
-    return _assign_in_place(tensordict, out) if inplace else out
+    return _assign_in_place(tensordict, out, pad_size[::2]) if inplace else out
