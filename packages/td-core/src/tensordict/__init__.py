@@ -25,6 +25,7 @@ if "torch" not in _sys.modules:
         _warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         import torch as _torch  # noqa: F401
 
+from tensordict import _legacy_views as _legacy_views  # binds set_lazy_legacy(True)'s shape views
 from tensordict._assert import assert_allclose_td, assert_close
 from tensordict._attrs import TensorAttrs
 from tensordict._base import (

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
     from tensordict._lazy import LazyStackedTensorDict
+    from tensordict._legacy_views import _CustomOpTensorDict as CustomOpTensorDict
     from tensordict._nontensor import NonTensorData, NonTensorStack
     from tensordict._td import TensorDict
 else:
@@ -40,6 +41,7 @@ else:
     NonTensorData = None  # filled by _base.py
     NonTensorStack = None  # filled by _base.py
     TensorDict = None  # filled by _td.py
+    CustomOpTensorDict = None  # filled by _legacy_views.py (the set_lazy_legacy(True) shape views)
 
     class _LoadLazyStack(type):
         """Metaclass of the stand-in: calls and attribute reads load ``tensordict._lazy``."""
@@ -73,7 +75,10 @@ def _bind(**classes: Any) -> None:
     """Called once by ``_base.py``, ``_td.py`` and ``_lazy.py`` with the classes they define."""
     global _COLLECTIONS
     for name, cls in classes.items():
-        if name not in ("TensorDictBase", "NonTensorData", "NonTensorStack", "TensorDict", "LazyStackedTensorDict"):
+        if name not in (
+            "TensorDictBase", "NonTensorData", "NonTensorStack", "TensorDict", "LazyStackedTensorDict",
+            "CustomOpTensorDict",
+        ):
             msg = f"_classes._bind: unknown class name {name!r}."
             raise ValueError(msg)
         globals()[name] = cls

@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from tensordict import _classes, _stack
 from tensordict._factories import emptied_lazy
-from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
 from tensordict._host import LazyStackHost
+from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
 
 __all__ = ["LazyShapeMixin"]
 
@@ -145,6 +146,8 @@ class LazyShapeMixin(LazyStackHost):
     # -------------------------------------------------------------- reshaping
     def unsqueeze(self, dim: int) -> Any:
         """Inserts a batch dim of size 1 at ``dim`` in every stacked TensorDict."""
+        if _stack._LAZY_LEGACY[0]:  # a live view of the stack (upstream's legacy lazy views)
+            return _classes.CustomOpTensorDict._make(self, "unsqueeze", (dim,))
         sd = self.stack_dim
         d = _norm_dim(dim, len(self._batch_size) + 1)
         if d <= sd:
@@ -154,6 +157,8 @@ class LazyShapeMixin(LazyStackHost):
     def squeeze(self, dim: int | None = None) -> Any:
         """Removes batch dims of size 1; squeezing a stack dim of size 1 returns the
         only stacked TensorDict."""
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "squeeze", (dim,))
         bs = self._batch_size
         if dim is None:
             out: Any = self
@@ -175,6 +180,8 @@ class LazyShapeMixin(LazyStackHost):
         Raises:
             RuntimeError: ``dims`` is not a permutation of the batch dims.
         """
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "permute", _shape_arg(dims))
         dims = _permute_dims(dims, self._batch_size)
         sd = self.stack_dim
         td_dims = [d - (d > sd) for d in dims if d != sd]
@@ -188,8 +195,20 @@ class LazyShapeMixin(LazyStackHost):
         return out
 
     def transpose(self, dim0: int, dim1: int) -> Any:
-        """Swaps two batch dims (the stack dim included)."""
+        """Swaps two batch dims (the stack dim included).
+
+        Raises:
+            ValueError: a dim is out of range for the batch dims.
+        """
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "transpose", (dim0, dim1))
         nd = len(self._batch_size)
+        if not (-nd <= dim0 < nd and -nd <= dim1 < nd):
+            msg = (
+                f"dim0 and dim1 must be within the range of the number of dimensions: got "
+                f"({dim0}, {dim1}) for batch_size {tuple(self._batch_size)}."
+            )
+            raise ValueError(msg)
         d0, d1 = _norm_dim(dim0, nd), _norm_dim(dim1, nd)
         order = list(range(nd))
         order[d0], order[d1] = order[d1], order[d0]

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _classes
+from tensordict import _classes, _stack
 from tensordict._host import TensorDictHost
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
@@ -148,6 +148,12 @@ class ShapeContextMixin(TensorDictHost):
             return out
         if batch_size is not None:
             shape = (batch_size,)
+        if _stack._LAZY_LEGACY[0]:  # a live view (upstream's legacy lazy views)
+            if size is not None:
+                shape = (size,)
+            if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size)):
+                shape = tuple(shape[0])
+            return _classes.CustomOpTensorDict._make(self, "view", shape)
         out = super().view(*shape, size=size)
         bs = self.batch_size
         return _track(self, out, lambda r: r.view(bs))
@@ -168,6 +174,8 @@ class ShapeContextMixin(TensorDictHost):
             dims_list = tuple(dims)
         if len(dims_list) == 1 and not isinstance(dims_list[0], int):
             dims_list = tuple(dims_list[0])
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "permute", dims_list)
         try:
             out = super().permute(*dims_list)
         except RuntimeError as err:  # tensordict 0.15 raises ValueError for a bad permutation
@@ -176,6 +184,8 @@ class ShapeContextMixin(TensorDictHost):
 
 
     def transpose(self, dim0: int, dim1: int) -> Any:  # noqa: D102
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "transpose", (dim0, dim1))
         nd = self.batch_dims
         if not (-nd <= dim0 < nd and -nd <= dim1 < nd):
             msg = (
@@ -188,12 +198,16 @@ class ShapeContextMixin(TensorDictHost):
 
 
     def squeeze(self, dim: int | None = None) -> Any:  # noqa: D102
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "squeeze", (dim,))
         out = super().squeeze(dim)
         bs = self.batch_size
         return _track(self, out, lambda r: r.reshape(bs))
 
 
     def unsqueeze(self, dim: int) -> Any:  # noqa: D102
+        if _stack._LAZY_LEGACY[0]:
+            return _classes.CustomOpTensorDict._make(self, "unsqueeze", (dim,))
         out = super().unsqueeze(dim)
         return _track(self, out, lambda r: r.squeeze(dim))  # same index in the result
 

@@ -1,0 +1,142 @@
+"""The live shape views of ``set_lazy_legacy(True)`` (``_legacy_views.py``)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from tensordict import TensorDict, lazy_stack, set_lazy_legacy
+
+
+def _td() -> TensorDict:
+    return TensorDict(
+        {"a": torch.randn(4, 3, 2, 1, 5), "nested": {"b": torch.randn(4, 3, 2, 1)}},
+        batch_size=[4, 3, 2, 1],
+    )
+
+
+@set_lazy_legacy(True)
+@pytest.mark.parametrize(
+    ("op", "args", "inverse", "inv_args"),
+    [
+        ("unsqueeze", (0,), "squeeze", (0,)),
+        ("unsqueeze", (-1,), "squeeze", (-1,)),
+        ("squeeze", (-1,), "unsqueeze", (-1,)),
+        ("permute", (3, 1, 0, 2), "permute", (2, 1, 3, 0)),
+        ("transpose", (0, 2), "transpose", (2, 0)),
+        ("view", (-1,), "view", (4, 3, 2, 1)),
+    ],
+)
+def test_view_writes_reach_the_source_and_inverse_gives_it_back(op, args, inverse, inv_args):
+    td = _td()
+    view = getattr(td, op)(*args)
+    expected_bs = getattr(torch.zeros(td.batch_size), op)(*args).shape
+    assert view.batch_size == expected_bs
+    assert type(view).__name__.endswith("TensorDict") and type(view) is not TensorDict
+    # a replaced tensor (not an in-place write) reaches the source
+    view.set("a", torch.ones(*expected_bs, 5))
+    assert (td["a"] == 1).all()
+    # a new nested key reaches the source, with the source's batch size
+    view.set(("new", "leaf"), torch.zeros(expected_bs))
+    assert td["new", "leaf"].shape == td.batch_size
+    # writes into the source show through the view (nothing is cached)
+    td.set("c", torch.full((*td.batch_size, 2), 3.0))
+    assert view["c"].shape == (*expected_bs, 2)
+    assert (view["c"] == 3).all()
+    # in-place writes go through
+    view.set_(("nested", "b"), torch.full(expected_bs, 7.0))
+    assert (td["nested", "b"] == 7).all()
+    assert getattr(view, inverse)(*inv_args) is td
+    # the nested entry is a view of the same kind over the source's nested TensorDict
+    assert type(view["nested"]) is type(view)
+    assert view["nested"]._source is td["nested"]
+
+
+@set_lazy_legacy(True)
+def test_views_of_a_lazy_stack_write_into_the_stacked_tensordicts():
+    tds = [TensorDict({"a": torch.zeros(3, 1, 2)}, [3, 1]) for _ in range(2)]
+    stack = lazy_stack(tds, 1)
+    view = stack.squeeze(-1)
+    assert view.batch_size == (3, 2)
+    view.set_("a", torch.ones(3, 2, 2))
+    assert all((td["a"] == 1).all() for td in tds)
+    assert view.unsqueeze(-1) is stack
+    assert stack.unsqueeze(0).squeeze(0) is stack
+
+
+def test_shape_ops_on_a_view_outside_legacy_mode_raise():
+    with set_lazy_legacy(True):
+        view = _td().permute(3, 2, 1, 0)
+    for call in (
+        lambda: view.unsqueeze(0),
+        lambda: view.squeeze(0),
+        lambda: view.permute(0, 1, 2, 3),
+        lambda: view.transpose(0, 1),
+        lambda: view.movedim(0, 1),
+        lambda: view.swapaxes(0, 1),
+    ):
+        with pytest.raises(RuntimeError, match="Make it dense"):
+            call()
+    with pytest.raises(RuntimeError, match="Cannot call `view`"):
+        view.view(-1)
+    # everything else works on the viewed leaves
+    assert view.reshape(-1).batch_size == (24,)
+    assert view[0].batch_size == (2, 3, 4)
+    assert (view.apply(lambda x: x * 0) == 0).all()
+    assert view.to_tensordict().batch_size == view.batch_size
+
+
+def test_in_place_structure_changes_are_refused():
+    with set_lazy_legacy(True):
+        view = _td().unsqueeze(0)
+    with pytest.raises(RuntimeError, match="Cannot call select"):
+        view.select("a", inplace=True)
+    with pytest.raises(RuntimeError, match="Cannot call exclude"):
+        view.flatten_keys(inplace=True)
+    with pytest.raises(TypeError, match="Cannot use inplace=True with"):
+        view.to(torch.float64, inplace=True)
+    with pytest.raises(TypeError, match="Cannot pass batch-size to "):
+        view.to(torch.float64, batch_size=[])
+    with pytest.raises(RuntimeError, match="Names of a lazy tensordict cannot be modified"):
+        view.names = ["a", "b", "c", "d", "e"]
+    # exclude(inplace=True) removes the key from the source
+    source = view._source
+    view.exclude("a", inplace=True)
+    assert "a" not in source.keys()
+
+
+@set_lazy_legacy(True)
+def test_transpose_out_of_range_and_trivial_ops():
+    td = _td()
+    with pytest.raises(ValueError, match="The provided dimensions are incompatible"):
+        td.transpose(-5, -6)
+    assert td.transpose(1, 1) is td
+    assert td.permute(0, 1, 2, 3) is td
+    assert td.view(td.batch_size) is td
+    assert td.squeeze(0) is td  # dim 0 has size 4
+
+
+def test_locking_a_view_locks_its_source_and_clone_keeps_the_kind():
+    with set_lazy_legacy(True):
+        view = _td().permute(3, 2, 1, 0)
+    view.lock_()
+    assert view._source.is_locked
+    with pytest.raises(RuntimeError):
+        view.set("z", torch.zeros(view.batch_size))
+    with view.unlock_():
+        view.set("z", torch.zeros(view.batch_size))
+    assert view.is_locked
+    clone = view.clone()
+    assert type(clone) is type(view)
+    assert clone._source is not view._source
+    assert (clone == view).all()
+    copy = pickle.loads(pickle.dumps(view))
+    assert type(copy) is type(view) and (copy == view).all()
+
+
+def test_plain_shape_ops_stay_dense():
+    td = _td()
+    for out in (td.unsqueeze(0), td.permute(3, 2, 1, 0), td.transpose(0, 1), td.view(-1), td.squeeze(-1)):
+        assert type(out) is TensorDict
