@@ -775,6 +775,12 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             if not _is_td(other):
                 other = _as_td(other)
             default = NO_DEFAULT if pad is None else pad
+            if pad is None:  # keys only ``other`` holds are missing from ``self`` too
+                own = set(self.keys(True, True))
+                for key in other.keys(True, True):
+                    if key not in own:
+                        msg = f"where: key {key!r} of `other` not found and no pad value provided."
+                        raise KeyError(msg)
             try:
                 return self.apply(pick, other, default=default, out=out)
             except KeyError as err:
