@@ -263,7 +263,7 @@ def refresh_archive_checksums(archive: str | Path) -> None:
             if offset == 0xFFFFFFFF:
                 f.seek(pos + 46 + n)
                 offset = _zip64_offset(f.read(m))
-            info = by_offset.get(offset)
+            info = by_offset.get(offset)  # type: ignore[assignment]
             if info is not None:
                 f.seek(pos + 16)
                 f.write(struct.pack("<I", info.CRC))
@@ -385,10 +385,10 @@ class ZipFS:
             offset = self._data_offset(info)
             if offset % dtype.itemsize == 0 and offset + nbytes <= self.size:
                 if self._storage is None:
-                    self._storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{self.fd}", self.shared,
+                    self._storage = torch.UntypedStorage.from_file(f"/proc/self/fd/{self.fd}", self.shared,  # type: ignore[assignment]
                                                                    self.size)
                 with _DisableTF():
-                    return _wrap(tensor_on(self._storage, dtype, shape, offset // dtype.itemsize), self.path)
+                    return _wrap(tensor_on(self._storage, dtype, shape, offset // dtype.itemsize), self.path)  # type: ignore[arg-type]
             if self.shared:
                 msg = (f"{self.path}: member {name!r} is not aligned for {dtype} (a zip made by another tool); "
                        "mode='r+' cannot write through it. Load with mode='r', or re-pack with pack_memmap().")

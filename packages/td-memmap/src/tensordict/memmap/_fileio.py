@@ -154,7 +154,7 @@ def map_storage(path: str, nbytes: int, shared: bool = True) -> torch.UntypedSto
     """
     if nbytes == 0:
         return torch.UntypedStorage(0)
-    return torch.UntypedStorage.from_file(path, shared, nbytes)
+    return torch.UntypedStorage.from_file(path, shared, nbytes)  # type: ignore[return-value]
 
 
 def tensor_on(storage: torch.UntypedStorage, dtype: torch.dtype, shape: Sequence[int],
@@ -162,7 +162,7 @@ def tensor_on(storage: torch.UntypedStorage, dtype: torch.dtype, shape: Sequence
     """A tensor of ``dtype``/``shape`` viewing ``storage`` at element ``offset``."""
     out = torch.empty(0, dtype=dtype)
     if stride is None:
-        return out.set_(storage, offset, tuple(shape))
+        return out.set_(storage, offset, tuple(shape))  # type: ignore[call-overload]
     return out.set_(storage, offset, tuple(shape), tuple(stride))
 
 

@@ -174,7 +174,7 @@ def make_memmap_from_storage(td: Any, key: Any, storage: torch.UntypedStorage, s
             )
             raise RuntimeError(msg)
         dt = dtype or torch.get_default_dtype()
-        flat = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))
+        flat = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))  # type: ignore[call-overload]
         if _is_nested(shape):
             count = int(torch.as_tensor(shape).prod(-1).sum())
             data = flat[: count * dt.itemsize].view(dt)

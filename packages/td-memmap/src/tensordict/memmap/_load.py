@@ -254,7 +254,7 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
             value = _load_folder(sub, ctx)
             sub_bs = getattr(value, "batch_size", None)
             if sub_bs is None or list(sub_bs[: len(bs)]) != bs:
-                raise _bad(where, f"key {key!r} has batch size {list(sub_bs)}, which does not start with {bs}")
+                raise _bad(where, f"key {key!r} has batch size {list(sub_bs)}, which does not start with {bs}")  # type: ignore[arg-type]
             source[key] = value
         else:
             raise _bad(where, f"unknown kind {kind!r} for key {key!r}")

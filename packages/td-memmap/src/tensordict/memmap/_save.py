@@ -113,7 +113,7 @@ def _is_full_file(t: MemoryMappedTensor) -> bool:
         if nbytes != t.untyped_storage().nbytes():
             return False
     try:
-        return os.path.getsize(t._filename) == nbytes
+        return os.path.getsize(t._filename) == nbytes  # type: ignore[arg-type]
     except OSError:
         return False
 
@@ -205,7 +205,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
         for name, sub in zip(names, subs):
             sub_stage = sub_final = None
             if stage is not None:
-                sub_stage, sub_final = os.path.join(stage, name), os.path.join(final, name)
+                sub_stage, sub_final = os.path.join(stage, name), os.path.join(final, name)  # type: ignore[arg-type]
                 os.mkdir(sub_stage)
             folder.children.append(_plan(sub, sub_stage, sub_final, ctx))
     else:
@@ -240,7 +240,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
             elif isinstance(value, TensorDictBase) or lookup_object(value) is not None:
                 s = f = None
                 if stage is not None:
-                    s, f = os.path.join(stage, stem), os.path.join(final, stem)
+                    s, f = os.path.join(stage, stem), os.path.join(final, stem)  # type: ignore[arg-type]
                     os.mkdir(s)
                 folder.entries.append((key, _plan(value, s, f, ctx)))
                 entries.append({"key": key, "kind": "tensordict", "dir": stem})

@@ -93,7 +93,7 @@ def _pid_alive(pid: int) -> bool:
 def _siblings(prefix: str, tag: str) -> list[tuple[str, int]]:
     parent, name = os.path.split(prefix)
     start = f".{name}{tag}"
-    out = []
+    out = []  # type: ignore[var-annotated]
     try:
         entries = os.listdir(parent)
     except FileNotFoundError:

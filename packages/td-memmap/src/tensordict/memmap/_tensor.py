@@ -133,9 +133,9 @@ def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | N
         return torch.empty(shape, dtype=dtype), None
     if nbytes <= _SlabPool.MAX:
         shm, pos = _POOL.alloc(nbytes)
-        return torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shape), shm
+        return torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shape), shm  # type: ignore[call-overload]
     shm = _Shm(nbytes)
-    return torch.empty(0, dtype=dtype).set_(shm.storage, 0, shape), shm
+    return torch.empty(0, dtype=dtype).set_(shm.storage, 0, shape), shm  # type: ignore[call-overload]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -167,7 +167,7 @@ def _parse_shape(size: tuple, shape: Any = None) -> tuple:
         except TypeError:
             msg = f"shape must hold ints; got {type(s).__name__} {s!r} in {tuple(size)!r}."
             raise TypeError(msg) from None
-    out = tuple(out)
+    out = tuple(out)  # type: ignore[assignment]
     if any(s < 0 for s in out):
         msg = f"negative dimension in shape {out}."
         raise ValueError(msg)
@@ -177,7 +177,7 @@ def _parse_shape(size: tuple, shape: Any = None) -> tuple:
     if math.prod(out) > _MAX_NUMEL:
         msg = f"shape {out} has {math.prod(out)} elements, more than a tensor can index (2**63 - 1)."
         raise ValueError(msg)
-    return out
+    return out  # type: ignore[return-value]
 
 
 def _check_device(device: Any) -> None:
@@ -230,7 +230,7 @@ def _maps_file(t: MemoryMappedTensor, path: str) -> bool:
     if t._filename == path:
         return True
     try:
-        return os.path.samefile(t._filename, path)
+        return os.path.samefile(t._filename, path)  # type: ignore[arg-type]
     except OSError:
         return False
 
@@ -279,7 +279,7 @@ def _replace_file(cls: type, path: str, like: torch.Tensor, data: torch.Tensor |
         except OSError:
             pass
         raise
-    return cls.from_filename(path, like.dtype, shape)
+    return cls.from_filename(path, like.dtype, shape)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- nested tensors
@@ -310,7 +310,7 @@ def _nested_on(cls: type, storage: torch.UntypedStorage, dtype: torch.dtype, siz
     with _DisableTF():
         buf = tensor_on(storage, dtype, (numel,), byte_offset // dtype.itemsize)
         nested = torch._nested_view_from_buffer(buf, sizes, strides, offsets)
-        out = _Tensor._make_subclass(cls, nested)
+        out = _Tensor._make_subclass(cls, nested)  # type: ignore[var-annotated]
     if filename is not None:
         out._filename = filename
     if shm is not None:
@@ -324,7 +324,7 @@ def _nested_empty(cls: type, sizes: torch.Tensor, dtype: torch.dtype, filename: 
         with _DisableTF():
             flat, shm = _anonymous((numel,), dtype)
         storage = flat.untyped_storage()
-        return _nested_on(cls, storage, dtype, sizes, flat.storage_offset() * dtype.itemsize, None, shm)
+        return _nested_on(cls, storage, dtype, sizes, flat.storage_offset() * dtype.itemsize, None, shm)  # type: ignore[arg-type]
     path = _abs(filename)
     allocate(path, numel * dtype.itemsize, existsok=existsok)
     return _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, sizes, 0, path, None)
@@ -344,7 +344,7 @@ def _nested_from_tensor(cls: type, input: torch.Tensor, filename: Any, existsok:
             raise RuntimeError(msg)
     out = _nested_empty(cls, sizes, input.dtype, filename, True)
     with _DisableTF():
-        buf = torch.empty(0, dtype=input.dtype).set_(out.untyped_storage(), _plain_offset(out), (flat.numel(),))
+        buf = torch.empty(0, dtype=input.dtype).set_(out.untyped_storage(), _plain_offset(out), (flat.numel(),))  # type: ignore[call-overload]
         buf.copy_(flat)
     return out
 
@@ -353,7 +353,7 @@ def _plain_offset(t: torch.Tensor) -> int:
     """The element offset of a (possibly nested) tensor's first element in its storage."""
     if t.is_nested:
         return int(t._nested_tensor_storage_offsets()[0]) if t.size(0) else 0
-    return t.storage_offset()
+    return t.storage_offset()  # type: ignore[return-value]
 
 
 class _Handler:
@@ -408,7 +408,7 @@ def _rebuild_shm(dupfd: Any, nbytes: int, dtype: str, offset: int, shape: tuple,
     if shm is None or shm.fd != fd or shm.nbytes != nbytes:
         shm = _Shm(nbytes, fd=fd)
         _RECEIVED[fd] = weakref.ref(shm)
-    return _wrap(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)
+    return _wrap(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)  # type: ignore[arg-type]
 
 
 def _rebuild_copy(tensor: torch.Tensor) -> MemoryMappedTensor:
@@ -533,7 +533,7 @@ class MemoryMappedTensor(torch.Tensor):
     # are plain tensors. The methods that return views (``__getitem__``, ``view``,
     # ``unbind``, ...; see ``_VIEW_METHODS``) are wrapped below so that a view of
     # the file is again a ``MemoryMappedTensor`` (and pickles as a file reference).
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     # ------------------------------------------------------------------ printing
     def __format__(self, format_spec: str) -> str:
@@ -541,7 +541,7 @@ class MemoryMappedTensor(torch.Tensor):
             return self.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         with _DisableTF():
             plain = _Tensor._make_subclass(_Tensor, self)
         body = repr(plain)
@@ -567,13 +567,13 @@ class MemoryMappedTensor(torch.Tensor):
             offset = self.storage_offset() * self.element_size()
         shm = self._shm
         if shm is None:
-            return _Handler(None, storage, offset)
+            return _Handler(None, storage, offset)  # type: ignore[arg-type]
         by_offset = _HANDLERS.get(shm)
         if by_offset is None:
             by_offset = _HANDLERS.setdefault(shm, {})
         handler = by_offset.get(offset)
         if handler is None:
-            handler = by_offset.setdefault(offset, _Handler(shm, shm.storage, offset))
+            handler = by_offset.setdefault(offset, _Handler(shm, shm.storage, offset))  # type: ignore[arg-type]
         return handler
 
     @property
@@ -586,7 +586,7 @@ class MemoryMappedTensor(torch.Tensor):
         return True
 
     # ------------------------------------------------------------------ pickling / copying
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: int) -> tuple:  # type: ignore[override]
         if self._filename is not None:
             return _reduce_file(self)
         with _DisableTF():
@@ -679,7 +679,7 @@ class MemoryMappedTensor(torch.Tensor):
                     msg = f"file {path!r} already exists; pass existsok=True to overwrite it."
                     raise RuntimeError(msg)
                 if _mapped_by_live_source(input, path):
-                    return _replace_file(cls, path, input, _plain(input).clone(), out_shape)
+                    return _replace_file(cls, path, input, _plain(input).clone(), out_shape)  # type: ignore[arg-type]
                 run_jobs(write_tensor_jobs(path, input), 1)
         else:
             allocate(path, input.numel() * input.element_size(), existsok=existsok)
@@ -713,7 +713,7 @@ class MemoryMappedTensor(torch.Tensor):
         nested = shape if shape is not None else (size[0] if len(size) == 1 else None)
         if _is_nested_shape(nested):
             _check_device(device)
-            return _nested_empty(cls, nested, dtype or torch.get_default_dtype(), filename, existsok)
+            return _nested_empty(cls, nested, dtype or torch.get_default_dtype(), filename, existsok)  # type: ignore[arg-type]
         if (len(size) == 1 and size[0].__class__ is tuple and shape is None and device is None
                 and all(s.__class__ is int and s >= 0 for s in size[0])):
             shp = size[0]
@@ -820,7 +820,7 @@ class MemoryMappedTensor(torch.Tensor):
             numel = _nested_layout(shape)[3]
             check_file(path, numel * dtype.itemsize, exact=False)
             out = _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, shape, 0, path, None)
-            return out if index is None else out[index]
+            return out if index is None else out[index]  # type: ignore[return-value]
         shp = _parse_shape((), shape)
         nbytes = math.prod(shp) * dtype.itemsize
         check_file(path, nbytes, exact=False)
@@ -884,7 +884,7 @@ class MemoryMappedTensor(torch.Tensor):
         if _is_nested_shape(shape):
             fname = filename if filename is not None else None
             out = _nested_on(cls, storage, dtype, shape, 0, _abs(fname) if fname is not None else None, None)
-            return out if index is None else out[index]
+            return out if index is None else out[index]  # type: ignore[return-value]
         if shape is None:
             shp: tuple = (storage.nbytes() // dtype.itemsize,)
         else:
