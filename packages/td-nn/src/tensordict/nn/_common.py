@@ -77,7 +77,7 @@ def _normalize_keys(keys: Any, what: str, owner: str = "module") -> list[NestedK
 
 def _key_to_name(key: NestedKey, separator: str = "_") -> str:
     """``("a", "b")`` -> ``"a_b"``: the keyword-argument name of a nested key."""
-    return key if isinstance(key, str) else separator.join(key)
+    return key if isinstance(key, str) else separator.join(key)  # type: ignore[arg-type]
 
 
 class _ReadableKeyError(KeyError):
@@ -254,7 +254,7 @@ class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordi
                 "This behaviour is not allowed: set_skip_existing(None) only decorates forward methods."
             )
             raise RuntimeError(msg)
-        return super().__enter__()
+        return super().__enter__()  # type: ignore[return-value]
 
     def __call__(self, func: Callable) -> Callable:
         out_attr = self.out_key_attr
@@ -314,7 +314,7 @@ def _values_from_call(
         if isinstance(key, str):
             names.setdefault(key, key)
     for name, value in kwargs.items():
-        key = names.get(name)
+        key = names.get(name)  # type: ignore[assignment]
         if key is None and extra is not None:
             extra[1][name] = value
             continue
@@ -385,7 +385,7 @@ class dispatch:  # noqa: N801 - public name of the tensordict API
     def __new__(cls, func: Callable | None = None, **kwargs: Any) -> Any:
         self = super().__new__(cls)
         if func is not None and callable(func) and not isinstance(func, str):
-            self.__init__(**kwargs)
+            self.__init__(**kwargs)  # type: ignore[misc]
             return self(func)
         return self
 
@@ -560,7 +560,7 @@ def _tensor_call_output(module: Any, out: Any, positional: bool) -> Any:
     return values[0] if len(values) == 1 else values
 
 def _global_hooks_check() -> bool:
-    return bool(_global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks)  # noqa: F821
+    return bool(_global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks)  # type: ignore[name-defined]  # noqa: F821
 
 
 #: ``True`` when a global ``nn.Module`` hook is registered. The function runs with
@@ -628,7 +628,7 @@ class TensorDictModuleBase(nn.Module):
         )
         for tensor in self.parameters():
             return tensor.device
-        for tensor in self.buffers():
+        for tensor in self.buffers():  # type: ignore[assignment]
             return tensor.device
         return torch.device("cpu")
 
@@ -769,7 +769,7 @@ class TensorDictModuleBase(nn.Module):
             found = False
             for sub in self.modules():
                 if sub is not self and hasattr(sub, "reset_parameters") and not isinstance(sub, TensorDictModuleBase):
-                    sub.reset_parameters()
+                    sub.reset_parameters()  # type: ignore[operator]
                     found = True
             if not found:
                 warnings.warn(

@@ -67,19 +67,19 @@ class Delta(D.Distribution):
             batch_shape = param.shape[:-1] if param.ndim else torch.Size()
             event_shape = param.shape[-1:] if param.ndim else torch.Size()
         elif batch_shape is None:
-            batch_shape = param.shape[: param.ndim - len(event_shape)]
+            batch_shape = param.shape[: param.ndim - len(event_shape)]  # type: ignore[arg-type]
         elif event_shape is None:
             event_shape = param.shape[len(batch_shape) :]
-        super().__init__(torch.Size(batch_shape), torch.Size(event_shape), validate_args=False)
+        super().__init__(torch.Size(batch_shape), torch.Size(event_shape), validate_args=False)  # type: ignore[arg-type]
 
-    def expand(self, batch_shape: torch.Size, _instance: Any = None) -> Delta:  # noqa: D102
+    def expand(self, batch_shape: torch.Size, _instance: Any = None) -> Delta:  # type: ignore[override]  # noqa: D102
         shape = torch.Size(batch_shape) + self.event_shape
         return Delta(self.param.expand(shape), self.atol, self.rtol, torch.Size(batch_shape), self.event_shape)
 
-    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # type: ignore[override]  # noqa: D102
         return self.param.expand(torch.Size(sample_shape) + self.param.shape)
 
-    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # type: ignore[override]  # noqa: D102
         with torch.no_grad():
             return self.rsample(sample_shape)
 
@@ -152,7 +152,7 @@ class OneHotCategorical(D.OneHotCategorical):
         """The most likely one-hot vector (same as ``mode``)."""
         return self.mode
 
-    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # type: ignore[override]
         """A one-hot sample through which gradients reach ``probs``/``logits``."""
         if self.grad_method is ReparamGradientStrategy.RelaxedOneHot:
             soft = D.RelaxedOneHotCategorical(torch.ones((), device=self.logits.device), logits=self.logits).rsample(sample_shape)
@@ -276,7 +276,7 @@ class TruncatedNormal(D.Distribution):
         x = self.loc + self.scale * _SQRT2 * torch.erfinv(2 * p - 1)
         return torch.maximum(torch.minimum(x, self.high), self.low)
 
-    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # noqa: D102
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:  # type: ignore[override]  # noqa: D102
         shape = self._extended_shape(torch.Size(sample_shape))
         u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)
@@ -340,7 +340,7 @@ def _suffixed(key: NestedKey, suffix: str) -> NestedKey:
     key = unravel_key(key)
     if isinstance(key, str):
         return key + suffix
-    return (*key[:-1], key[-1] + suffix)
+    return (*key[:-1], key[-1] + suffix)  # type: ignore[operator]
 
 
 class CompositeDistribution(D.Distribution):
@@ -485,12 +485,12 @@ class CompositeDistribution(D.Distribution):
             out.set(self.name_map[key], fn(dist))
         return out
 
-    def sample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:  # type: ignore[override]
         """A TensorDict of samples, batch size ``sample_shape + batch_shape``."""
         shape = torch.Size(sample_shape)
         return self._samples(lambda d: d.sample(shape), shape)
 
-    def rsample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:
+    def rsample(self, sample_shape: torch.Size | tuple = ()) -> TensorDict:  # type: ignore[override]
         """Reparameterised samples (every distribution must support ``rsample``)."""
         shape = torch.Size(sample_shape)
         return self._samples(lambda d: d.rsample(shape), shape)
@@ -500,11 +500,11 @@ class CompositeDistribution(D.Distribution):
         return all(d.has_rsample for d in self.dists.values())
 
     @property
-    def mode(self) -> TensorDict:  # noqa: D102
+    def mode(self) -> TensorDict:  # type: ignore[override]  # noqa: D102
         return self._samples(lambda d: d.mode, torch.Size())
 
     @property
-    def mean(self) -> TensorDict:  # noqa: D102
+    def mean(self) -> TensorDict:  # type: ignore[override]  # noqa: D102
         return self._samples(lambda d: d.mean, torch.Size())
 
     @property
@@ -539,13 +539,13 @@ class CompositeDistribution(D.Distribution):
             for value in values.values():
                 value = self._reduce(value, len(batch_size))
                 total = value if total is None else total + value
-            return total
+            return total  # type: ignore[return-value]
         out = TensorDict({}, batch_size=batch_size)
         for key, value in values.items():
             out.set(_suffixed(self.name_map[key], suffix), value)
         return out
 
-    def log_prob(self, sample: TensorDictBase) -> TensorDict | torch.Tensor:
+    def log_prob(self, sample: TensorDictBase) -> TensorDict | torch.Tensor:  # type: ignore[override]
         """Log-probabilities of a TensorDict of samples.
 
         Returns:
@@ -588,7 +588,7 @@ class CompositeDistribution(D.Distribution):
             out.set(self.log_prob_key, total)
         return out
 
-    def entropy(self, samples_mc: int = 1) -> TensorDict | torch.Tensor:
+    def entropy(self, samples_mc: int = 1) -> TensorDict | torch.Tensor:  # type: ignore[override]
         """Entropies (Monte-Carlo estimated with ``samples_mc`` samples where no closed form exists)."""
         values = {}
         for key, dist in self.dists.items():
@@ -605,20 +605,20 @@ class CompositeDistribution(D.Distribution):
             out = self.entropy(samples_mc)
         if include_sum:
             total = None
-            for _, value in out.items(True, True):
+            for _, value in out.items(True, True):  # type: ignore[union-attr]
                 red = self._reduce(value, len(self.batch_shape))
                 total = red if total is None else total + red
-            out.set(self.entropy_key, total)
-        return out
+            out.set(self.entropy_key, total)  # type: ignore[union-attr]
+        return out  # type: ignore[return-value]
 
-    def cdf(self, sample: TensorDictBase) -> TensorDict:
+    def cdf(self, sample: TensorDictBase) -> TensorDict:  # type: ignore[override]
         """A TensorDict of each key's CDF at the sample (``"<key>_cdf"``)."""
         out = TensorDict({}, batch_size=sample.batch_size)
         for key, dist in self.dists.items():
             out.set(_suffixed(self.name_map[key], "_cdf"), dist.cdf(sample.get(self.name_map[key])))
         return out
 
-    def icdf(self, sample: TensorDictBase) -> TensorDict:
+    def icdf(self, sample: TensorDictBase) -> TensorDict:  # type: ignore[override]
         """A TensorDict of samples from quantiles stored at ``"<key>_cdf"``."""
         out = TensorDict({}, batch_size=sample.batch_size)
         for key, dist in self.dists.items():

@@ -406,10 +406,10 @@ class TensorDictModule(TensorDictModuleBase):
         if not isinstance(tensordict, TensorDictBase):
             if getattr(tensordict, "_is_tensorclass", False):
                 # a tensorclass: run on its TensorDict, write the outputs through the instance
-                out = self.forward(tensordict._tensordict.copy(), *args, **kwargs)
+                out = self.forward(tensordict._tensordict.copy(), *args, **kwargs)  # type: ignore[attr-defined]
                 for key in self.out_keys:
-                    tensordict.set(key, out.get(key))
-                return tensordict
+                    tensordict.set(key, out.get(key))  # type: ignore[attr-defined]
+                return tensordict  # type: ignore[return-value]
             if not _DISPATCH_TD_NN_MODULES[0]:
                 msg = f"{type(self).__name__}.forward() missing 1 required positional argument: 'tensordict'"
                 raise TypeError(msg)
@@ -433,7 +433,7 @@ class TensorDictModule(TensorDictModuleBase):
         if key is not None:
             out = fn(self._read(tensordict, key), *args, **kwargs)
         else:
-            values = [self._read(tensordict, key) for key in self._in_tuple]
+            values = [self._read(tensordict, key) for key in self._in_tuple]  # type: ignore[assignment]
             names = self._kwargs
             if names is None:
                 out = fn(*values, *args, **kwargs)

@@ -86,7 +86,7 @@ def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]
     return "_parameters", nn.Parameter(value, requires_grad=True)
 
 
-class TensorDictParams(TensorDictBase, nn.Module):
+class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
     """A TensorDict of parameters and buffers that is an ``nn.Module``.
 
     Store it as a module attribute and its tensors show up in ``parameters()``,
@@ -201,7 +201,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
         if out is _NOTSET:
             if self.is_locked:
                 raise locked_error("create a nested TensorDict", key)
-            out = TensorDictParams(TensorDict({}, batch_size=self.batch_size, device=self.device), no_convert=self.no_convert)
+            out = TensorDictParams(TensorDict({}, batch_size=self.batch_size, device=self.device), no_convert=self.no_convert)  # type: ignore[arg-type]
             self.__dict__["_modules"][key] = out
             self.__dict__.setdefault("_order", {})[key] = None
             return out
@@ -259,9 +259,9 @@ class TensorDictParams(TensorDictBase, nn.Module):
         return [None] * len(self.batch_size)
 
     # -------------------------------------------------------------- nn.Module side
-    state_dict = nn.Module.state_dict
+    state_dict = nn.Module.state_dict  # type: ignore[assignment]
 
-    def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False, **kwargs: Any) -> Any:
+    def load_state_dict(self, state_dict: Mapping, strict: bool = True, assign: bool = False, **kwargs: Any) -> Any:  # type: ignore[override]
         """Loads a module state dict (``"a.b"`` keys, as :meth:`state_dict` gives) or a
         TensorDict state dict (nested, with ``"__batch_size"`` entries, as
         ``TensorDict.state_dict()`` gives, e.g. from ``params.detach().state_dict()``).
@@ -274,17 +274,17 @@ class TensorDictParams(TensorDictBase, nn.Module):
                 return TensorDictBase.load_state_dict(self, state_dict, strict=strict, assign=assign, **kwargs)
         return nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
 
-    cpu = nn.Module.cpu
-    cuda = nn.Module.cuda
+    cpu = nn.Module.cpu  # type: ignore[assignment]
+    cuda = nn.Module.cuda  # type: ignore[assignment]
 
     # ``float()``, ``int()``, ``type(dtype)``, ... are the TensorDict casts: a new plain
     # TensorDict with every leaf cast, as in tensordict 0.15 (not nn.Module's in-place
     # cast of the floating parameters). A parent module's ``.float()`` still casts the
     # parameters in place, through ``_apply``.
-    def type(self, dst_type: Any) -> TensorDict:
+    def type(self, dst_type: Any) -> TensorDict:  # type: ignore[override]
         """A new TensorDict with every tensor leaf cast to ``dst_type``."""
         return TensorDictBase.to(self, dst_type)
-    __getstate__ = nn.Module.__getstate__ if hasattr(nn.Module, "__getstate__") else object.__getstate__
+    __getstate__ = nn.Module.__getstate__ if hasattr(nn.Module, "__getstate__") else object.__getstate__  # type: ignore[attr-defined]
     __setstate__ = nn.Module.__setstate__
     __dir__ = nn.Module.__dir__
 
@@ -347,7 +347,7 @@ class TensorDictParams(TensorDictBase, nn.Module):
     @property
     def data(self) -> TensorDict:
         """A TensorDict of the ``.data`` of every tensor (no autograd history)."""
-        return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
+        return self._map_leaves(lambda t: t.data, keep_non_tensor=True)  # type: ignore[return-value]
 
     def map(self, *args: Any, **kwargs: Any) -> Any:
         """Refused: worker processes cannot write into parameters (autograd leaves).

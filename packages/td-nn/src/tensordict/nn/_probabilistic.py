@@ -122,7 +122,7 @@ class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tenso
         self.type = type
 
     @property
-    def mode(self) -> InteractionType | None:  # type: ignore[override]
+    def mode(self) -> InteractionType | None:
         return self.type
 
     def _read(self) -> InteractionType | None:
@@ -190,7 +190,7 @@ def _draw(dist: D.Distribution, itype: InteractionType, n_empirical: int, shape:
             value = _empirical(dist, n_empirical).mean(0)
     elif itype is InteractionType.MEDIAN:
         if getattr(type(dist), "median", None) is not None:
-            value = dist.median
+            value = dist.median  # type: ignore[attr-defined]
         else:
             try:
                 value = dist.icdf(torch.full(dist.batch_shape + dist.event_shape, 0.5))
@@ -321,7 +321,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             self._dist_keys = dict(zip(dist_keys, td_keys))
         else:
             td_keys = _normalize_keys(in_keys, "in_keys", owner)
-            self._dist_keys = {(k if isinstance(k, str) else k[-1]): k for k in td_keys}
+            self._dist_keys = {(k if isinstance(k, str) else k[-1]): k for k in td_keys}  # type: ignore[misc]
         self.distribution_kwargs = dict(distribution_kwargs or {})
         self.distribution_class = distribution_class
         if out_keys is None:
@@ -343,7 +343,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         elif log_prob_key is not None:
             self._given_lp_keys = [unravel_key(log_prob_key)]
         else:
-            self._given_lp_keys = None
+            self._given_lp_keys = None  # type: ignore[assignment]
         # a composite module's log-prob layout depends on set_composite_lp_aggregate: the
         # mode it was built under is kept, and reading its keys under the other mode raises
         self._lp_mode_at_build = (
@@ -355,7 +355,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         self.cache_dist = cache_dist
         self.n_empirical_estimate = n_empirical_estimate
         if num_samples is not None and not isinstance(num_samples, (tuple, list, torch.Size)):
-            num_samples = (int(num_samples),)
+            num_samples = (int(num_samples),)  # type: ignore[arg-type]
         self.num_samples = torch.Size(num_samples) if num_samples is not None else None
         self._dist = None
 
@@ -370,7 +370,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             raise RuntimeError(msg)
 
     @property
-    def out_keys(self) -> list:  # type: ignore[override]
+    def out_keys(self) -> list:
         """The sampled keys, then the log-prob keys when ``return_log_prob``."""
         self._check_lp_mode()
         return self.__dict__["_out_keys"]
@@ -564,9 +564,9 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                         total = red if total is None else total + red
                     dest.set(self.log_prob_keys[0], total)
                 else:
-                    dest.update(dist.log_prob(sample))
+                    dest.update(dist.log_prob(sample))  # type: ignore[arg-type]
             else:
-                dest.set(self.log_prob_keys[0], dist.log_prob(*values))
+                dest.set(self.log_prob_keys[0], dist.log_prob(*values))  # type: ignore[arg-type]
         return dest
 
 
@@ -677,14 +677,14 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def dist_sample_keys(self) -> list:
         """The keys the probabilistic steps write their draws to."""
         if not self.return_composite:
-            return self._modules_list()[-1].dist_sample_keys
+            return self._modules_list()[-1].dist_sample_keys  # type: ignore[return-value]
         return [k for m in self._prob_modules() for k in m.dist_sample_keys]
 
     @property
     def dist_params_keys(self) -> list:
         """The keys the probabilistic steps build their distributions from."""
         if not self.return_composite:
-            return self._modules_list()[-1].dist_params_keys
+            return self._modules_list()[-1].dist_params_keys  # type: ignore[return-value]
         return [k for m in self._prob_modules() for k in m.dist_params_keys]
 
     @property
@@ -712,13 +712,13 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         dists: dict = {}
         for m in self._modules_list():
             if _is_prob(m):
-                dist = m.get_dist(tensordict)
+                dist = m.get_dist(tensordict)  # type: ignore[operator]
                 if isinstance(dist, CompositeDistribution):
                     for key, sub in dist.dists.items():
                         dists[dist.name_map[key]] = sub
                 else:
-                    dists[m.dist_sample_keys[0]] = dist
-                if not _all_present(tensordict, m.dist_sample_keys):
+                    dists[m.dist_sample_keys[0]] = dist  # type: ignore[index]
+                if not _all_present(tensordict, m.dist_sample_keys):  # type: ignore[arg-type]
                     tensordict = m(tensordict)
             else:
                 tensordict = m(tensordict)
@@ -737,7 +737,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         if self.return_composite:
             return self._composite(tensordict)
         tensordict = self.get_dist_params(tensordict)
-        return self._modules_list()[-1].get_dist(tensordict)
+        return self._modules_list()[-1].get_dist(tensordict)  # type: ignore[operator]
 
     build_dist_from_params = get_dist
 
@@ -751,7 +751,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         if self.return_composite:
             if dist is None:
                 dist = self._composite(tensordict.copy())
-            return dist.log_prob(tensordict)
+            return dist.log_prob(tensordict)  # type: ignore[arg-type]
         if dist is None:
             dist = self.get_dist(tensordict)
-        return self._modules_list()[-1].log_prob(tensordict, dist=dist)
+        return self._modules_list()[-1].log_prob(tensordict, dist=dist)  # type: ignore[operator]

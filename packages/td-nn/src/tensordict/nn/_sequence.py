@@ -126,7 +126,7 @@ class TensorDictSequential(TensorDictModule):
             container = nn.ModuleList([_as_module(m, owner) for m in modules])
         self.module = container
         self.partial_tolerant = bool(partial_tolerant)
-        self.inplace = inplace
+        self.inplace = inplace  # type: ignore[assignment]
         self.strict = True
         self.method = None
         self.method_kwargs = {}
@@ -436,24 +436,24 @@ class TensorDictSequential(TensorDictModule):
         unselected = self._unselected
         present = [k for k in unselected if k in tensordict.keys(True)] if unselected else None
         # with tensordict_out, the input is left as it was (the steps run on a shallow copy)
-        td = tensordict if self.inplace is not False and tensordict_out is None else tensordict.copy()
+        td = tensordict if self.inplace is not False and tensordict_out is None else tensordict.copy()  # type: ignore[assignment]
         if self.partial_tolerant:
-            td = self._run_partial(td, kwargs)
+            td = self._run_partial(td, kwargs)  # type: ignore[assignment]
         elif kwargs or _any_global_hooks():
             for m in self._fn._modules.values():
                 td = m(td, **kwargs)
         else:
-            td = self._run_steps(td)
+            td = self._run_steps(td)  # type: ignore[assignment]
         inplace = self.inplace
         if inplace is not None:
             if inplace:
                 if td is not tensordict:  # steps that return new TensorDicts: write back
                     tensordict.update(td)
-                    td = tensordict
+                    td = tensordict  # type: ignore[assignment]
             else:  # a new TensorDict holding what the sequence wrote
-                td = td.select(*self.out_keys_source, strict=False)
+                td = td.select(*self.out_keys_source, strict=False)  # type: ignore[assignment]
         if unselected:
-            drop = [k for k in unselected if k not in present]
+            drop = [k for k in unselected if k not in present]  # type: ignore[operator]
             if drop:
                 td.exclude(*drop, inplace=True)
         if tensordict_out is not None:
@@ -494,7 +494,7 @@ class TensorDictSequential(TensorDictModule):
                 continue
             out = fn(value)
             if out.__class__ is _Tensor and td._device is None and not td._is_locked:
-                bs = td._batch_size
+                bs = td._batch_size  # type: ignore[attr-defined]
                 if out.shape[: len(bs)] == bs:
                     store[out_key] = out
                     continue

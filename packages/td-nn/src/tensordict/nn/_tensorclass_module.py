@@ -110,6 +110,6 @@ class _TensorClassTDModule(TensorDictModuleBase):
         self.out_keys = _leaf_keys(out_cls)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        data = self._in_cls.from_tensordict(tensordict.select(*self.in_keys, strict=False))
+        data = self._in_cls.from_tensordict(tensordict.select(*self.in_keys, strict=False))  # type: ignore[attr-defined]
         out = self.module(data)
         return out.to_tensordict() if is_tensor_collection(out) and not isinstance(out, TensorDictBase) else out

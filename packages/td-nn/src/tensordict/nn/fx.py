@@ -152,7 +152,7 @@ def symbolic_trace(td_module: nn.Module) -> TDGraphModule:
             env[key] = node
             if key not in written:
                 written.append(key)
-    out_keys = [k for k in written if k in td_module.out_keys]
+    out_keys = [k for k in written if k in td_module.out_keys]  # type: ignore[operator]
     graph.output(tuple(env[k] for k in out_keys))
     gm = fx.GraphModule(root, graph)
     return TDGraphModule(gm, out_keys)
