@@ -235,3 +235,33 @@ def test_property_view_writes_match_memory(prop_write_file, rows, cols, rows_fir
         else:
             expected[np.ix_((rows_t % 6).tolist(), cols)] = value
         assert torch.equal(p["a"], expected)
+
+
+def test_set_refuses_a_tensor_that_requires_grad(ptd, td):
+    with pytest.raises(RuntimeError, match="Cannot set a tensor that has requires_grad=True"):
+        ptd.set("obs", torch.zeros(10, 3, requires_grad=True))
+    assert torch.equal(ptd["obs"], td["obs"])
+    ptd.set("obs", torch.zeros(10, 3, requires_grad=True).detach())
+    assert (ptd["obs"] == 0).all()
+
+
+def test_setitem_with_a_tensordict_of_another_batch_size(ptd, td):
+    rows = ptd[2:4].to_tensordict().zero_()
+    ptd[2:4] = rows
+    assert (ptd["obs"][2:4] == 0).all()
+    with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+        ptd[2:4] = torch.cat([rows, rows], 0)
+    assert torch.equal(ptd["obs"][4:], td["obs"][4:])  # nothing else written
+
+
+def test_rename_key_safe_names_the_existing_key(ptd):
+    with pytest.raises(KeyError, match="already present in TensorDict"):
+        ptd.rename_key_("obs", "reward", safe=True)
+
+
+def test_nested_entries_follow_the_parent_dim_names(ptd):
+    ptd.names = ["time"]
+    assert ptd["nested"].names == ["time"]
+    assert [v.names for v in ptd.values() if isinstance(v, PersistentTensorDict)] == [["time"]]
+    ptd.names = ["t"]
+    assert ptd.get("nested").names == ["t"]

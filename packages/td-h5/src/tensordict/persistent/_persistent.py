@@ -51,6 +51,7 @@ from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5ItemsView, H5KeysView, H5ValuesView
 from tensordict.persistent._lazyshape import LazyShapeMixin
+from tensordict.persistent._limits import LimitsMixin
 from tensordict.persistent._save import save_atomic
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member
@@ -87,7 +88,7 @@ class _Shown:
         return self.text
 
 
-class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
+class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBase):
     """A TensorDict stored in an HDF5 file, read lazily through h5py.
 
     Groups are nested PersistentTensorDicts, numeric datasets are tensors, string
@@ -282,6 +283,15 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         out._device = self._device
         out._is_locked = self._is_locked
         return out
+
+    def _child(self, group: h5py.Group) -> PersistentTensorDict:
+        """The nested PersistentTensorDict of ``group``; its leading dim names are this one's."""
+        child = self._derive(group, self._state.child_bs(group, self._orig_bs), self._sel)
+        names = self._names
+        if names is not None:
+            extra = len(child._batch_size) - len(names)
+            child._names = [*names, *([None] * extra)]
+        return child
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -594,7 +604,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if isinstance(obj, h5py.Dataset):
             return self._read_entry(key, obj)
         if isinstance(obj, h5py.Group):
-            return self._derive(obj, self._state.child_bs(obj, self._orig_bs), self._sel)
+            return self._child(obj)
         return default
 
     def _read_dataset(self, dset: h5py.Dataset, dtype: torch.dtype) -> torch.Tensor:
@@ -693,7 +703,7 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
                 continue
             child = None
             if found[0] == "group":
-                child = self._derive(found[1], self._state.child_bs(found[1], self._orig_bs), self._sel)
+                child = self._child(found[1])
             yield key, self._meta_class(found), child
 
     def _tensor_datasets(self) -> list:
@@ -904,26 +914,6 @@ class PersistentTensorDict(LazyShapeMixin, WriteMixin, TensorDictBase):
         if newfile is not None:
             return PersistentTensorDict.from_dict(self, newfile, device=self._device, **kwargs)
         return self.to_tensordict()
-
-    def memmap_(self, *args: Any, **kwargs: Any) -> PersistentTensorDict:
-        """Not supported: the data of a PersistentTensorDict lives in its HDF5 file.
-
-        Raises:
-            RuntimeError: always; ``td.memmap(prefix)`` writes a memory-mapped copy.
-
-        Examples:
-            >>> import os, tempfile, torch
-            >>> from tensordict import TensorDict
-            >>> with tempfile.TemporaryDirectory() as tmp:
-            ...     with TensorDict(a=torch.zeros(2), batch_size=[2]).to_h5(os.path.join(tmp, "m.h5")) as td:
-            ...         print(type(td.memmap(os.path.join(tmp, "mm"))["a"]).__name__)
-            MemoryMappedTensor
-        """
-        msg = (
-            f"Cannot build a memmap TensorDict in-place from a PersistentTensorDict: its data lives in the "
-            f"HDF5 file {self._state.filename!r}. Use td.memmap(prefix) for a memory-mapped copy."
-        )
-        raise RuntimeError(msg)
 
     def __repr__(self) -> str:
         self._check_open()

@@ -168,6 +168,10 @@ class WriteMixin(_MixinBase):
     def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:  # type: ignore[override]
         self._check_writable(key)
         io.check_key(key)
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            msg = (f"Cannot set a tensor that has requires_grad=True in a PersistentTensorDict (key {key!r}): "
+                   "HDF5 stores values, not the autograd graph. Write value.detach() instead.")
+            raise RuntimeError(msg)
         if not validated:
             value = self._convert_value(key, value)
         exists = has_link(self._group, key) or (key in self._group.attrs and key not in io.RESERVED_ATTRS)
@@ -301,7 +305,18 @@ class WriteMixin(_MixinBase):
             ]
             self._run(plan)
             return
-        self._run(self._plan_tree(_as_td(value, self.batch_size), require_existing=False))
+        value = _as_td(value, self.batch_size)
+        bs = self.batch_size
+        if value.batch_size != bs:
+            try:
+                ok = torch.broadcast_shapes(value.batch_size, bs) == bs
+            except RuntimeError:
+                ok = False
+            if not ok:
+                msg = (f"batch dimension mismatch: cannot write a TensorDict of batch_size {tuple(value.batch_size)} "
+                       f"into rows of batch_size {tuple(bs)} of the HDF5 file (it must broadcast to them).")
+                raise RuntimeError(msg)
+        self._run(self._plan_tree(value, require_existing=False))
 
     # ------------------------------------------------------------------ planning
     def _plan_tree(self, value: TensorDictBase, require_existing: bool) -> list:
@@ -568,7 +583,7 @@ class WriteMixin(_MixinBase):
         io.check_key(new_path[-1])
         if self._locate(new_path) is not None:
             if safe:
-                msg = f"key {unravel_key(new_key)!r} already present in the file (safe=True)."
+                msg = f"key {unravel_key(new_key)!r} already present in TensorDict (the HDF5 file; safe=True)."
                 raise KeyError(msg)
             self.del_(new_key)
         src = self._parent_group(old_path)
