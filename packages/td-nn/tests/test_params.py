@@ -242,3 +242,20 @@ def test_parent_zero_reaches_nested_params_without_autograd_error():
     td.zero_()
     assert (params["w"] == 0).all()
     assert params["w"].requires_grad
+
+
+def test_apply_inplace_into_parameters_is_refused_but_apply__works():
+    params = TensorDictParams(TensorDict({"w": torch.zeros(2)}, [2]))
+    with pytest.raises(ValueError, match="Failed to update 'w'"):
+        params.apply(lambda x: x + 1, inplace=True)
+    params.apply_(lambda x: x + 1)
+    assert (params["w"] == 1).all() and params["w"].requires_grad
+    with torch.no_grad():
+        params.apply(lambda x: x + 1, inplace=True)
+    assert (params["w"] == 2).all()
+
+
+def test_indexed_write_of_mismatched_batch_reports_the_batch_sizes():
+    params = TensorDictParams(TensorDict({"w": torch.zeros(4, 2)}, [4]))
+    with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+        params[torch.tensor([0, 1])] = TensorDict({"w": torch.ones(4, 2)}, [4])

@@ -190,13 +190,13 @@ class TensorDictBase(
         return types.GenericAlias(cls, item)
 
     # ------------------------------------------------------------------ primitives
-    def _keys_raw(self):  # pragma: no cover - abstract
+    def _keys_raw(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _items_raw(self):  # pragma: no cover - abstract
+    def _items_raw(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _get_raw(self, key: str, default: Any = _MISSING):  # pragma: no cover - abstract
+    def _get_raw(self, key: str, default: Any = _MISSING) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:  # pragma: no cover
@@ -811,14 +811,19 @@ class TensorDictBase(
                 try:
                     dest[index] = v
                 except RuntimeError as err:
-                    text = str(err)
-                    if "shape mismatch" not in text and "must match" not in text:
-                        raise
+                    # a failed write whose batch sizes do not broadcast is reported as such
+                    # (checked only on failure: the write itself is the check on success)
                     target = self._index_batch_size(index)
+                    try:
+                        fits = torch.broadcast_shapes(value.batch_size, target) == target
+                    except RuntimeError:
+                        fits = False
+                    if fits:
+                        raise
                     msg = (
-                        f"batch dimension mismatch: the batch size {tuple(value.batch_size)} of the value "
-                        f"differs from the source batch size {tuple(target)} at index {index!r} "
-                        f"(key {key!r}); Cannot broadcast the tensordict to it."
+                        f"batch dimension mismatch: the indexed destination TensorDict batch size is "
+                        f"{tuple(target)} at index {index!r}, and the batch size {tuple(value.batch_size)} of the "
+                        f"value differs from the source batch size (key {key!r}); Cannot broadcast the tensordict to it."
                     )
                     raise RuntimeError(msg) from err
             elif isinstance(dest, NonTensorData):
@@ -1206,7 +1211,7 @@ class TensorDictBase(
         Raises:
             RuntimeError: a locked TensorDict that is still alive holds this one.
         """
-        if self._lock_parents:
+        if self._lock_parents or isinstance(self, _classes.LazyStackedTensorDict):
             check_unlock(self)
         self._push_op(("lock", self._is_locked))
         self._set_lock_flag(False)

@@ -8,9 +8,9 @@ from typing import Any
 def locked_error(action: str, key: Any = None) -> RuntimeError:
     where = f" (key {key!r})" if key is not None else ""
     msg = (
-        f"Cannot modify locked TensorDict: cannot {action}{where}. Unlock it with `td.unlock_()` "
-        "(or `with td.unlock_(): ...`), or write in place into an existing key with "
-        "`td.set_(key, value)` / `td[index] = value`."
+        "Cannot modify locked TensorDict. For in-place modification, consider using the `set_()` method "
+        f"and make sure the key is present. Cannot {action}{where}; otherwise unlock it with "
+        "`td.unlock_()` (or `with td.unlock_(): ...`)."
     )
     return RuntimeError(msg)
 

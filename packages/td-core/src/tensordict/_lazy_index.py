@@ -226,8 +226,9 @@ class LazyIndexMixin(LazyStackHost):
                     pass
             if value.batch_size[:nd] != ibs:
                 msg = (
-                    f"cannot write a TensorDict of batch_size {tuple(value.batch_size)} at index {index!r} "
-                    f"of a lazy stack: the indexed batch size is {tuple(ibs)}."
+                    f"batch dimension mismatch: cannot write a TensorDict of batch_size {tuple(value.batch_size)} "
+                    f"at index {index!r} of a lazy stack: the indexed destination TensorDict batch size is "
+                    f"{tuple(ibs)}; Cannot broadcast the tensordict to it."
                 )
                 raise RuntimeError(msg)
             parts = value.unbind(plan.new_sd)
@@ -263,6 +264,8 @@ class LazyIndexMixin(LazyStackHost):
             KeyError: ``key`` is missing from some stacked TensorDicts (indices named).
         """
         self._check_present(key)
+        if not isinstance(value, (_Tensor, _classes.TensorDictBase, Mapping)) and hasattr(value, "__array__"):
+            value = torch.as_tensor(value)  # a numpy array is split over the stacked TensorDicts as a tensor
 
         def write(td: Any, idx: Any, part: Any) -> None:
             td.set_at_(key, part, idx)

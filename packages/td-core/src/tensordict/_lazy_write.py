@@ -99,12 +99,18 @@ class LazyWriteMixin(LazyStackHost):
             RuntimeError: shapes do not broadcast.
         """
         key = unravel_key(key)
-        self._check_present(key)
+        try:
+            self._check_present(key)
+        except KeyError as err:  # tensordict 0.15's wording first, then ours
+            msg = f"setting a value in-place on a stack of TensorDict needs an existing key: {err.args[0]}"
+            raise KeyError(msg) from None
         if isinstance(item, Mapping) and not isinstance(item, TensorDictBase):
             try:
                 item = TensorDict(item, batch_size=self._batch_size)
             except RuntimeError:
                 pass
+        elif not isinstance(item, (torch.Tensor, TensorDictBase)) and hasattr(item, "__array__"):
+            item = torch.as_tensor(item)  # a numpy array is split along the stack dim as a tensor is
         for td, part in zip(self.tensordicts, self._split_value(item)):
             td.set_(key, part, non_blocking=non_blocking)
         return self
@@ -157,7 +163,7 @@ class LazyWriteMixin(LazyStackHost):
         if safe:
             t = _as_tuple(new_key)
             if any(_td_has(td, t) for td in self.tensordicts):
-                msg = f"key {unravel_key(new_key)!r} already present in a stacked TensorDict (safe=True)."
+                msg = f"key {unravel_key(new_key)!r} already present in TensorDict (one of the stacked TensorDicts; safe=True)."
                 raise KeyError(msg)
         for td in self.tensordicts:
             td.rename_key_(old_key, new_key)

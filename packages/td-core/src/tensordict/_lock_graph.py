@@ -17,15 +17,22 @@ from tensordict import _classes
 __all__ = ["check_unlock", "register_locked_root", "unregister_locked_root"]
 
 
+def _children(node: Any) -> list:
+    """The TensorDicts ``node`` holds: a lazy stack holds the TensorDicts it stacks (its
+    nested values are stacked afresh on each read, so the graph runs through the parts)."""
+    if isinstance(node, _classes.LazyStackedTensorDict):
+        return list(node.tensordicts)
+    return [value for _, value in node._items_raw() if isinstance(value, _classes.TensorDictBase)]
+
+
 def _descendants(root: Any) -> list:
     out = []
     stack = [root]
     while stack:
         node = stack.pop()
-        for _, value in node._items_raw():
-            if isinstance(value, _classes.TensorDictBase):
-                out.append(value)
-                stack.append(value)
+        for value in _children(node):
+            out.append(value)
+            stack.append(value)
     return out
 
 
@@ -46,10 +53,17 @@ def unregister_locked_root(root: Any) -> None:
 
 
 def check_unlock(td: Any) -> None:
-    """Raises if a live, locked ancestor holds ``td``."""
-    for ref in td._lock_parents:
-        parent = ref()
-        if parent is not None and parent._is_locked:
+    """Raises if a live, locked ancestor holds ``td`` (for a lazy stack: holds one of
+    the TensorDicts it stacks, other than ``td`` itself)."""
+    nodes = [td]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, _classes.LazyStackedTensorDict):
+            nodes.extend(node.tensordicts)
+        for ref in node._lock_parents:
+            parent = ref()
+            if parent is None or parent is td or not parent._is_locked:
+                continue
             msg = (
                 "Cannot unlock a tensordict that is part of a locked graph. Unlock the root "
                 f"tensordict first (a locked {type(parent).__name__} with batch_size "

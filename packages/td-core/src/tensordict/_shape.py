@@ -525,7 +525,8 @@ class ShapeMixin(TensorDictHost):
             a TensorDict of batch size ``index.shape``.
 
         Raises:
-            RuntimeError: ``index`` does not have one dim per batch dim.
+            RuntimeError: ``index`` does not have one dim per batch dim; ``out`` is given
+                while a leaf requires grad (as ``torch.gather(..., out=)``).
         """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
@@ -537,6 +538,13 @@ class ShapeMixin(TensorDictHost):
             idx = index.reshape(*index.shape, *([1] * (t.ndim - n))).expand(*index.shape, *t.shape[n:])
             return torch.gather(t, d, idx)
 
+        if out is not None and torch.is_grad_enabled() and self.requires_grad:
+            # as torch.gather(..., out=): an out= write cannot be differentiated
+            msg = (
+                "gather(): functions with out=... arguments don't support automatic differentiation, "
+                "but one of the arguments requires grad. Call it under torch.no_grad() or without out=."
+            )
+            raise RuntimeError(msg)
         res = self._batch_transform(fn, nd, names=_keep_names)
         if out is not None:
             out.update_(res)

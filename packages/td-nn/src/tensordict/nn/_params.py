@@ -208,10 +208,22 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
         return TensorDictBase._create_nested(self, key)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
-        if isinstance(existing, torch.Tensor) and existing.requires_grad and existing.is_leaf:
-            with torch.no_grad():
-                TensorDictBase._write_inplace(self, key, existing, value)
-            return
+        # The data writes (set_, update_, copy_, zero_, apply_, ...) run under no_grad
+        # (see _DATA_WRITES below); any other in-place write into a parameter that
+        # requires grad (``apply(fn, inplace=True)``, ``set(key, v, inplace=True)``)
+        # is refused, as autograd refuses it, with tensordict 0.15's ValueError.
+        if (
+            isinstance(existing, torch.Tensor)
+            and existing.requires_grad
+            and existing.is_leaf
+            and torch.is_grad_enabled()
+        ):
+            msg = (
+                f"Failed to update {key!r} in place: it is a parameter that requires grad (a leaf of the "
+                "autograd graph). Write through `params.data`, an in-place method such as `apply_`/`update_`, "
+                "or under `torch.no_grad()`."
+            )
+            raise ValueError(msg)
         TensorDictBase._write_inplace(self, key, existing, value)
 
     def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
