@@ -58,7 +58,9 @@ class TestPad:
         td = TensorDict({"t": torch.zeros(3), "s": "meta"}, [3])
         td["n"] = NonTensorStack("a", "b", "c")
         padded = pad(td, [1, 1])
-        assert padded["s"] == "meta" and padded._get_raw("s").batch_size == (5,)
+        # padded slots hold None, also for data that was one object for the batch (as tensordict)
+        assert padded["s"] == [None, "meta", "meta", "meta", None] and padded._get_raw("s").batch_size == (5,)
+        assert pad(td, [0, -1])["s"] == "meta"  # cropping keeps one object
         assert padded["n"] == [None, "a", "b", "c", None]
 
     def test_bad_pad_size(self):
@@ -95,7 +97,7 @@ class TestPadSequence:
         out = pad_sequence(tds, return_mask=("m", "k"))
         assert out.batch_size == (2, 4)
         assert out["m", "k", "x"].tolist() == [[True, True, False, False], [True] * 4]
-        assert out["tag"] == [["k"] * 4] * 2
+        assert out["tag"] == [["k", "k", None, None], ["k"] * 4]  # padded slots hold None
 
     def test_pad_dim_inside_features(self):
         tds = [TensorDict({"x": torch.ones(2, n)}, [2]) for n in (1, 3)]

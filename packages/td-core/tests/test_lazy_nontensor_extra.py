@@ -54,12 +54,10 @@ class TestContiguousCanonical:
         assert dense.get("q").tolist() == ["s0", "s1", "s2"]
         assert dense[1]["q"] == "s1"
 
-    def test_inplace_keeps_the_stack(self) -> None:
-        tds = [TensorDict(a=torch.zeros(4, 3).t(), batch_size=[3]) for _ in range(2)]
-        s = lazy_stack(tds)
-        out = s.contiguous(inplace=True)
-        assert out is s
-        assert all(td["a"].is_contiguous() for td in tds)
+    def test_inplace_is_refused(self) -> None:
+        s = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)])
+        with pytest.raises(NotImplementedError, match="contiguous"):
+            s.contiguous(inplace=True)
 
 
 class TestEmptyLazy:
@@ -236,3 +234,25 @@ class TestPadNonTensor:
         assert tds[1]["x"].tolist() == [1, 1, 1, 1, 7, 7]
         assert out.get("s").tolist()[0] == [None] * 6
         assert out.get("s").tolist()[2] == ["w", "x", "y", "z", None, None]
+
+
+class TestLazyUpdateKwargsAndMaybeDense:
+    def test_update_kwargs(self) -> None:
+        s = lazy_stack([TensorDict(a=torch.zeros(())) for _ in range(3)])
+        s.update(b=torch.ones(3))
+        assert (s["b"] == 1).all() and (s.tensordicts[2]["b"] == 1)
+        s.update_(a=torch.ones(3))
+        assert (s["a"] == 1).all()
+        with pytest.raises(KeyError, match="was not found"):
+            s.update_(c=torch.ones(3))
+
+    def test_maybe_dense_stack_of_different_batch_sizes_is_lazy(self) -> None:
+        from tensordict import maybe_dense_stack
+
+        a = TensorDict(x=torch.zeros(2, 3), batch_size=[2, 3])
+        b = TensorDict(x=torch.zeros(2, 4), batch_size=[2, 4])
+        out = maybe_dense_stack([a, b], 2)
+        assert isinstance(out, LazyStackedTensorDict)
+        assert out.batch_size == torch.Size([2, -1, 2])
+        with pytest.raises(RuntimeError, match="same batch_size"):
+            torch.stack([a, b])

@@ -31,3 +31,17 @@ def test_unbatched_field_keeps_its_shape_and_storage() -> None:
 def test_plain_tensor_field_is_still_checked() -> None:
     with pytest.raises(RuntimeError, match="batch dimension mismatch"):
         _WithConfig(config=torch.zeros(2), value=torch.randn(3), batch_size=[3])
+
+
+def test_pad_sequence_of_tensorclasses_with_a_str_field() -> None:
+    from tensordict import pad_sequence
+
+    @tensorclass
+    class Sample:
+        a: torch.Tensor
+        b: str
+
+    out = pad_sequence([Sample(a=torch.tensor([1, 1]), b="x", batch_size=[]), Sample(a=torch.tensor([2]), b="y", batch_size=[])])
+    assert isinstance(out, Sample)
+    assert out.a.tolist() == [[1, 1], [2, 0]]
+    assert out.b == ["x", "y"]

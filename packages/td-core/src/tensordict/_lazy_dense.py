@@ -66,8 +66,11 @@ class LazyDenseMixin(LazyStackHost):
         Keyword Args:
             canonical (bool): passed on to nested TensorDicts (stacked leaves are
                 freshly allocated, hence row-major, anyway).
-            inplace (bool): make each stacked TensorDict's leaves contiguous in place
-                and return ``self`` (still lazy).
+            inplace (bool): not supported: a lazy stack has no contiguous storage to
+                become in place.
+
+        Raises:
+            NotImplementedError: ``inplace=True``.
 
         Raises:
             RuntimeError: a key has different shapes across the stacked TensorDicts
@@ -83,9 +86,11 @@ class LazyDenseMixin(LazyStackHost):
         """
 
         if inplace:
-            for td in self.tensordicts:
-                td.contiguous(canonical=canonical, inplace=True)
-            return self
+            msg = (
+                "contiguous(inplace=True) is not supported on a LazyStackedTensorDict: its leaves "
+                "live in the stacked TensorDicts. Use `td = td.contiguous()` for a dense copy."
+            )
+            raise NotImplementedError(msg)
         source = {}
         for key in self._keys_raw():
             value = self._get_raw(key)

@@ -232,7 +232,7 @@ class LazyOpsMixin(LazyStackHost):
     # -------------------------------------------------------------- update
     def update(
         self,
-        input_dict_or_td: Mapping | TensorDictBase,
+        input_dict_or_td: Mapping | TensorDictBase | None = None,
         clone: bool = False,
         inplace: bool = False,
         *,
@@ -241,17 +241,25 @@ class LazyOpsMixin(LazyStackHost):
         is_leaf: Any = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
+        **kwargs: Any,
     ) -> Any:
         """Writes every key of ``input_dict_or_td`` into the stacked TensorDicts.
 
         A TensorDict shaped like the stack is split along ``stack_dim`` and each part
         updates one stacked TensorDict; other inputs go through
-        :meth:`TensorDictBase.update` (values split on write).
+        :meth:`TensorDictBase.update` (values split on write). ``**kwargs`` are more
+        entries (``key=value``), written after ``input_dict_or_td``.
 
         Raises:
             RuntimeError: a value does not fit the batch size, or the stack is locked.
         """
-        if input_dict_or_td is self:
+        if input_dict_or_td is self:  # type: ignore[comparison-overlap]
+            return self
+        if kwargs:
+            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
+            merged.update(kwargs)
+            input_dict_or_td = merged
+        if input_dict_or_td is None:
             return self
         src = input_dict_or_td
         if (
@@ -313,19 +321,26 @@ class LazyOpsMixin(LazyStackHost):
 
     def update_(
         self,
-        input_dict_or_td: Mapping | TensorDictBase,
+        input_dict_or_td: Mapping | TensorDictBase | None = None,
         clone: bool = False,
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
     ) -> Any:
         """In-place update of the stacked TensorDicts: every key must already exist in all
-        of them (checked before anything is written).
+        of them (checked before anything is written). ``**kwargs`` are more entries.
 
         Raises:
             KeyError: a key is missing from some stacked TensorDicts (indices named).
         """
 
+        if kwargs:
+            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
+            merged.update(kwargs)
+            input_dict_or_td = merged
+        if input_dict_or_td is None:
+            return self
         src = input_dict_or_td
         if isinstance(src, Mapping) and not isinstance(src, TensorDictBase):
             try:
@@ -335,7 +350,11 @@ class LazyOpsMixin(LazyStackHost):
         ktu = None if keys_to_update is None else {unravel_key(k) for k in keys_to_update}
         for key in src.keys(True, True):
             if ktu is None or key in ktu:
-                self._check_present(key)
+                try:
+                    self._check_present(key)
+                except KeyError as err:
+                    msg = f"update_: key {key!r} was not found ({err.args[0] if err.args else err}); update_ writes existing keys only."
+                    raise KeyError(msg) from None
         if src.batch_size[: len(self._batch_size)] == self._batch_size:
             parts = self._parts_of(src, "update_")
         else:
@@ -377,8 +396,12 @@ class LazyOpsMixin(LazyStackHost):
         return TensorDictBase.any(self, dim)  # type: ignore[arg-type]
 
     def data_ptr(self, *, storage: bool = False) -> Any:
-        """A lazy stack of each stacked TensorDict's ``data_ptr()``."""
+        """The stacked TensorDicts' ``data_ptr()``, batch_size ``[]`` as for any TensorDict:
+        each entry holds one pointer per stacked TensorDict (first dim)."""
 
-        return _classes.LazyStackedTensorDict._from_list(
-            [td.data_ptr(storage=storage) for td in self.tensordicts], 0
-        )
+        ptrs = [td.data_ptr(storage=storage) for td in self.tensordicts]
+        parts = _classes.LazyStackedTensorDict._from_list(ptrs, 0)
+        keys = {frozenset(p.keys(True, True)) for p in ptrs}
+        if len(keys) > 1:  # different keys: one lazy stack of the pointers, keys kept
+            return parts
+        return parts._map_leaves(lambda t: t, batch_size=torch.Size(()))

@@ -98,6 +98,9 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
     bs = tds[0].batch_size
     for i, td in enumerate(tds[1:], 1):
         if td.batch_size != bs:
+            if maybe_dense_stack and len(td.batch_size) == len(bs):
+                # no dense form: a lazy stack, with -1 where the batch sizes differ
+                return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
             msg = (
                 f"stack expects every TensorDict to have the same batch_size, got {tuple(bs)} "
                 f"(TensorDict 0) and {tuple(td.batch_size)} (TensorDict {i})."

@@ -79,6 +79,10 @@ def pad_sequence(
     if not tds:
         msg = "pad_sequence expects a non-empty sequence of TensorDicts."
         raise RuntimeError(msg)
+    tc_cls = type(tds[0]) if getattr(tds[0], "_is_tensorclass", False) else None
+    if tc_cls is not None:
+        # tensorclass instances: padded as TensorDicts (non-tensor fields included), rebuilt after
+        tds = [td.to_tensordict() if getattr(td, "_is_tensorclass", False) else td for td in tds]
     nd = tds[0].batch_dims
     if pad_dim < 0:
         if nd == 0:
@@ -138,6 +142,8 @@ def pad_sequence(
     if masks is not None:
         mask_key = "masks" if return_mask is True else unravel_key(return_mask)  # type: ignore[arg-type]
         result.set(mask_key, masks)
+    elif tc_cls is not None and out is None:
+        return tc_cls.from_tensordict(result)
     if out is not None:
         out.update(result)
         return out
