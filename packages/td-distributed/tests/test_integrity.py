@@ -12,7 +12,13 @@ from _dist_harness import run_ranks
 
 from tensordict import TensorDict
 from tensordict.distributed import WireError, max_message_bytes, set_max_message_bytes
-from tensordict.distributed._integrity import crc_chain, crc_of
+from tensordict.distributed._integrity import (
+    NONCE_LEN,
+    crc_chain,
+    crc_of,
+    integrity_mode,
+    set_integrity_mode,
+)
 from tensordict.distributed._wire import HEADER, HEADER_SIZE, MAGIC, VERSION, Outgoing
 
 
@@ -28,15 +34,21 @@ def _error(fn) -> str:
     return "no error"
 
 
-def truncated_job(rank: int, world: int) -> dict:
+def truncated_job(rank: int, world: int, mode: str) -> dict:
     """1: a full transfer; 2: the same prefix without its inline payload (the receiver's
-    scratch buffer still holds transfer 1); 3: a prefix shorter than the header."""
+    scratch buffer still holds transfer 1); 3: a prefix shorter than the header;
+    4: a stream announcing a 2 MB segment, then only 1 MB of it."""
+    set_integrity_mode(mode)
+    big = TensorDict(x=torch.arange(1 << 19, dtype=torch.float32))  # 2 MB: one segment
     if rank == 0:
         _td(7.0).send(1, init_tag=10)
-        stream = Outgoing(_td(9.0)).stream
-        prefix_only = stream[: stream.numel() - 4 * 3 * 4 - 4 * 8]
-        dist.isend(prefix_only.clone(), 1, tag=20).wait()
+        stream = Outgoing(_td(9.0), check=mode).stream
+        cut = 4 * 3 * 4 + 4 * 8 + (NONCE_LEN if mode == "tail" else 0)
+        dist.isend(stream[: stream.numel() - cut].clone(), 1, tag=20).wait()
         dist.isend(stream[:20].clone(), 1, tag=30).wait()
+        out = Outgoing(big, check=mode)
+        dist.isend(out.stream.clone(), 1, tag=40).wait()
+        dist.isend(out.segments[0][: 1 << 20].clone(), 1, tag=42).wait()
         return {}
     target = _td(0.0)
     target.recv(0, init_tag=10)
@@ -44,16 +56,60 @@ def truncated_job(rank: int, world: int) -> dict:
     out = {"first": first, "prefix_only": _error(lambda: target.recv(0, init_tag=20))}
     out["short_header"] = _error(lambda: target.recv(0, init_tag=30))
     out["untouched"] = bool((target["a"] == 7).all())
+    out["short_segment"] = _error(lambda: big.zero_().recv(0, init_tag=40))
     return out
 
 
 @pytest.mark.timeout(120)
-def test_truncated_messages_are_refused(tmp_path):
-    _, r = run_ranks(truncated_job, 2, out_dir=str(tmp_path), timeout=100, pg_timeout=20)
+@pytest.mark.parametrize("mode", ["tail", "crc"])
+def test_truncated_messages_are_refused(tmp_path, mode):
+    _, r = run_ranks(truncated_job, 2, mode, out_dir=str(tmp_path), timeout=100, pg_timeout=20)
     assert r["first"] is True
     assert "incomplete or corrupted" in r["prefix_only"], r["prefix_only"]
     assert r["short_header"].startswith("WireError"), r["short_header"]
     assert r["untouched"] is True
+    assert "incomplete or corrupted" in r["short_segment"], r["short_segment"]
+
+
+def test_integrity_mode_setter(monkeypatch):
+    assert integrity_mode() == "tail"
+    set_integrity_mode("crc")
+    assert integrity_mode() == "crc"
+    set_integrity_mode(None)
+    monkeypatch.setenv("TENSORDICT_DIST_INTEGRITY", "crc")
+    assert integrity_mode() == "crc"
+    set_integrity_mode(None)
+    monkeypatch.setenv("TENSORDICT_DIST_INTEGRITY", "md5")
+    with pytest.raises(ValueError, match="TENSORDICT_DIST_INTEGRITY"):
+        integrity_mode()
+    with pytest.raises(ValueError, match="one of"):
+        set_integrity_mode("none")
+    monkeypatch.delenv("TENSORDICT_DIST_INTEGRITY")
+    set_integrity_mode(None)
+    assert integrity_mode() == "tail"
+
+
+def mixed_modes_job(rank: int, world: int) -> dict:
+    """Each sender picks its mode; the receiver takes both (inline and segmented payloads)."""
+    if rank == 0:
+        for i, mode in enumerate(["tail", "crc", "tail"]):
+            set_integrity_mode(mode)
+            _td(float(i)).send(1, init_tag=100 * i)
+            TensorDict(x=torch.full((1 << 19,), float(i))).send(1, init_tag=100 * i + 50)
+        return {}
+    out = []
+    for i in range(3):
+        small, big = _td(-1.0), TensorDict(x=torch.zeros(1 << 19))
+        small.recv(0, init_tag=100 * i)
+        big.recv(0, init_tag=100 * i + 50)
+        out.append(bool((small["a"] == i).all()) and bool((big["x"] == i).all()))
+    return {"ok": out}
+
+
+@pytest.mark.timeout(120)
+def test_receiver_accepts_both_modes(tmp_path):
+    _, r = run_ranks(mixed_modes_job, 2, out_dir=str(tmp_path), timeout=100, pg_timeout=20)
+    assert r["ok"] == [True, True, True]
 
 
 def _raw_prefix(total: int, segments: list, meta: bytes, flags: int) -> torch.Tensor:

@@ -28,7 +28,12 @@ from tensordict.distributed._collectives import (
     reduce,
     scatter,
 )
-from tensordict.distributed._integrity import max_message_bytes, set_max_message_bytes
+from tensordict.distributed._integrity import (
+    integrity_mode,
+    max_message_bytes,
+    set_integrity_mode,
+    set_max_message_bytes,
+)
 from tensordict.distributed._p2p import from_remote_init, init_remote, irecv, isend, recv, send
 from tensordict.distributed._pool import map, map_iter  # noqa: A004
 from tensordict.distributed._transport import CommError as CommError
@@ -52,6 +57,8 @@ __all__ = [
     "map_iter",
     "max_message_bytes",
     "set_max_message_bytes",
+    "integrity_mode",
+    "set_integrity_mode",
     "__version__",
 ]
 # also importable from here (not in __all__ until docs/api documents them): CommError, WireError

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tensordict.distributed._integrity import max_message_bytes
+from tensordict.distributed._integrity import FLAG_TAILS, NONCE_LEN, max_message_bytes
 from tensordict.distributed._pickling import decode_hook
 from tensordict.distributed._wire import (
     _MAX_DEPTH,
@@ -73,8 +73,8 @@ class Header:
 
     @property
     def stream_len(self) -> int:
-        """Bytes of the stream: the prefix, plus the payload when inline."""
-        return self.prefix_len + (self.total if self.inline else 0)
+        """Bytes of the stream: the prefix, plus the payload when inline, plus the ``TAILS`` trailer."""
+        return stream_length(self.flags, self.meta_len, self.total, len(self.segments))
 
     @property
     def meta_offset(self) -> int:
@@ -122,8 +122,11 @@ def read_counts(raw: bytes, who: str) -> tuple[int, int, int, int, int]:
 
 
 def stream_length(flags: int, meta_len: int, total: int, n_seg: int) -> int:
-    """Bytes of a stream with these header counts."""
-    return align(HEADER_SIZE + 8 * n_seg + meta_len) + (total if flags & FLAG_INLINE else 0)
+    """Bytes of a stream with these header counts (with ``TAILS``: plus the trailer)."""
+    n = align(HEADER_SIZE + 8 * n_seg + meta_len) + (total if flags & FLAG_INLINE else 0)
+    if flags & FLAG_TAILS:
+        n += 8 * n_seg + NONCE_LEN
+    return n
 
 
 def parse_header(stream_start: bytes, who: str) -> Header:
@@ -225,9 +228,9 @@ def _decode_node(node: Any, who: str, n_leaves: int, used: set, parent_bs: list,
                 raise WireError(msg)
             entries.append((key, _TENSOR, payload))
         elif kind == "td":
-            entries.append((key, _TD, _decode_node(payload, who, n_leaves, used, bs, depth + 1, device, views)))
+            entries.append((key, _TD, _decode_node(payload, who, n_leaves, used, bs, depth + 1, device, views)))  # type: ignore[arg-type]
         elif kind == "data":
-            entries.append((key, _OTHER, NonTensorData(payload, batch_size, None)))
+            entries.append((key, _OTHER, NonTensorData(payload, batch_size, None)))  # type: ignore[arg-type]
         elif kind == "stack":
             entries.append((key, _OTHER, _stack_value(payload, key, bs, who)))
         else:
@@ -282,7 +285,7 @@ def _as_tensorclass(td: Any, name: Any, who: str) -> Any:
             stacklevel=4,
         )
         return td
-    return cls.from_tensordict(td)
+    return cls.from_tensordict(td)  # type: ignore[attr-defined]
 
 
 def set_values(td: Any, meta: dict, who: str) -> None:

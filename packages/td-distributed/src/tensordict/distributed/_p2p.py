@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+import zlib
 from typing import Any
 
 import torch
@@ -45,7 +46,18 @@ from tensordict.distributed._decode import (
     structure_of,
     tensor_bytes,
 )
-from tensordict.distributed._integrity import FLAG_CHECKED, crc_chain, crc_of, read_crcs
+from tensordict.distributed._integrity import (
+    FLAG_CHECKED,
+    FLAG_TAILS,
+    NONCE_LEN,
+    arm_segments,
+    crc_chain,
+    crc_of,
+    integrity_mode,
+    nonce_ok,
+    read_crcs,
+    segments_ok,
+)
 from tensordict.distributed._lazy_view import plain_view
 from tensordict.distributed._pickling import pickle_allowed, with_allow_pickle
 from tensordict.distributed._transport import (
@@ -79,7 +91,8 @@ FIRST_CAP = 1 << 20
 def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool,
                 reuse: bool = False, tensorclass: str | None = None) -> tuple[list, int, float]:
     device, exact = comm_mode(group)
-    out = Outgoing(plain_view(td), device=device, reuse=reuse, tensorclass=tensorclass)
+    check = None if exact else integrity_mode()
+    out = Outgoing(plain_view(td), device=device, reuse=reuse, tensorclass=tensorclass, check=check)
     tag = tag_sequence(init_tag, pseudo_rand)
     stream = out.stream
     first_len = HEADER_SIZE if exact else min(stream.numel(), FIRST_CAP)
@@ -307,7 +320,7 @@ class _Incoming:
             # a message shorter than the header must never be read as the previous one's
             self.raw[:HEADER_SIZE] = bytes(HEADER_SIZE)
         else:
-            self.raw, self.first = None, torch.empty(self.cap, dtype=torch.uint8, device=self.device)
+            self.raw, self.first = None, torch.empty(self.cap, dtype=torch.uint8, device=self.device)  # type: ignore[assignment]
         self.first_work = self._irecv(self.first, 0)
 
     def read_prefix(self) -> None:
@@ -315,34 +328,54 @@ class _Incoming:
         first, cap, raw = self.first, self.cap, self.raw
         self._wait([self.first_work])
         head = raw if raw is not None else tensor_bytes(first[:HEADER_SIZE].cpu())
-        flags, _, meta_len, total, n_seg = read_counts(head, self.who)
+        flags, _, meta_len, total, n_seg = read_counts(head, self.who)  # type: ignore[arg-type]
         n = stream_length(flags, meta_len, total, n_seg)
         self.scratch = raw is not None and n <= cap
         if n <= cap:
             self.stream = first[:n]
         else:
-            self.raw = raw = None
+            self.raw = raw = None  # type: ignore[assignment]
             self.stream = torch.empty(n, dtype=torch.uint8, device=self.device)
             copy_bytes(self.stream[:cap], first)
             self._wait([self._irecv(self.stream[cap:], 1)])
         if not self.exact:
             # gloo may deliver fewer bytes than posted: check the stream is the one announced
-            self._check_stream(flags, n)
+            self._check_stream(flags, n, meta_len, n_seg)
         table_end = HEADER_SIZE + 8 * n_seg
         self.header = parse_header(
-            raw[:table_end] if raw is not None else tensor_bytes(self.stream[:table_end].cpu()), self.who
+            raw[:table_end] if raw is not None else tensor_bytes(self.stream[:table_end].cpu()), self.who  # type: ignore[arg-type]
         )
 
-    def _check_stream(self, flags: int, n: int) -> None:
+    def _check_stream(self, flags: int, n: int, meta_len: int, n_seg: int) -> None:
         head = self.raw[:HEADER_SIZE] if self.raw is not None else tensor_bytes(self.stream[:HEADER_SIZE].cpu())
+        self.tails = None
+        if flags & FLAG_TAILS:
+            crc_prefix, nonce = read_crcs(head)  # type: ignore[arg-type]
+            start = n - NONCE_LEN - 8 * n_seg
+            prefix_len = stream_length(0, meta_len, 0, n_seg)
+            if self.raw is not None:
+                tail_raw = bytes(self.raw[start:n])
+                prefix_crc = zlib.crc32(memoryview(self.raw)[HEADER_SIZE:prefix_len])
+            else:
+                tail_raw = tensor_bytes(self.stream[start:n].cpu())
+                prefix_crc = crc_of(self.stream[HEADER_SIZE:prefix_len])
+            if not nonce_ok(tail_raw[-NONCE_LEN:], nonce) or prefix_crc != crc_prefix:
+                msg = (
+                    f"{self.op}: the message from {self.who} is incomplete or corrupted (its {n}-byte stream does "
+                    "not end with the nonce its header announces, or its metadata does not match the header's "
+                    "checksum); nothing was used."
+                )
+                raise WireError(msg)
+            self.tails = tail_raw[: 8 * n_seg]
+            return
         if not flags & FLAG_CHECKED:
             msg = (
-                f"{self.op}: the message from {self.who} carries no checksum; this process only accepts "
-                "checked transfers over a backend that may deliver short messages (gloo). Both sides must "
-                "run the same tensordict version."
+                f"{self.op}: the message from {self.who} carries no completeness check; this process only "
+                "accepts checked transfers over a backend that may deliver short messages (gloo). Both sides "
+                "must run the same tensordict version."
             )
             raise WireError(msg)
-        self.crc_stream, self.crc_segments = read_crcs(head)
+        self.crc_stream, self.crc_segments = read_crcs(head)  # type: ignore[arg-type]
         if crc_of(self.stream[HEADER_SIZE:n]) != self.crc_stream:
             msg = (
                 f"{self.op}: the message from {self.who} is incomplete or corrupted (its {n}-byte stream does "
@@ -350,11 +383,17 @@ class _Incoming:
             )
             raise WireError(msg)
 
+    def arm_segments(self, bufs: list) -> None:
+        """Before posting the segment receives (``TAILS``): marks each segment's last bytes."""
+        if not self.exact and self.tails is not None:
+            arm_segments(bufs, self.tails)
+
     def check_segments(self, bufs: list, written: str) -> None:
-        """Checks the received segments against the header's checksum (gloo)."""
+        """Checks the received segments against the header's checksum or the trailer (gloo)."""
         if self.exact:
             return
-        if crc_chain(bufs) != self.crc_segments:
+        ok = segments_ok(bufs, self.tails) if self.tails is not None else crc_chain(bufs) == self.crc_segments
+        if not ok:
             msg = (
                 f"{self.op}: the payload from {self.who} is incomplete or corrupted (its segments do not "
                 f"match the checksum in its header); {written}."
@@ -392,6 +431,7 @@ class _Incoming:
             template.fill_inline(self._payload(), (self.first, header.prefix_len) if self.scratch else None)
         else:
             bufs = template.segment_buffers(header.segments, self.device)
+            self.arm_segments(bufs)
             self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])
             self.check_segments(bufs, "the receiving TensorDict's values are undefined")
             template.finish_segments()
@@ -410,12 +450,13 @@ class _Incoming:
                 storage = copy
         else:
             storage = torch.empty(header.total, dtype=torch.uint8, device=self.device)
-            works, start = [], 0
-            for j, size in enumerate(header.segments):
-                works.append(self._irecv(storage[start : start + size], 2 + j))
+            bufs, start = [], 0
+            for size in header.segments:
+                bufs.append(storage[start : start + size])
                 start += size
-            self._wait(works)
-            self.check_segments([storage], "nothing was used")
+            self.arm_segments(bufs)
+            self._wait([self._irecv(b, 2 + j) for j, b in enumerate(bufs)])
+            self.check_segments(bufs, "nothing was used")
         return build_from_payload(meta, storage, self.who)
 
 

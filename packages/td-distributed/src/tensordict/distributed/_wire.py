@@ -12,12 +12,17 @@ Prefix (all integers little-endian):
 bytes ``0:56``        header: magic ``b"TDWIRE01"``, ``uint32`` version (``2``),
                       ``uint32`` flags, ``uint64`` structure digest, ``uint64``
                       metadata length ``M``, ``uint64`` payload length ``N``,
-                      ``uint64`` number of segments ``S``, ``uint32`` CRC-32 of
-                      the rest of the stream, ``uint32`` CRC-32 of the segments
-                      (with flag ``CHECKED``, see ``_integrity``)
+                      ``uint64`` number of segments ``S``, two ``uint32``: with
+                      flag ``CHECKED`` the CRC-32 of the rest of the stream and
+                      of the segments; with flag ``TAILS`` the CRC-32 of the rest
+                      of the prefix and a nonce (see ``_integrity``)
 ``S`` x ``uint64``    segment sizes (they tile the payload, in order)
 ``M`` bytes           UTF-8 JSON metadata (below)
 zero padding          up to a multiple of 64 bytes: the prefix length ``P``
+(inline payload)      with flag ``INLINE``
+trailer               with flag ``TAILS`` (point-to-point over gloo): ``S`` x 8
+                      bytes (the last bytes of each segment, zero-padded), then
+                      the nonce and its complement (2 x ``uint32``)
 ====================  ==========================================================
 
 With the ``INLINE`` flag (small payloads, and the one-buffer collectives) the
@@ -63,7 +68,15 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict.distributed._integrity import FLAG_CHECKED, HEADER_LEN, write_crcs
+from tensordict.distributed._integrity import (
+    FLAG_CHECKED,
+    FLAG_TAILS,
+    HEADER_LEN,
+    NONCE_LEN,
+    trailer,
+    write_crcs,
+    write_tail_header,
+)
 from tensordict.distributed._pickling import encode_default
 from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
 from tensordict.ext import SKELETON_TD as _TD
@@ -295,7 +308,7 @@ class Plan:
 def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None) -> bytes:
     doc = {"root": root, "leaves": specs}
     if tensorclass is not None:
-        doc["tensorclass"] = tensorclass
+        doc["tensorclass"] = tensorclass  # type: ignore[assignment]
     try:
         return json.dumps(doc, separators=(",", ":"), default=encode_default).encode("utf-8")
     except (TypeError, ValueError) as err:
@@ -435,7 +448,7 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
         storage = state.storage
     result = (leaves, plan, has_values, plain, storage)
     if plain and plain_cls:
-        _cache_entry(td, True)[1] = _Snapshot(td, leaves, state, result, td_cls)
+        _cache_entry(td, True)[1] = _Snapshot(td, leaves, state, result, td_cls)  # type: ignore[index]
     return result
 
 
@@ -518,7 +531,7 @@ class Outgoing:
     __slots__ = ("stream", "segments", "digest")
 
     def __init__(self, td: Any, *, inline: bool = False, device: Any = None, reuse: bool = False,
-                 tensorclass: str | None = None) -> None:
+                 tensorclass: str | None = None, check: str | None = None) -> None:
         leaves, plan, has_values, _, storage = _analyse(td)
         device = torch.device(device) if device is not None else torch.device("cpu")
         self.digest = plan.digest
@@ -527,37 +540,42 @@ class Outgoing:
             skeleton = _skeleton(td, [])
             meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass)
         flags = FLAG_VALUES if has_values else 0
-        checked = device.type == "cpu"  # checksums for the backends that may deliver short messages
+        # completeness checks (``_integrity``) for the backends that may deliver short messages
+        checked = check == "crc" and device.type == "cpu"
+        tails = check == "tail" and device.type == "cpu"
         if checked:
             flags |= FLAG_CHECKED
+        elif tails:
+            flags |= FLAG_TAILS
         if storage is not None and storage.device != device:
             storage = None
         if inline or plan.total <= INLINE_MAX:
             prefix = plan.prefix(flags | FLAG_INLINE, (), meta)
             p = prefix.numel()
+            n = p + plan.total + (NONCE_LEN if tails else 0)
             if storage is not None and meta is None and reuse:
                 # a consolidated TensorDict sent again: reuse its stream, only the payload changes
                 entry = _cache_entry(td, True)
-                cached = entry[2]
+                cached = entry[2]  # type: ignore[index]
                 if cached is not None and cached[0] is prefix and cached[1].device == device:
                     stream = cached[1]
                 else:
-                    stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
+                    stream = torch.empty(n, dtype=torch.uint8, device=device)
                     copy_bytes(stream[:p], prefix)
-                    entry[2] = (prefix, stream)
-                copy_bytes(stream[p:], storage)
-                if checked:
-                    write_crcs(stream, stream.numel(), [])
-                self.stream, self.segments = stream, []
-                return
-            stream = torch.empty(p + plan.total, dtype=torch.uint8, device=device)
-            copy_bytes(stream[:p], prefix)
-            if storage is not None:
-                copy_bytes(stream[p:], storage)
-            elif plan.total:
-                _pack(stream[p:], 0, 0, plan.total, plan, leaves)
+                    entry[2] = (prefix, stream)  # type: ignore[index]
+                copy_bytes(stream[p : p + plan.total], storage)
+            else:
+                stream = torch.empty(n, dtype=torch.uint8, device=device)
+                copy_bytes(stream[:p], prefix)
+                if storage is not None:
+                    copy_bytes(stream[p : p + plan.total], storage)
+                elif plan.total:
+                    _pack(stream[p : p + plan.total], 0, 0, plan.total, plan, leaves)
             if checked:
                 write_crcs(stream, stream.numel(), [])
+            elif tails:
+                end, nonce = trailer([])
+                write_tail_header(stream, p, nonce, end)
             self.stream, self.segments = stream, []
             return
         if storage is not None:  # consolidated: the storage is the payload, one segment, no copy
@@ -578,6 +596,11 @@ class Outgoing:
         if checked:
             prefix = prefix.clone()  # the cached prefix is shared: the checksums are per transfer
             write_crcs(prefix, prefix.numel(), segments)
+        elif tails:
+            end, nonce = trailer(segments)
+            p = prefix.numel()
+            prefix = torch.cat([prefix, torch.frombuffer(bytearray(end), dtype=torch.uint8)])
+            write_tail_header(prefix, p, nonce, end)
         self.stream = prefix.to(device) if prefix.device != device else prefix
         self.segments = segments
 
