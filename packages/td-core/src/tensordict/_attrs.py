@@ -74,7 +74,7 @@ class TensorAttrs(NonTensorData):
         """A copy (the recorded attributes are immutable values)."""
         return self._rebuild(self._batch_size)
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorAttrs):
             return NotImplemented
         return (self.tgt_device, self.tgt_dtype, self.tgt_shape) == (

@@ -11,7 +11,7 @@ conversion in ``_convert_pytree.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -120,6 +120,61 @@ class ConvertMixin(TensorDictHost):
         return _from_dict(
             input_dict, batch_size, device, batch_dims, auto_batch_size=auto_batch_size, names=names
         )
+
+    def from_dict_instance(
+        self,
+        input_dict: Any,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        *,
+        auto_batch_size: bool | None = None,
+        names: Sequence[str] | None = None,
+    ) -> Any:
+        """:meth:`from_dict` that follows the layout of ``self``: a nested dict under a
+        key where ``self`` holds a tensor collection (a nested TensorDict, a
+        tensorclass) is rebuilt with that entry's own ``from_dict_instance``, so
+        tensorclasses come back as instances of their class.
+
+        Args:
+            input_dict (dict): the entries (e.g. ``self.to_dict()``).
+            batch_size, device, batch_dims: as for :meth:`from_dict` (nested entries
+                rebuilt from ``self`` get them too, and ``auto_batch_size``).
+
+        Keyword Args:
+            auto_batch_size (bool, optional): as for :meth:`from_dict`.
+            names (list of str, optional): names of the batch dims.
+
+        Returns:
+            a TensorDict of the class :meth:`from_dict` builds.
+
+        Raises:
+            TypeError: ``input_dict`` is not a mapping.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(3), b={"c": torch.ones(3)}, batch_size=[3])
+            >>> out = td.from_dict_instance(td.to_dict(), auto_batch_size=True)
+            >>> out.batch_size, out["b", "c"].shape
+            (torch.Size([3]), torch.Size([3]))
+        """
+        if not isinstance(input_dict, Mapping):
+            msg = f"from_dict_instance expects a mapping, got {type(input_dict).__name__}."
+            raise TypeError(msg)
+        source = {}
+        for key, value in input_dict.items():
+            if isinstance(value, Mapping) and key.__class__ is str:
+                current = self._get_raw(key, None)
+                rebuild = getattr(current, "from_dict_instance", None)
+                if rebuild is not None and (
+                    isinstance(current, _classes.TensorDictBase) or getattr(current, "_is_tensorclass", False)
+                ):
+                    value = rebuild(
+                        value, batch_size, device, batch_dims, auto_batch_size=auto_batch_size
+                    )
+            source[key] = value
+        return _from_dict(source, batch_size, device, batch_dims, auto_batch_size=auto_batch_size, names=names)
 
     @classmethod
     def from_any(

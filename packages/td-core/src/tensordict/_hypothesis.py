@@ -79,7 +79,7 @@ def register_profiles(load: bool = True) -> str:
     Raises:
         ValueError: ``HYPOTHESIS_PROFILE`` names another profile.
     """
-    common = {
+    common: dict[str, Any] = {
         "deadline": None,
         "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
                                   HealthCheck.function_scoped_fixture],
@@ -198,7 +198,7 @@ def tensordicts(
         batch_size = batch_sizes()
     if isinstance(batch_size, st.SearchStrategy):
         batch_size = draw(batch_size)
-    batch_size = torch.Size(batch_size)
+    batch_size = torch.Size(batch_size)  # type: ignore[arg-type]
     if non_tensor is True:
         values: st.SearchStrategy[Any] | None = _non_tensor_values()
     elif non_tensor is False:
@@ -407,10 +407,10 @@ def _shape_op(draw: Any, bs: torch.Size) -> ShapeOp:
         a = draw(st.integers(-nd, nd - 1))
         b = draw(st.integers(-nd, nd - 1))
         pa, pb = a % nd, b % nd
-        new = list(bs)
-        new[pa], new[pb] = new[pb], new[pa]
+        swapped = list(bs)
+        swapped[pa], swapped[pb] = swapped[pb], swapped[pa]
         return ShapeOp(f"transpose({a}, {b})", lambda td: td.transpose(a, b),
-                       lambda x, k: x.transpose(pa, pb), torch.Size(new))
+                       lambda x, k: x.transpose(pa, pb), torch.Size(swapped))
     if name == "movedim":
         a = draw(st.integers(0, nd - 1))
         b = draw(st.integers(0, nd - 1))
@@ -449,7 +449,7 @@ def shape_op_sequences(draw: Any, batch_size: torch.Size, max_ops: int = 4) -> l
 # ---------------------------------------------------------------------- comparison
 def leaf_items(td: Any) -> list[tuple[tuple, Any]]:
     """``[(nested key tuple, raw leaf)]`` over every leaf at every depth, in key order."""
-    out = []
+    out: list[tuple[tuple, Any]] = []
     for key, value in td._items_raw():
         if isinstance(value, TensorDictBase):
             out.extend(((key, *k), v) for k, v in leaf_items(value))

@@ -249,7 +249,7 @@ class _KeysView:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return set(self) == set(other)  # type: ignore[arg-type, call-overload]
+            return set(self) == set(other)  # type: ignore[call-overload]
         except TypeError:
             return NotImplemented
 
@@ -260,10 +260,10 @@ class _KeysView:
 class _ValuesView(_KeysView):
     __slots__ = ()
 
-    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Any]:
         return (v for _, v in self._pairs())
 
-    def __contains__(self, value: object) -> bool:  # type: ignore[override]
+    def __contains__(self, value: object) -> bool:
         return any(v is value for v in self)
 
     def __repr__(self) -> str:
@@ -273,10 +273,10 @@ class _ValuesView(_KeysView):
 class _ItemsView(_KeysView):
     __slots__ = ()
 
-    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[tuple[NestedKey, Any]]:
         return iter(self._pairs())
 
-    def __contains__(self, item: object) -> bool:  # type: ignore[override]
+    def __contains__(self, item: object) -> bool:
         return any(k == item[0] and v is item[1] for k, v in self)  # type: ignore[index]
 
     def __repr__(self) -> str:

@@ -488,7 +488,7 @@ class LazyStackedTensorDict(  # type: ignore[misc]
 
     # ------------------------------------------------------------------ locking
     @property
-    def _is_locked(self) -> bool:  # type: ignore[override]
+    def _is_locked(self) -> bool:
         tds = self.tensordicts
         if not tds:
             return self._lock_flag

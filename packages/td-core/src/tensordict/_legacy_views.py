@@ -117,7 +117,7 @@ class _CustomOpTensorDict(TensorDictBase):
         return _transform(value, self._inv, self._view_nd())
 
     # ------------------------------------------------------------------ storage
-    def _keys_raw(self):
+    def _keys_raw(self) -> Any:
         return self._source._keys_raw()
 
     def _items_raw(self) -> Iterator[tuple[str, Any]]:
@@ -256,14 +256,14 @@ class _CustomOpTensorDict(TensorDictBase):
         return self._dense()._index(index)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:  # noqa: D102
-        return self._dense().to_tensordict(retain_none=retain_none)
+        return self._dense().to_tensordict(retain_none=retain_none)  # type: ignore[return-value]
 
     def clone(self, recurse: bool = True, **kwargs: Any) -> _CustomOpTensorDict:
         """The same view over a clone of the source (``recurse=False``: sharing its tensors)."""
         return self._rewrap(self._source.clone(recurse, **kwargs))
 
     def contiguous(self, *args: Any, **kwargs: Any) -> TensorDict:  # noqa: D102
-        return self._dense().contiguous(*args, **kwargs)
+        return self._dense().contiguous(*args, **kwargs)  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ shape ops
     def _dense_only(self, op: str) -> RuntimeError:
@@ -330,7 +330,7 @@ class _CustomOpTensorDict(TensorDictBase):
     swapdims = swapaxes
 
     # ------------------------------------------------------------------ refused in place
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:  # noqa: D102
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:  # type: ignore[override]  # noqa: D102
         if inplace:
             msg = f"Cannot call select with inplace=True on a lazy tensordict ({type(self).__name__})."
             raise RuntimeError(msg)

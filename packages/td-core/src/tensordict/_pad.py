@@ -179,6 +179,6 @@ def pad(
             raise RuntimeError(msg)
     if non_tensor:
         out = _pad_non_tensor(tensordict, pad_size, torch.Size(new_bs))
-        return _assign_stack(tensordict, out) if inplace else out
+        return _assign_stack(tensordict, out) if inplace else out  # type: ignore[arg-type, return-value]
     out = _pad(tensordict, pad_size, value, torch.Size(new_bs))
     return _assign_in_place(tensordict, out, pad_size[::2]) if inplace else out

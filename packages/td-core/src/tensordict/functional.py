@@ -143,7 +143,7 @@ def pad_sequence(
         mask_key = "masks" if return_mask is True else unravel_key(return_mask)  # type: ignore[arg-type]
         result.set(mask_key, masks)
     elif tc_cls is not None and out is None:
-        return tc_cls.from_tensordict(result)
+        return tc_cls.from_tensordict(result)  # type: ignore[attr-defined]
     if out is not None:
         out.update(result)
         return out

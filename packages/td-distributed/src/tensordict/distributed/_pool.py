@@ -66,7 +66,7 @@ def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
     if isinstance(result, torch.Tensor):
         kind, td = "tensor", TensorDict({_TENSOR_KEY: result.detach()}, batch_size=[])
     elif isinstance(result, TensorDictBase):
-        kind, td = "td", result
+        kind, td = "td", result  # type: ignore[assignment]
     else:
         return ("object", chunk_id, type(result).__name__)
     path = os.path.join(outdir, f"{chunk_id}-{uuid.uuid4().hex}.td")
@@ -303,7 +303,7 @@ class _Job:
                 "at the top level of a module (not a lambda or a local function), or use mp_start_method='fork'."
             )
             raise TypeError(msg) from err
-        self.pool = pool
+        self.pool = pool  # type: ignore[assignment]
         return pool
 
     def _check_workers(self, pool: Any) -> None:

@@ -183,7 +183,7 @@ def pg_timeout(group: Any) -> str:
     pg = dist.GroupMember.WORLD if group is None else group
     for dev in ("cpu", "cuda"):
         try:
-            backend = pg._get_backend(torch.device(dev))
+            backend = pg._get_backend(torch.device(dev))  # type: ignore[union-attr]
             timeout = backend.options._timeout
             return f"{timeout.total_seconds():g}s"
         except Exception:  # noqa: BLE001 - private API, best effort only

@@ -68,7 +68,7 @@ class LimitsMixin(_MixinBase):
         """
         if (shape and isinstance(shape[0], torch.dtype)) or lazy_legacy():
             # a dtype view, or under set_lazy_legacy(True) a live view whose writes reach the file
-            return super().view(*shape, size=size, batch_size=batch_size)  # type: ignore[misc]
+            return super().view(*shape, size=size, batch_size=batch_size)
         msg = (
             f"Cannot call `view` on a persistent tensordict (batch_size {tuple(self.batch_size)}): HDF5 "
             "datasets cannot be viewed with another shape. Use td.to_tensordict().view(...) or td.reshape(...) "
@@ -88,7 +88,7 @@ class LimitsMixin(_MixinBase):
                 "live on disk. Use td.to(...) for an in-memory copy."
             )
             raise TypeError(msg)
-        return super().to(*args, **kwargs)  # type: ignore[misc]
+        return super().to(*args, **kwargs)
 
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> Any:
         """``TensorDictBase.flatten_keys`` (an in-memory TensorDict); ``inplace=True`` is not supported.
@@ -100,7 +100,7 @@ class LimitsMixin(_MixinBase):
             msg = ("Cannot call flatten_keys in_place with a PersistentTensorDict: it would rename the file's "
                    "groups and datasets. Use td.flatten_keys() for an in-memory copy.")
             raise ValueError(msg)
-        return super().flatten_keys(separator, is_leaf=is_leaf)  # type: ignore[misc]
+        return super().flatten_keys(separator, is_leaf=is_leaf)
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> Any:
         """``TensorDictBase.unflatten_keys`` (an in-memory TensorDict); ``inplace=True`` is not supported.
@@ -112,7 +112,7 @@ class LimitsMixin(_MixinBase):
             msg = ("Cannot call flatten_keys in_place with a PersistentTensorDict (unflatten_keys): it would "
                    "rename the file's datasets. Use td.unflatten_keys() for an in-memory copy.")
             raise ValueError(msg)
-        return super().unflatten_keys(separator)  # type: ignore[misc]
+        return super().unflatten_keys(separator)
 
     def memmap_(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported: the data of a PersistentTensorDict lives in its HDF5 file.
