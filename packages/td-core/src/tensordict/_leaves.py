@@ -53,14 +53,19 @@ def is_leaf_nontensor(cls: type) -> bool:
 def is_tensorclass(obj: Any) -> bool:
     """``True`` for a tensorclass type or instance (``@tensorclass`` or ``TensorClass``).
 
+    ``NonTensorData`` (and its subclasses such as ``MetaData``) counts as one, as in
+    tensordict 0.15, where it is a tensorclass.
+
     Args:
         obj (Any): a type or an object.
 
     Examples:
-        >>> from tensordict import TensorDict
-        >>> is_tensorclass(TensorDict), is_tensorclass(3)
-        (False, False)
+        >>> from tensordict import NonTensorData, TensorDict
+        >>> is_tensorclass(TensorDict), is_tensorclass(3), is_tensorclass(NonTensorData)
+        (False, False, True)
     """
+    if issubclass(obj if isinstance(obj, type) else type(obj), NonTensorData):
+        return True
     module = sys.modules.get("tensordict.tensorclass")
     if module is None:  # td-tensorclass not loaded: no tensorclass exists yet
         return False

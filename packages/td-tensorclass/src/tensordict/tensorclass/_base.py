@@ -46,6 +46,7 @@ from tensordict.tensorclass._storage import (
     _to_size,
 )
 from tensordict.tensorclass._wrap import VIEW_SOURCE, _unwrap, _wrap_out
+from tensordict.utils import get_printoptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
@@ -576,21 +577,28 @@ class _TensorClassCore(_Slots):
         cls = type(self)
         td = self._tensordict
         bs, device = td.batch_size, td.device
+        opts = get_printoptions()
         entries = [(key, leaf_repr(value)) for key, value in td._items_raw()]
         nones = []
+        field_device = f", device={device}" if opts.get("show_field_device", True) else ""
         for key, value in self._non_tensordict.items():
             if value is None:
                 nones.append(key)
             else:
-                entries.append((key, f"NonTensorData(data={value}, batch_size={bs}, device={device})"))
+                entries.append((key, f"NonTensorData(data={value}, batch_size={bs}{field_device})"))
         entries.sort(key=lambda kv: kv[0])
         present = {k for k, _ in entries} | set(nones)
         nones.extend(f for f in cls._tc_fields if f not in present)
         order = {f: i for i, f in enumerate(cls._tc_fields)}
         nones.sort(key=lambda k: order.get(k, len(order)))
         parts = [f"{key}={text}" for key, text in entries] + [f"{key}=None" for key in nones]
-        shared = td.is_shared() if list(td._keys_raw()) else False
-        parts += [f"batch_size={bs}", f"device={device}", f"is_shared={shared}"]
+        if opts.get("show_batch_size", True):
+            parts.append(f"batch_size={bs}")
+        if opts.get("show_device", True):
+            parts.append(f"device={device}")
+        if opts.get("show_is_shared", True):
+            shared = td.is_shared() if list(td._keys_raw()) else False
+            parts.append(f"is_shared={shared}")
         body = textwrap.indent(",\n".join(parts), " " * 4)
         return f"{cls.__name__}(\n{body})"
 

@@ -105,7 +105,7 @@ def from_dataclass(
         >>> from_dataclass(Obs)(x=torch.zeros(4), batch_size=[4]).x.shape
         torch.Size([4])
     """
-    from tensordict.tensorclass._registry import is_tensorclass
+    from tensordict.tensorclass._registry import is_declared_tensorclass as is_tensorclass
 
     options = {
         k: v for k, v in {"frozen": frozen, "autocast": autocast, "nocast": nocast, "shadow": shadow, "tensor_only": tensor_only}.items() if v

@@ -119,6 +119,61 @@ class _IOMixin(_MixinBase):
         """
         return cls._from_result(_td_classmethod("from_dict")(input_dict, *args, **kwargs))
 
+    def from_dict_instance(
+        self,
+        input_dict: Any,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        *,
+        auto_batch_size: bool | None = None,
+        names: Any = None,
+    ) -> Self:
+        """An instance of this class from a dict of fields (e.g. ``obj.to_dict()``), built
+        through the constructor (so ``autocast`` applies); a nested dict under a field
+        that holds a tensorclass or TensorDict in ``self`` is rebuilt like that value.
+
+        Args:
+            input_dict (dict): field values.
+            batch_size (torch.Size, optional): the batch size; with ``auto_batch_size``
+                the longest leading shape the tensor fields share (at most
+                ``batch_dims`` dims) is used instead.
+            device (torch.device, optional): device of the new instance.
+
+        Raises:
+            KeyError: a key of ``input_dict`` is not a field.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.tensorclass import TensorClass
+            >>> class P(TensorClass):
+            ...     x: torch.Tensor
+            ...     tag: str = "a"
+            >>> p = P(x=torch.zeros(3), batch_size=[3])
+            >>> q = p.from_dict_instance(p.to_dict(), auto_batch_size=True)
+            >>> type(q).__name__, q.batch_size, q.tag
+            ('P', torch.Size([3]), 'a')
+        """
+        cls = type(self)
+        values = {}
+        for key, value in input_dict.items():
+            if key not in cls._tc_field_set:
+                msg = f"{cls.__name__}.from_dict_instance: {key!r} is not a field (fields: {list(cls._tc_fields)})."
+                raise KeyError(msg)
+            if isinstance(value, dict):
+                current = self.get(key)
+                rebuild = getattr(current, "from_dict_instance", None)
+                if rebuild is not None:
+                    value = rebuild(value, batch_size, device, batch_dims, auto_batch_size=auto_batch_size)
+            values[key] = value
+        auto = auto_batch_size or (auto_batch_size is None and batch_dims is not None)
+        out = cls(**values, batch_size=None if auto else batch_size, device=device)
+        if auto:
+            out._tensordict.auto_batch_size_(batch_dims)
+        if names is not None:
+            out.names = names
+        return out
+
     @classmethod
     def from_any(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
         """``TensorDict.from_any`` then :meth:`from_tensordict`."""

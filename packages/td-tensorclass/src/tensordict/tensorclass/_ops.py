@@ -348,7 +348,7 @@ _UPSTREAM_METHODS = [
     "param_count", "pin_memory_", "quantile", "record_stream", "rot90", "rsub", "separates",
     "set_non_tensor", "stack_from_tensordict", "stack_tensors", "tile", "to_csv", "to_json",
     "to_mds", "to_padded_tensor", "to_pandas", "to_parquet", "to_store", "to_zarr",
-    "zero_grad", "asend", "arecv", "from_dict_instance", "get_non_tensor",
+    "zero_grad", "asend", "arecv", "get_non_tensor",
 ]
 _UPSTREAM_PROPERTIES = ["dtype", "depth", "is_cpu", "is_cuda", "is_meta"]
 _UPSTREAM_CLASSMETHODS = ["from_csv", "from_json", "from_list", "from_pandas", "from_parquet", "from_schema", "from_zarr"]

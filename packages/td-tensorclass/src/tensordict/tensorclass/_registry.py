@@ -61,7 +61,7 @@ def register_tensorclass(cls: type, name: str | None = None) -> type:
     Raises:
         TypeError: ``cls`` is not a tensorclass type.
     """
-    if not is_tensorclass(cls):
+    if not is_declared_tensorclass(cls):
         msg = f"register_tensorclass expects a tensorclass type, got {cls!r}."
         raise TypeError(msg)
     _REGISTRY[name or tensorclass_name(cls)] = cls
@@ -103,15 +103,31 @@ def registered_tensorclasses() -> dict[str, type]:
 def is_tensorclass(obj: Any) -> bool:
     """``True`` for a tensorclass type or instance (not for TensorDicts).
 
+    ``NonTensorData`` (and its subclasses, ``MetaData`` included) counts as a
+    tensorclass, as in tensordict 0.15, where it is one.
+
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
+        >>> from tensordict import NonTensorData, TensorDict
         >>> from tensordict.tensorclass import TensorClass, is_tensorclass
         >>> class Sample(TensorClass):
         ...     x: torch.Tensor
         >>> is_tensorclass(Sample), is_tensorclass(Sample(x=torch.zeros(2))), is_tensorclass(TensorDict())
         (True, True, False)
+        >>> is_tensorclass(NonTensorData)
+        True
     """
+    cls = obj if isinstance(obj, type) else type(obj)
+    from tensordict.ext import NonTensorData
+    from tensordict.tensorclass._storage import _Slots
+
+    return issubclass(cls, (_Slots, NonTensorData))
+
+
+def is_declared_tensorclass(obj: Any) -> bool:
+    """``True`` for a class made by ``@tensorclass`` / ``TensorClass`` (or an instance):
+    the ones with fields, a ``_tensordict`` and a ``_non_tensordict``, which the
+    registry, the loaders and the field annotations deal with."""
     cls = obj if isinstance(obj, type) else type(obj)
     from tensordict.tensorclass._storage import _Slots
 

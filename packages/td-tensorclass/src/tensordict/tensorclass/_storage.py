@@ -309,7 +309,7 @@ def _strip_optional(hint: Any) -> tuple[Any, bool]:
 
 def _tensorclass_hint(cls: type, name: str) -> type | None:
     """The tensorclass type a field is annotated with, if any."""
-    from tensordict.tensorclass._registry import is_tensorclass
+    from tensordict.tensorclass._registry import is_declared_tensorclass as is_tensorclass
 
     hint = _type_hints(cls).get(name)
     if hint is None:
@@ -323,7 +323,7 @@ def _tensorclass_hint(cls: type, name: str) -> type | None:
 def _autocast(cls: type[_Slots], name: str, value: Any, batch_size: torch.Size) -> tuple[Any, bool]:
     """Casts ``value`` to the type ``name`` is annotated with. Returns
     ``(value, keep_as_object)``; the flag is set for Python scalar/str annotations."""
-    from tensordict.tensorclass._registry import is_tensorclass
+    from tensordict.tensorclass._registry import is_declared_tensorclass as is_tensorclass
 
     hint = _type_hints(cls).get(name)
     if hint is None or hint is Any or value is None:
@@ -392,7 +392,7 @@ def _tensor_only_kind(hint: Any) -> str | None:
     """What a ``tensor_only`` field holds: ``"tensor"``, ``"td"`` (a TensorDict type),
     ``"tc"`` (a tensorclass), ``"nontensor"`` (``NonTensorData``), ``"none"``; ``None``
     when the annotation is none of these."""
-    from tensordict.tensorclass._registry import is_tensorclass
+    from tensordict.tensorclass._registry import is_declared_tensorclass as is_tensorclass
 
     if hint is None or hint is type(None):
         return "none"
