@@ -140,3 +140,43 @@ def test_plain_shape_ops_stay_dense():
     td = _td()
     for out in (td.unsqueeze(0), td.permute(3, 2, 1, 0), td.transpose(0, 1), td.view(-1), td.squeeze(-1)):
         assert type(out) is TensorDict
+
+
+@set_lazy_legacy(True)
+def test_legacy_permute_errors_and_inferred_view_sizes():
+    td = TensorDict({"a": torch.zeros(4, 5, 6)}, [4, 5, 6])
+    with pytest.raises(RuntimeError, match="repeated dim"):
+        td.permute(1, 1, 0)
+    with pytest.raises(RuntimeError, match="3 batch dims"):
+        td.permute(3, 2, 1, 0)
+    with pytest.raises(IndexError, match="out of range"):
+        td.permute(2, 3, 0)
+    td = TensorDict({"a": torch.randn(3, 4)}, [3, 4])
+    assert td.view(-1).view(-1, 4) is td
+    assert td.view(3, -1) is td
+    assert td.view(-1, 12).batch_size == (1, 12)
+
+
+def test_inplace_shape_ops_on_a_lazy_stack_raise_not_implemented():
+    stack = lazy_stack([TensorDict({"x": torch.zeros(4)}, [4]) for _ in range(2)], dim=0)
+    index = torch.zeros(2, 4, dtype=torch.long)
+    for name, call in (
+        ("repeat", lambda: stack.repeat(2, 1, inplace=True)),
+        ("repeat_interleave", lambda: stack.repeat_interleave(2, dim=1, inplace=True)),
+        ("gather", lambda: stack.gather(0, index, inplace=True)),
+        ("flatten", lambda: stack.flatten(0, 1, inplace=True)),
+        ("unflatten", lambda: stack.unflatten(0, (2, 1), inplace=True)),
+    ):
+        with pytest.raises(NotImplementedError, match=name):
+            call()
+    assert stack.batch_size == (2, 4)  # untouched
+
+
+def test_gather_inplace_argument_checks_and_movedim_identity():
+    td = TensorDict({"a": torch.arange(12.0).view(3, 4)}, [3, 4])
+    with pytest.raises(NotImplementedError, match="index.ndim"):
+        td.gather(0, torch.tensor([0, 1]), inplace=True)
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        td.gather(0, torch.zeros(3, 4, dtype=torch.long), out=td.clone(), inplace=True)
+    assert td.movedim(1, 1) is td
+    assert torch.moveaxis(td, 0, 1).batch_size == (4, 3)

@@ -29,6 +29,14 @@ def _drop(shape: Sequence[int], dim: int) -> torch.Size:
     return _Size((*shape[:dim], *shape[dim + 1 :]))
 
 
+def _refuse_inplace(op: str) -> None:
+    msg = (
+        f"{op}(..., inplace=True) is not supported for LazyStackedTensorDict; "
+        f"call {op} without inplace=True, or densify first with contiguous()."
+    )
+    raise NotImplementedError(msg)
+
+
 class LazyShapeMixin(LazyStackHost):
     """Batch-dim shape operations for lazy stacks."""
 
@@ -237,8 +245,15 @@ class LazyShapeMixin(LazyStackHost):
         td_shape = _drop(shape, new_sd)
         return self._new_lazy([td.expand(td_shape) for td in tds], new_sd, _Size(shape))
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Flattens batch dims ``start_dim..end_dim``; dense when they span the stack dim."""
+    def flatten(self, start_dim: int = 0, end_dim: int = -1, *, inplace: bool = False) -> Any:
+        """Flattens batch dims ``start_dim..end_dim``; dense when they span the stack dim.
+
+        Raises:
+            NotImplementedError: ``inplace=True`` (a lazy stack cannot become one
+                TensorDict of another batch size).
+        """
+        if inplace:
+            _refuse_inplace("flatten")
         nd = len(self._batch_size)
         s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
         if e <= s:
@@ -250,8 +265,14 @@ class LazyShapeMixin(LazyStackHost):
             return self._per_td(lambda td: td.flatten(s - 1, e - 1), sd)
         return self._per_td(lambda td: td.flatten(s, e), sd - (e - s))
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
-        """Splits batch dim ``dim`` into ``unflattened_size``; dense when ``dim`` is the stack dim."""
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:
+        """Splits batch dim ``dim`` into ``unflattened_size``; dense when ``dim`` is the stack dim.
+
+        Raises:
+            NotImplementedError: ``inplace=True``.
+        """
+        if inplace:
+            _refuse_inplace("unflatten")
         nd = len(self._batch_size)
         d = _norm_dim(dim, nd)
         sd = self.stack_dim

@@ -33,7 +33,7 @@ from tensordict import _classes, _stack
 from tensordict._base import TensorDictBase
 from tensordict._keys import _MISSING, NO_DEFAULT
 from tensordict._names import drop_dims, insert_dim
-from tensordict._shape import _infer_shape, _permute_dims
+from tensordict._shape import _infer_shape
 from tensordict._td import TensorDict
 from tensordict._unbatched import UnbatchedTensor
 
@@ -530,10 +530,33 @@ class _ViewedTensorDict(_CustomOpTensorDict):
         return [None] * len(self._shape)
 
     def _cancels(self, op: str, args: tuple) -> bool:
-        return op == "view" and _Size(args) == self._source.batch_size
+        if op != "view":
+            return False
+        bs = self.batch_size
+        return _infer_shape(args, bs.numel(), bs, "view") == self._source.batch_size
 
 
 # ---------------------------------------------------------------------- construction
+def _legacy_permute_dims(args: tuple, bs: torch.Size) -> tuple[int, ...]:
+    """``permute``'s dims under legacy mode, with tensordict 0.15's legacy errors.
+
+    Raises:
+        RuntimeError: not one dim per batch dim, or a repeated dim.
+        IndexError: a dim is out of range.
+    """
+    if len(args) == 1 and isinstance(args[0], (list, tuple, torch.Size)):
+        args = tuple(args[0])
+    nd = len(bs)
+    if len(args) != nd:
+        msg = f"permute: got {len(args)} dims {tuple(args)} for a TensorDict with {nd} batch dims {tuple(bs)}."
+        raise RuntimeError(msg)
+    dims = tuple(_norm(int(d), nd, "permute") for d in args)
+    if len(set(dims)) != nd:
+        msg = f"permute: repeated dim in {tuple(args)} (batch_size {tuple(bs)})."
+        raise RuntimeError(msg)
+    return dims
+
+
 def legacy_view(td: Any, op: str, args: tuple) -> Any:
     """The live view ``td.<op>(*args)`` under ``set_lazy_legacy(True)`` (``td`` itself
     when the op changes nothing).
@@ -556,10 +579,7 @@ def legacy_view(td: Any, op: str, args: tuple) -> Any:
             dims = (d,) if bs[d] == 1 else ()
         return _SqueezedTensorDict(td, dims, nd) if dims else td
     if op == "permute":
-        try:
-            dims = _permute_dims(args, bs)
-        except RuntimeError as err:
-            raise ValueError(str(err)) from None
+        dims = _legacy_permute_dims(args, bs)
         if dims == tuple(range(nd)):
             return td
         return _PermutedTensorDict(td, dims, nd)

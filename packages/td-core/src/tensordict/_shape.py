@@ -411,6 +411,8 @@ class ShapeMixin(TensorDictHost):
         order = [d for d in range(nd) if d not in src]
         for d, s in sorted(zip(dst, src)):
             order.insert(d, s)
+        if order == list(range(nd)):
+            return self
         return self.permute(*order)
 
     moveaxis = movedim

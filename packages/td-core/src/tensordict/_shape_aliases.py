@@ -227,6 +227,7 @@ def shape_alias_torch_table() -> dict:
     return {
         torch.swapaxes: lambda td, axis0, axis1: td.swapaxes(axis0, axis1),
         torch.swapdims: lambda td, dim0, dim1: td.swapdims(dim0, dim1),
+        torch.moveaxis: lambda td, source, destination: td.moveaxis(source, destination),
         torch.fliplr: lambda td: td.fliplr(),
         torch.flipud: lambda td: td.flipud(),
         torch.rot90: lambda td, k=1, dims=(0, 1): td.rot90(k, dims),

@@ -124,6 +124,17 @@ def _inplace(td: Any, result: Any, inplace: bool) -> Any:
     return _become(td, result) if inplace else result
 
 
+def _refuse_lazy_inplace(td: Any, op: str) -> None:
+    """``op(..., inplace=True)`` on a lazy stack: NotImplementedError, as tensordict 0.15
+    (a stack of TensorDicts has no storage of its own to replace)."""
+    if isinstance(td, _classes.LazyStackedTensorDict):
+        msg = (
+            f"{op}(..., inplace=True) is not supported for LazyStackedTensorDict; "
+            f"call {op} without inplace=True, or densify first with contiguous()."
+        )
+        raise NotImplementedError(msg)
+
+
 class ShapeContextMixin(TensorDictHost):
     """Mixed into TensorDictBase before the shape and key mixins (see module docstring)."""
 
@@ -268,10 +279,14 @@ class ShapeContextMixin(TensorDictHost):
         return super().expand_as(other)
 
     def repeat(self, *repeats: Any, inplace: bool = False) -> Any:  # noqa: D102
+        if inplace:
+            _refuse_lazy_inplace(self, "repeat")
         return _inplace(self, super().repeat(*repeats), inplace)
 
 
     def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None, inplace: bool = False) -> Any:  # noqa: D102
+        if inplace:
+            _refuse_lazy_inplace(self, "repeat_interleave")
         return _inplace(self, super().repeat_interleave(repeats, dim, output_size=output_size), inplace)
 
 
@@ -280,6 +295,17 @@ class ShapeContextMixin(TensorDictHost):
 
 
     def gather(self, dim: int, index: torch.Tensor, out: Any = None, *, inplace: bool = False) -> Any:  # noqa: D102
+        if inplace:
+            if out is not None:
+                msg = "gather: `out` and `inplace=True` are mutually exclusive (inplace=True writes into self)."
+                raise ValueError(msg)
+            _refuse_lazy_inplace(self, "gather")
+            if index.ndim != self.batch_dims:
+                msg = (
+                    f"gather(..., inplace=True) needs index.ndim == batch_dims: got index.ndim="
+                    f"{index.ndim} for batch_size {tuple(self.batch_size)}."
+                )
+                raise NotImplementedError(msg)
         return _inplace(self, super().gather(dim, index, out=out), inplace)
 
 
