@@ -151,6 +151,8 @@ def _root_generation(root: str) -> Any:
 
 def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
     where = os.path.join(folder, META)
+    if entry.get("file") is None and entry.get("nbytes") == 0 and "nested_shape" not in entry:
+        return _empty_tensor(entry, where, bs, ctx)
     path = _fs_member(folder, entry.get("file"), ctx, "data file")
     dtype = dtype_from_name(entry.get("dtype"), _where(path, ctx))
     shape = tuple(_ints(entry.get("shape"), where, f"shape of key {entry['key']!r}"))
@@ -172,6 +174,22 @@ def _tensor(entry: dict, folder: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
     if ctx.fake:
         return torch.empty(shape, dtype=dtype)
     return _fs_tensor(path, nbytes, dtype, shape, ctx)
+
+
+def _empty_tensor(entry: dict, where: str, bs: list[int], ctx: _Ctx) -> torch.Tensor:
+    """A leaf with no elements: saved without a data file, rebuilt from its shape and dtype."""
+    dtype = dtype_from_name(entry.get("dtype"), where)
+    shape = tuple(_ints(entry.get("shape"), where, f"shape of key {entry['key']!r}"))
+    if math.prod(shape) != 0:
+        raise _bad(where, f"key {entry['key']!r} of shape {shape} has no data file")
+    if list(shape[: len(bs)]) != bs:
+        msg = f"{where}: key {entry['key']!r} has shape {shape}, which does not start with the batch size {tuple(bs)}."
+        raise RuntimeError(msg)
+    if ctx.meta_device:
+        return torch.empty(shape, dtype=dtype, device="meta")
+    from tensordict.memmap._tensor import MemoryMappedTensor
+
+    return MemoryMappedTensor.empty(shape, dtype=dtype)
 
 
 def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nbytes: Any, bs: list[int],

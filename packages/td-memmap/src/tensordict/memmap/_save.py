@@ -16,7 +16,7 @@ Layout of one folder (``meta.json`` always; the rest as the keys require)::
     meta.json          {"format": "td-memmap", "version": 1, "type": "TensorDict", "batch_size": [...],
                         "shape": [...] (= batch_size, the name tensordict's stores use; not read back),
                         "device": ..., "names": ..., "entries": [{"key": ..., "kind": ..., ...}, ...]}
-    <stem>.memmap      raw bytes of a tensor leaf (C-contiguous)
+    <stem>.memmap      raw bytes of a tensor leaf (C-contiguous); none for an empty tensor ("file": null)
     <stem>.pkl         a pickled non-tensor value (read only with allow_pickle=True)
     <stem>/            a nested TensorDict (its own meta.json: it loads on its own)
 
@@ -132,6 +132,8 @@ def _plan_tensor(value: torch.Tensor, stage: str | None, final: str | None, key:
         return _Leaf(None, dtype, shape, reuse, value)
     assert stage is not None and final is not None
     nbytes = value.numel() * value.element_size()
+    if nbytes == 0:  # no file: shape and dtype in the metadata are all there is
+        return _Leaf(None, dtype, shape, None, value)
     if ctx.like:
         allocate(stage, nbytes, existsok=False)
         return _Leaf(final, dtype, shape, None, None)
@@ -230,9 +232,10 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
                 f = os.path.join(final, file) if final is not None else None
                 leaf = _plan_tensor(value, s, f, key, ctx)
                 folder.entries.append((key, leaf))
+                nbytes = value.numel() * value.element_size()
                 entries.append({
-                    "key": key, "kind": "tensor", "file": file, "dtype": dtype_name(value.dtype),
-                    "shape": list(value.shape), "nbytes": value.numel() * value.element_size(),
+                    "key": key, "kind": "tensor", "file": file if nbytes else None, "dtype": dtype_name(value.dtype),
+                    "shape": list(value.shape), "nbytes": nbytes,
                 })
             elif isinstance(value, (NonTensorData, NonTensorStack)):
                 entries.append(_non_tensor_entry(key, value, stem, stage))

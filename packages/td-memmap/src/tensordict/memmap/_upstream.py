@@ -112,6 +112,10 @@ def _tensor(folder: str, key: str, entry: dict, bs: list[int], ctx: Any, mapper:
     if ctx.fake:
         return torch.empty(shape, dtype=dtype)
     nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0 and not os.path.lexists(path):  # tensordict writes no file for an empty tensor
+        from tensordict.memmap._tensor import MemoryMappedTensor
+
+        return MemoryMappedTensor.empty(shape, dtype=dtype)
     check_file(path, nbytes, exact=False)
     return mapper(path, dtype, shape)
 

@@ -1,0 +1,77 @@
+"""Behaviours matching tensordict 0.15's stores: empty leaves without files, the ``shape``
+field of ``meta.json``, the error wording for an already-mapped leaf, in-place refusals."""
+
+import json
+
+import pytest
+import torch
+
+from tensordict import TensorDict, lazy_stack
+from tensordict.memmap import MemoryMappedTensor
+
+
+def _empty_leaves():
+    return TensorDict(
+        {
+            "empty": torch.empty(0, dtype=torch.int64),
+            "full": torch.arange(3),
+            "nested": {"matrix": torch.empty(0, 3, dtype=torch.float64), "odd/key": torch.empty(2, 0, dtype=torch.int16)},
+        },
+        batch_size=[],
+    )
+
+
+@pytest.mark.parametrize("archive", [False, True])
+def test_empty_leaves_have_no_file_and_round_trip(tmp_path, archive):
+    prefix = tmp_path / ("s.tdz" if archive else "s")
+    mm = _empty_leaves().memmap(prefix)
+    assert isinstance(mm["empty"], MemoryMappedTensor) and mm["nested", "odd/key"].shape == (2, 0)
+    files = sorted(p.name for p in tmp_path.rglob("*.memmap"))
+    assert files == ([] if archive else ["full.memmap"])
+    loaded = TensorDict.load_memmap(prefix)
+    assert loaded.is_memmap()
+    for key, shape, dtype in [("empty", (0,), torch.int64), (("nested", "matrix"), (0, 3), torch.float64),
+                              (("nested", "odd/key"), (2, 0), torch.int16)]:
+        assert loaded[key].shape == shape and loaded[key].dtype is dtype
+    assert loaded["full"].tolist() == [0, 1, 2]
+    like = _empty_leaves().memmap_like(tmp_path / "like")
+    assert like["nested", "matrix"].shape == (0, 3)
+    assert TensorDict.load_memmap(tmp_path / "like")["empty"].shape == (0,)
+
+
+def test_empty_leaf_metadata_is_checked(tmp_path):
+    _empty_leaves().memmap(tmp_path / "s")
+    meta_path = tmp_path / "s" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    entry = next(e for e in meta["entries"] if e["key"] == "empty")
+    assert entry["file"] is None and entry["nbytes"] == 0
+    entry["shape"] = [4]  # a non-empty tensor cannot come without a file
+    entry["nbytes"] = 0
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(RuntimeError, match="has no data file"):
+        TensorDict.load_memmap(tmp_path / "s")
+
+
+def test_meta_json_names_the_batch_size_shape(tmp_path):
+    td = TensorDict({"a": torch.zeros(3, 2), "n": {"b": torch.zeros(3, 2, 4)}}, [3, 2])
+    td.memmap(tmp_path / "s")
+    assert json.loads((tmp_path / "s" / "meta.json").read_text())["shape"] == [3, 2]
+    lazy_stack([td[0], td[1]], 0).memmap(tmp_path / "l")
+    assert json.loads((tmp_path / "l" / "0" / "meta.json").read_text())["shape"] == [2]
+
+
+def test_already_mapped_leaf_wording(tmp_path):
+    td = TensorDict({"a": torch.zeros(3)}, [3]).memmap_(tmp_path / "one")
+    with pytest.raises(RuntimeError, match="A filename was provided but the tensor already has a file associated"):
+        td.memmap_(tmp_path / "two")
+    again = td.memmap_(tmp_path / "three", copy_existing=True)
+    assert (again == 0).all()
+
+
+def test_memmap_in_place_refused_on_modules():
+    nn = pytest.importorskip("tensordict.nn")
+    params = nn.TensorDictParams(TensorDict({"w": torch.zeros(3)}, [3]))
+    with pytest.raises(RuntimeError, match="Cannot build a memmap TensorDict in-place from a TensorDictParams"):
+        params.memmap_()
+    assert isinstance(params["w"], torch.nn.Parameter)
+    assert isinstance(params.memmap()["w"], MemoryMappedTensor)
