@@ -75,3 +75,23 @@ def test_memmap_in_place_refused_on_modules():
         params.memmap_()
     assert isinstance(params["w"], torch.nn.Parameter)
     assert isinstance(params.memmap()["w"], MemoryMappedTensor)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("where", ["folder", "archive", "compressed", "anonymous"])
+def test_nested_tensor_leaves_round_trip(tmp_path, where):
+    nt = torch.nested.nested_tensor([torch.arange(6.0).view(2, 3), torch.arange(12.0).view(4, 3)])
+    td = TensorDict({"nt": nt, "x": torch.ones(())}, batch_size=[])
+    if where == "anonymous":
+        loaded = td.memmap()
+    else:
+        prefix = tmp_path / ("s" if where == "folder" else "s.tdz")
+        td.memmap(prefix, compression="deflate" if where == "compressed" else None)
+        loaded = TensorDict.load_memmap(prefix)
+    assert isinstance(loaded["nt"], MemoryMappedTensor) and loaded["nt"].is_nested
+    assert torch.equal(loaded["nt"][0], nt[0]) and torch.equal(loaded["nt"][1], nt[1])
+    if where == "archive":
+        with pytest.raises(RuntimeError, match="nested tensor"):
+            TensorDict.load_memmap(prefix, mode="r+")
+    like = td.memmap_like(tmp_path / "like")
+    assert like["nt"][1].shape == (4, 3) and (like["nt"][1] == 0).all()

@@ -207,13 +207,24 @@ def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nby
     expected = sum(math.prod(s) for s in sizes) * dtype.itemsize
     if type(nbytes) is not int or nbytes != expected:
         raise _bad(where, f"nested leaf {entry['key']!r} needs {expected} bytes, the metadata records {nbytes!r}")
-    if ctx.meta_device or ctx.fake or ctx.zfs is not None:
-        msg = f"{where}: nested leaf {entry['key']!r} loads only from a folder, on the CPU."
+    if ctx.meta_device or ctx.fake:
+        msg = f"{where}: nested leaf {entry['key']!r} loads only on the CPU (not on 'meta' nor under fake tensors)."
         raise RuntimeError(msg)
-    from tensordict.memmap._tensor import MemoryMappedTensor
+    from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _nested_on
 
+    shapes = torch.tensor(sizes, dtype=torch.int64)
+    if ctx.zfs is not None:
+        if ctx.shared:
+            msg = (f"{where}: key {entry['key']!r} is a nested tensor; mode='r+' cannot write through an archive's "
+                   "nested tensor. Load with mode='r' (writes stay in memory), or unpack the archive.")
+            raise RuntimeError(msg)
+        flat = _fs_tensor(path, nbytes, dtype, (expected // dtype.itemsize,), ctx)
+        with _DisableTF():
+            storage, offset = flat.untyped_storage(), flat.storage_offset() * dtype.itemsize
+        return _nested_on(MemoryMappedTensor, storage, dtype, shapes, offset, getattr(flat, "_filename", None),
+                          getattr(flat, "_shm", None))
     check_file(path, nbytes, exact=True)
-    return MemoryMappedTensor.from_filename(path, dtype, torch.tensor(sizes, dtype=torch.int64))
+    return MemoryMappedTensor.from_filename(path, dtype, shapes)
 
 
 def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:

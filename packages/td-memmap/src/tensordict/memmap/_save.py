@@ -155,6 +155,33 @@ def _plan_tensor(value: torch.Tensor, stage: str | None, final: str | None, key:
     return _Leaf(final, dtype, shape, None, None)
 
 
+def _plan_nested(value: torch.Tensor, stage: str | None, final: str | None, key: str, ctx: _Ctx) -> tuple:
+    """A nested (per-element shapes) leaf: its elements packed one after the other in one file.
+
+    Returns the leaf to build and its metadata entry (without ``"file"``): ``"shape"`` is
+    ``[number of elements]`` and ``"nested_shape"`` lists each element's shape.
+    """
+    if value.layout is not torch.strided:
+        msg = f"cannot memory-map key {key!r}: nested tensors of layout {value.layout} are not supported (only torch.strided)."
+        raise TypeError(msg)
+    sizes = value._nested_tensor_size()
+    elements = value.unbind()
+    entry = {
+        "key": key, "kind": "tensor", "dtype": dtype_name(value.dtype), "shape": [len(elements)],
+        "nested_shape": sizes.tolist(), "nbytes": sum(e.numel() for e in elements) * value.element_size(),
+    }
+    if ctx.anonymous:
+        reuse = value if isinstance(value, MemoryMappedTensor) and not ctx.like else None
+        return _Leaf(None, value.dtype, sizes, reuse, value), entry
+    assert stage is not None
+    if ctx.like:
+        allocate(stage, entry["nbytes"], existsok=False)
+    else:
+        flat = torch.cat([e.detach().reshape(-1).cpu() for e in elements]) if elements else value.new_empty(0)
+        ctx.jobs.extend(write_tensor_jobs(stage, flat))
+    return _Leaf(final, value.dtype, sizes, None, None), entry
+
+
 def _non_tensor_entry(key: str, value: Any, stem: str, stage: str | None) -> dict:
     if value.__class__ is NonTensorData or isinstance(value, NonTensorData):
         entry: dict = {"key": key, "kind": "non_tensor", "batch_size": list(value.batch_size)}
@@ -230,6 +257,11 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
                 file = stem + ".memmap"
                 s = os.path.join(stage, file) if stage is not None else None
                 f = os.path.join(final, file) if final is not None else None
+                if value.is_nested:
+                    leaf, entry = _plan_nested(value, s, f, key, ctx)
+                    folder.entries.append((key, leaf))
+                    entries.append({"file": file, **entry})
+                    continue
                 leaf = _plan_tensor(value, s, f, key, ctx)
                 folder.entries.append((key, leaf))
                 nbytes = value.numel() * value.element_size()
@@ -260,6 +292,12 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
 def _leaf_value(leaf: _Leaf, like: bool) -> Any:
     if leaf.reuse is not None:
         return leaf.reuse
+    if isinstance(leaf.shape, torch.Tensor):  # a nested leaf: element shapes
+        if leaf.final is not None:
+            return MemoryMappedTensor.from_filename(leaf.final, leaf.dtype, leaf.shape)
+        if like:
+            return MemoryMappedTensor.zeros(leaf.shape, dtype=leaf.dtype)
+        return MemoryMappedTensor.from_tensor(leaf.source)
     if leaf.final is None:  # anonymous shared memory
         if like:
             return MemoryMappedTensor.zeros(leaf.shape, dtype=leaf.dtype)

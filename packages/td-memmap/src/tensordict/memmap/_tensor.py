@@ -309,7 +309,8 @@ def _nested_on(cls: type, storage: torch.UntypedStorage, dtype: torch.dtype, siz
         raise RuntimeError(msg)
     with _DisableTF():
         buf = tensor_on(storage, dtype, (numel,), byte_offset // dtype.itemsize)
-        nested = torch._nested_view_from_buffer(buf, sizes, strides, offsets)
+        # the element offsets count from the start of the storage, not from buf's offset
+        nested = torch._nested_view_from_buffer(buf, sizes, strides, offsets + byte_offset // dtype.itemsize)
         out = _Tensor._make_subclass(cls, nested)  # type: ignore[var-annotated]
     if filename is not None:
         out._filename = filename
