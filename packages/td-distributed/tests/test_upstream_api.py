@@ -9,7 +9,7 @@ import pytest
 import torch
 from _dist_harness import run_ranks
 
-from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 
 def test_peer_arguments_are_validated_before_anything_else():
@@ -82,6 +82,67 @@ def lazy_job(rank: int, world: int) -> dict:
 def test_lazy_stacks_as_root_and_nested(tmp_path):
     receiver, _ = run_ranks(lazy_job, 2, out_dir=str(tmp_path), timeout=100)
     assert receiver == {"root": True, "nested": True}
+
+
+def _structure(td):
+    """Keys, shapes and where the lazy stacks are (never stacks heterogeneous members)."""
+    if isinstance(td, LazyStackedTensorDict):
+        return ["lazy", td.stack_dim, [_structure(m) for m in td.tensordicts]]
+    return [list(td.batch_size), {k: _structure(v) if isinstance(v, TensorDictBase) else list(v.shape)
+                                  for k, v in td.items()}]
+
+
+def lazy_init_job(rank: int, world: int) -> dict:
+    """init_remote of a lazy stack (root, nested, stacked along dim 1, a lazy stack in a member)."""
+    inner = LazyStackedTensorDict(TensorDict(z=torch.ones(2)), TensorDict(z=torch.ones(2), w=torch.ones(1)), stack_dim=0)
+    cases = {
+        "root": _lazy(1.0),
+        "nested": TensorDict({"ls": _lazy(1.0), "x": torch.ones(2, 2)}, [2, 2]),
+        "dim1": LazyStackedTensorDict(TensorDict(a=torch.ones(3, 2), batch_size=[3]),
+                                      TensorDict(a=torch.ones(3, 2), batch_size=[3]), stack_dim=1),
+        "deep": LazyStackedTensorDict(TensorDict(m=inner.clone()), TensorDict(m=inner.clone()), stack_dim=0),
+    }
+    if rank == 0:
+        for i, td in enumerate(cases.values()):
+            td.init_remote(1, init_tag=100 * i)
+        cases["root"].apply_(lambda t: t.fill_(2.0))
+        cases["root"].send(1, init_tag=900)
+        return {}
+    out = {}
+    for i, (name, ref) in enumerate(cases.items()):
+        got = TensorDict.from_remote_init(0, init_tag=100 * i)
+        out[name] = {
+            "type": type(got).__name__,
+            "batch_size": list(got.batch_size) == list(ref.batch_size),
+            "keys": _structure(got) == _structure(ref),
+            "equal": bool((got == 1).all()),
+        }
+        if name == "root":
+            out[name]["consolidated"] = got.is_consolidated()
+            out[name]["member_keys"] = [sorted(t.keys()) for t in got.tensordicts]
+            root = got
+        if name == "nested":
+            out[name]["inner"] = type(got["ls"]).__name__
+        if name == "dim1":
+            out[name]["stack_dim"] = got.stack_dim
+        if name == "deep":
+            out[name]["inner"] = type(got.tensordicts[0]["m"]).__name__
+    root.recv(0, init_tag=900)
+    out["root"]["recv"] = bool((root == 2).all())
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_from_remote_init_rebuilds_lazy_stacks(tmp_path):
+    _, r = run_ranks(lazy_init_job, 2, out_dir=str(tmp_path), timeout=100)
+    for name in ("root", "nested", "dim1", "deep"):
+        assert r[name]["batch_size"] and r[name]["keys"] and r[name]["equal"], (name, r[name])
+    assert r["root"]["type"] == "LazyStackedTensorDict" and r["root"]["consolidated"] is True
+    assert r["root"]["member_keys"] == [["a", "c"], ["a", "c", "g"]]
+    assert r["root"]["recv"] is True
+    assert r["nested"]["type"] == "TensorDict" and r["nested"]["inner"] == "LazyStackedTensorDict"
+    assert r["dim1"]["type"] == "LazyStackedTensorDict" and r["dim1"]["stack_dim"] == 1
+    assert r["deep"]["type"] == "LazyStackedTensorDict" and r["deep"]["inner"] == "LazyStackedTensorDict"
 
 
 def tensorclass_job(rank: int, world: int) -> dict:

@@ -182,3 +182,29 @@ def test_copy_bytes_handles_unaligned_ranges():
     assert dst[3:43].tolist() == list(range(5, 45))
     _wire.copy_bytes(dst[:64], src[:64])
     assert dst[:64].tolist() == list(range(64))
+
+
+def test_lazy_layout_round_trip_and_bad_layouts():
+    from tensordict import LazyStackedTensorDict
+
+    from tensordict.distributed._decode import _rebuild_lazy
+    from tensordict.distributed._lazy_view import lazy_layout, plain_view
+
+    stack = LazyStackedTensorDict(TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(2), b=torch.ones(1)), stack_dim=0)
+    outer = TensorDict({"s": stack, "x": torch.zeros(2, 3)}, [2])
+    assert lazy_layout(TensorDict(a=torch.zeros(2))) is None
+    layout = lazy_layout(outer)
+    assert layout == [{"path": [], "batch_size": [2]}, {"path": ["s"], "lazy": {"stack_dim": 0, "n": 2}}]
+    back = _rebuild_lazy(plain_view(outer), layout, "rank 0")
+    assert back.batch_size == torch.Size([2]) and isinstance(back["s"], LazyStackedTensorDict)
+    assert back["s"].tensordicts[1]["b"].tolist() == [1.0]
+    view = plain_view(stack)
+    for bad in (
+        [{"path": [], "lazy": {"stack_dim": 0, "n": 3}}],  # more members than sent
+        [{"path": [], "lazy": {"stack_dim": 5, "n": 2}}],  # impossible stack dim
+        [{"path": [1], "lazy": {"stack_dim": 0, "n": 2}}],  # a key that is not a str
+        [{"path": [], "batch_size": "x"}],
+        "not a list",
+    ):
+        with pytest.raises(WireError):
+            _rebuild_lazy(view, bad, "rank 0")

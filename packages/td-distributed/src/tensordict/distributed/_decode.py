@@ -260,10 +260,63 @@ def build_from_payload(meta: dict, storage: torch.Tensor, who: str) -> Any:
         raise WireError(f"{who} described {len(views)} leaves but its tree uses {len(used)}.")
     td, skeleton = _build(skeleton, views)
     td._consolidated = _State(storage, skeleton, _runs_from_specs(specs), views, None)
+    if meta.get("lazy") is not None:
+        td = _rebuild_lazy(td, meta["lazy"], who)
     name = meta.get("tensorclass")
     if name is not None:
         return _as_tensorclass(td, name, who)
     return td
+
+
+def _rebuild_lazy(td: Any, layout: Any, who: str) -> Any:
+    """The lazy stacks ``init_remote`` described (``_lazy_view.lazy_layout``), over the received leaves.
+
+    A lazy stack at the root shares the received storage and stays consolidated; a
+    TensorDict holding a nested lazy stack is rebuilt around it (its leaves are still
+    views into the one storage, but it is not consolidated).
+    """
+    from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+
+    if not isinstance(layout, list) or len(layout) > 1 << 20:
+        raise WireError(f"{who} sent an invalid lazy-stack layout.")
+    nodes: dict = {}
+    for entry in layout:
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(path, list) or not all(isinstance(k, str) for k in path) or len(path) > _MAX_DEPTH:
+            raise WireError(f"{who} sent an invalid lazy-stack layout entry {entry!r}.")
+        lazy, bs = entry.get("lazy"), entry.get("batch_size")
+        if lazy is not None:
+            ok = isinstance(lazy, dict) and type(lazy.get("n")) is int and type(lazy.get("stack_dim")) is int
+            if not ok or lazy["n"] < 1:
+                raise WireError(f"{who} sent an invalid lazy-stack description {lazy!r}.")
+        else:
+            _ints(bs, who, "batch size")
+        nodes[tuple(path)] = entry
+
+    def rebuild(node: Any, path: tuple) -> Any:
+        entry = nodes.get(path)
+        if entry is None:
+            return node
+        items = {}
+        for key, value in node._items_raw():
+            if isinstance(value, TensorDictBase) and (*path, key) in nodes:
+                value = rebuild(value, (*path, key))
+            items[key] = value
+        lazy = entry.get("lazy")
+        try:
+            if lazy is not None:
+                n = lazy["n"]
+                if sorted(items) != sorted(str(i) for i in range(n)):
+                    raise ValueError(f"the members are {sorted(items)[:8]}, expected '0'..'{n - 1}'")
+                out = LazyStackedTensorDict(*(items[str(i)] for i in range(n)), stack_dim=lazy["stack_dim"])
+                if not path and td.is_consolidated():
+                    out._consolidated = td._consolidated  # the stack over the holder's views: still one storage
+                return out
+            return TensorDict(items, batch_size=entry["batch_size"], device=node.device)
+        except (ValueError, RuntimeError, IndexError, TypeError) as err:
+            raise WireError(f"{who} sent a lazy-stack layout that does not fit its data at {list(path)}: {err}") from None
+
+    return rebuild(td, ())
 
 
 def _as_tensorclass(td: Any, name: Any, who: str) -> Any:

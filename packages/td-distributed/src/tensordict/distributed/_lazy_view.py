@@ -16,7 +16,7 @@ from typing import Any
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-__all__ = ["plain_view"]
+__all__ = ["plain_view", "lazy_layout"]
 
 
 def _has_lazy(td: Any) -> bool:
@@ -46,3 +46,33 @@ def plain_view(td: Any) -> Any:
     if not _has_lazy(td):
         return td
     return _view(td)
+
+
+def lazy_layout(td: Any) -> list | None:
+    """Where ``plain_view(td)`` replaced lazy stacks, so that a receiver can rebuild them.
+
+    Returns ``None`` when ``td`` holds no lazy stack; otherwise one entry per node of
+    the view that differs from the original, outermost first, keyed by its path in the
+    view: ``{"path": [...], "lazy": {"stack_dim": d, "n": n}}`` for a lazy stack (its
+    members are the view's entries ``"0"`` ... ``"n-1"``), ``{"path": [...],
+    "batch_size": [...]}`` for a TensorDict on the way to one (the view gives it
+    ``batch_size=[]``).
+    """
+    if not isinstance(td, TensorDictBase) or not _has_lazy(td):
+        return None
+    out: list = []
+
+    def walk(node: Any, path: tuple) -> None:
+        if isinstance(node, LazyStackedTensorDict):
+            out.append({"path": list(path), "lazy": {"stack_dim": node.stack_dim, "n": len(node.tensordicts)}})
+            for i, member in enumerate(node.tensordicts):
+                if _has_lazy(member):
+                    walk(member, (*path, str(i)))
+            return
+        out.append({"path": list(path), "batch_size": list(node.batch_size)})
+        for key, value in node._items_raw():
+            if isinstance(value, TensorDictBase) and _has_lazy(value):
+                walk(value, (*path, key))
+
+    walk(td, ())
+    return out

@@ -58,7 +58,7 @@ from tensordict.distributed._integrity import (
     read_crcs,
     segments_ok,
 )
-from tensordict.distributed._lazy_view import plain_view
+from tensordict.distributed._lazy_view import lazy_layout, plain_view
 from tensordict.distributed._pickling import pickle_allowed, with_allow_pickle
 from tensordict.distributed._transport import (
     check_initialized,
@@ -89,10 +89,11 @@ FIRST_CAP = 1 << 20
 
 # ---------------------------------------------------------------------- sending
 def _post_sends(op: str, td: Any, gdst: int, group: Any, init_tag: int, pseudo_rand: bool,
-                reuse: bool = False, tensorclass: str | None = None) -> tuple[list, int, float]:
+                reuse: bool = False, tensorclass: str | None = None, describe_lazy: bool = False) -> tuple[list, int, float]:
     device, exact = comm_mode(group)
     check = None if exact else integrity_mode()
-    out = Outgoing(plain_view(td), device=device, reuse=reuse, tensorclass=tensorclass, check=check)
+    lazy = lazy_layout(td) if describe_lazy else None
+    out = Outgoing(plain_view(td), device=device, reuse=reuse, tensorclass=tensorclass, check=check, lazy=lazy)
     tag = tag_sequence(init_tag, pseudo_rand)
     stream = out.stream
     first_len = HEADER_SIZE if exact else min(stream.numel(), FIRST_CAP)
@@ -287,7 +288,8 @@ def init_remote(td: Any, dst: int | None = None, group: Any = None, device: Any 
     check_initialized("init_remote", group)
     gdst, _ = resolve_peer("init_remote", dst, group, group_dst, "dst")
     _check_not_self("init_remote", gdst, "dst", group)
-    works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand, tensorclass=tensorclass)
+    works, _, started = _post_sends("init_remote", td, gdst, group, init_tag, pseudo_rand, tensorclass=tensorclass,
+                                    describe_lazy=True)
     wait_all(works, "init_remote", f"rank {gdst}", group, started)
 
 

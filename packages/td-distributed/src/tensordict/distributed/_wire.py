@@ -305,8 +305,10 @@ class Plan:
         return _prefix(flags, self.digest, self.total, seg_sizes, meta)
 
 
-def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None) -> bytes:
+def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None, lazy: list | None = None) -> bytes:
     doc = {"root": root, "leaves": specs}
+    if lazy is not None:
+        doc["lazy"] = lazy  # type: ignore[assignment]
     if tensorclass is not None:
         doc["tensorclass"] = tensorclass  # type: ignore[assignment]
     try:
@@ -531,14 +533,14 @@ class Outgoing:
     __slots__ = ("stream", "segments", "digest")
 
     def __init__(self, td: Any, *, inline: bool = False, device: Any = None, reuse: bool = False,
-                 tensorclass: str | None = None, check: str | None = None) -> None:
+                 tensorclass: str | None = None, check: str | None = None, lazy: list | None = None) -> None:
         leaves, plan, has_values, _, storage = _analyse(td)
         device = torch.device(device) if device is not None else torch.device("cpu")
         self.digest = plan.digest
         meta = None
-        if has_values or tensorclass is not None:
+        if has_values or tensorclass is not None or lazy is not None:
             skeleton = _skeleton(td, [])
-            meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass)
+            meta = _encode_meta(_walk(skeleton, leaves, (), [], True), plan.specs, tensorclass, lazy)
         flags = FLAG_VALUES if has_values else 0
         # completeness checks (``_integrity``) for the backends that may deliver short messages
         checked = check == "crc" and device.type == "cpu"
