@@ -1,11 +1,19 @@
 """Generates td-core's table-driven methods into checked-in source.
 
-Two files are written (both say "generated, do not edit"):
+These files are written (each says "generated, do not edit"):
 
-* ``packages/td-core/src/tensordict/_ops_generated.py``: ``GeneratedOpsMixin``, one
-  method per entry of the leaf-wise op tables in ``_ops.py`` (``_GENERATED_BINARY``,
-  ``_UNARY_FOREACH``, ``_UNARY_LOOP``, ``_GENERATED_ALIASES``) with its docstring, so readers,
-  IDEs and type checkers see every op. ``MathMixin`` inherits it.
+* the leaf-wise ops of ``_ops.py``'s tables, one method per entry with its docstring and
+  return type, so readers, IDEs and type checkers see every op; one module per op family
+  (keeping each file short):
+
+  - ``_ops_gen_binary.py`` (``BinaryOpsMixin``: ``_GENERATED_BINARY`` and
+    ``_GENERATED_BINARY_INPLACE_ONLY``, ops with an ``other`` operand);
+  - ``_ops_gen_unary.py`` (``UnaryOpsMixin``: ``_UNARY_FOREACH``, pointwise math through
+    ``torch._foreach_*``);
+  - ``_ops_gen_loop.py`` (``LoopOpsMixin``: ``_UNARY_LOOP``, per-leaf ops without a
+    foreach kernel: predicates such as ``isnan`` and ops such as ``relu``);
+  - ``_ops_generated.py``: ``GeneratedOpsMixin``, which inherits the three and holds the
+    aliases (``_GENERATED_ALIASES``). ``MathMixin`` inherits it.
 * ``packages/td-core/src/tensordict/_seams_generated.py``: ``GeneratedSiblingMixin``,
   one method per entry of ``_seams._SIBLING_METHODS`` (``td.memmap``, ``td.to_h5``,
   ``td.send``, ...) carrying the docstring of the sibling function it forwards to
@@ -30,6 +38,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "packages" / "td-core" / "src" / "tensordict"
 OPS_OUT = PKG / "_ops_generated.py"
+#: (module, class, what) of each op family, in the order GeneratedOpsMixin inherits them
+FAMILIES = (
+    ("_ops_gen_binary", "BinaryOpsMixin", "Leaf-wise ops of TensorDictBase with an ``other`` operand"),
+    ("_ops_gen_unary", "UnaryOpsMixin", "Leaf-wise pointwise math of TensorDictBase through ``torch._foreach_*``"),
+    ("_ops_gen_loop", "LoopOpsMixin", "Leaf-wise ops of TensorDictBase without a foreach kernel (predicates, ``relu``, ...)"),
+)
+#: return annotations of the generated methods (the in-place ones return ``self``)
+OUT_OF_PLACE = "TensorDictBase"
+IN_PLACE = "Self"
+TYPE_IMPORTS = (
+    "if TYPE_CHECKING:\n"
+    "    from typing_extensions import Self\n\n"
+    "    from tensordict._base import TensorDictBase\n\n"
+)
 SEAMS_OUT = PKG / "_seams_generated.py"
 HEADER = '''"""{what}
 
@@ -60,36 +82,65 @@ def _doc(text: str, indent: str = "        ") -> str:
     return out.replace("\n\n\n", "\n\n") + "\n"
 
 
-def generate_ops() -> str:
+def _family_methods() -> dict[str, list[tuple[str, str]]]:
+    """``{module: [(method name, source of the def)]}`` from ``_ops.py``'s tables."""
     sys.path.insert(0, str(PKG.parent))
     from tensordict import _ops
 
-    parts = [HEADER.format(what="Leaf-wise ops of TensorDictBase generated from the op tables (``GeneratedOpsMixin``).", source="the tables in ``_ops.py``")]
-    parts.append("import torch\n\nfrom tensordict._ops_foreach import _binary_, _binary_method, _loop, _loop_, _unary, _unary_\n\n")
-    parts.append('__all__ = ["GeneratedOpsMixin"]\n\n\nclass GeneratedOpsMixin:\n')
-    parts.append('    """Leaf-wise math generated from ``_ops.py``\'s tables (one method per entry)."""\n\n')
-    methods: list[str] = []
+    out, inp = OUT_OF_PLACE, IN_PLACE
+    binary: list[tuple[str, str]] = []
     for name in _ops._GENERATED_BINARY:
-        methods.append(f"    def {name}(self, other: Any, *, default: Any = None) -> Any:\n{_doc(_ops._doc_binary(name, False))}        return _binary_method(self, other, {_q(name)}, default=default)\n")
-        methods.append(f"    def {name}_(self, other: Any) -> Any:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n")
+        binary.append((name, f"    def {name}(self, other: Any, *, default: Any = None) -> {out}:\n{_doc(_ops._doc_binary(name, False))}        return _binary_method(self, other, {_q(name)}, default=default)\n"))
+        binary.append((name + "_", f"    def {name}_(self, other: Any) -> {inp}:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n"))
     for name in _ops._GENERATED_BINARY_INPLACE_ONLY:
-        methods.append(f"    def {name}_(self, other: Any) -> Any:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n")
+        binary.append((name + "_", f"    def {name}_(self, other: Any) -> {inp}:\n{_doc(_ops._doc_binary(name, True))}        return _binary_(self, other, {_q(name)})\n"))
+    unary: list[tuple[str, str]] = []
     for name in _ops._UNARY_FOREACH:
         if name in _ops._HAND_WRITTEN:
             continue
-        methods.append(f"    def {name}(self) -> Any:\n{_doc(_ops._doc_unary(name, False))}        return _unary(self, {_q(name)})\n")
-        methods.append(f"    def {name}_(self) -> Any:\n{_doc(_ops._doc_unary(name, True))}        return _unary_(self, {_q(name)})\n")
+        unary.append((name, f"    def {name}(self) -> {out}:\n{_doc(_ops._doc_unary(name, False))}        return _unary(self, {_q(name)})\n"))
+        unary.append((name + "_", f"    def {name}_(self) -> {inp}:\n{_doc(_ops._doc_unary(name, True))}        return _unary_(self, {_q(name)})\n"))
+    loop: list[tuple[str, str]] = []
     for name, has_inplace in _ops._UNARY_LOOP.items():
-        methods.append(f"    def {name}(self) -> Any:\n{_doc(_ops._doc_loop(name, False))}        return _loop(self, torch.{name})\n")
+        loop.append((name, f"    def {name}(self) -> {out}:\n{_doc(_ops._doc_loop(name, False))}        return _loop(self, torch.{name})\n"))
         if has_inplace:
-            methods.append(f"    def {name}_(self) -> Any:\n{_doc(_ops._doc_loop(name, True))}        return _loop_(self, lambda x: x.{name}_())\n")
-    parts.append("\n".join(methods))
-    aliases = "".join(f"    {alias} = {target}\n" for alias, target in _ops._GENERATED_ALIASES.items())
+            loop.append((name + "_", f"    def {name}_(self) -> {inp}:\n{_doc(_ops._doc_loop(name, True))}        return _loop_(self, lambda x: x.{name}_())\n"))
+    return {"_ops_gen_binary": binary, "_ops_gen_unary": unary, "_ops_gen_loop": loop}
+
+
+def generate_ops() -> dict[Path, str]:
+    """The text of every generated op module, by path."""
+    sys.path.insert(0, str(PKG.parent))
+    from tensordict import _ops
+
+    families = _family_methods()
+    texts: dict[Path, str] = {}
+    owner: dict[str, str] = {}
+    for module, cls, what in FAMILIES:
+        methods = families[module]
+        helpers = sorted({h for h in ("_binary_", "_binary_method", "_loop", "_loop_", "_unary", "_unary_") if any(f" {h}(" in src for _, src in methods)})
+        parts = [HEADER.format(what=f"{what} (``{cls}``).", source="the tables in ``_ops.py``")]
+        uses_any = any("Any" in src.split(":\n", 1)[0] for _, src in methods)
+        parts.append(f"from typing import TYPE_CHECKING{', Any' if uses_any else ''}\n\n")
+        if module == "_ops_gen_loop":
+            parts.append("import torch\n\n")
+        parts.append(f"from tensordict._ops_foreach import {', '.join(helpers)}\n\n")
+        parts.append(TYPE_IMPORTS)
+        parts.append(f'__all__ = ["{cls}"]\n\n\nclass {cls}:\n')
+        parts.append('    """Generated from ``_ops.py``\'s tables (one method per entry); part of ``GeneratedOpsMixin``."""\n\n')
+        parts.append("\n".join(src for _, src in methods))
+        texts[PKG / f"{module}.py"] = "".join(parts)
+        owner.update((name, cls) for name, _ in methods)
+    parts = [HEADER.format(what="Leaf-wise ops of TensorDictBase generated from the op tables (``GeneratedOpsMixin``).", source="the tables in ``_ops.py``")]
+    parts.append("".join(f"from tensordict.{module} import {cls}\n" for module, cls, _ in sorted(FAMILIES)))
+    bases = ", ".join(cls for _, cls, _ in FAMILIES)
+    parts.append(f'\n__all__ = ["GeneratedOpsMixin"]\n\n\nclass GeneratedOpsMixin({bases}):\n')
+    parts.append('    """Leaf-wise math generated from ``_ops.py``\'s tables: the op families and torch\'s aliases."""\n')
+    aliases = "".join(f"    {alias} = {owner[target]}.{target}\n" for alias, target in _ops._GENERATED_ALIASES.items())
     if aliases:
         parts.append("\n    # torch's other names for the same ops\n" + aliases)
-    text = "".join(parts)
-    text = text.replace("from __future__ import annotations\n\n", "from __future__ import annotations\n\nfrom typing import Any\n\n", 1)
-    return text
+    texts[OPS_OUT] = "".join(parts)
+    return texts
 
 
 def _sibling_function(sub: str, name: str) -> ast.FunctionDef | None:
@@ -109,12 +160,30 @@ def _sibling_function(sub: str, name: str) -> ast.FunctionDef | None:
     return None
 
 
+#: the sibling functions' return annotations that td-core can name; a sibling's own class
+#: becomes the td-core class it derives from, anything else ``Any``
+SEAM_RETURNS = {
+    "None": "None",
+    "bool": "bool",
+    "int": "int",
+    "list": "list",
+    "int | list": "int | list",
+    "Iterator[Any]": "Iterator[Any]",
+    "MemoryMappedTensor": "torch.Tensor",
+    "PersistentTensorDict": "TensorDictBase",
+}
+
+
 def generate_seams() -> str:
     sys.path.insert(0, str(PKG.parent))
     from tensordict import _seams
 
     parts = [HEADER.format(what="Methods of TensorDictBase served by sibling distributions (``GeneratedSiblingMixin``).", source="``_seams._SIBLING_METHODS`` and the siblings' ``_td_methods.py``")]
-    parts.append("from typing import Any\n\nfrom tensordict._seams import SiblingMixin, forward_to_sibling\n\n")
+    parts.append(
+        "from typing import TYPE_CHECKING, Any\n\nfrom tensordict._seams import SiblingMixin, forward_to_sibling\n\n"
+        "if TYPE_CHECKING:\n    from collections.abc import Iterator\n\n    import torch\n\n"
+        "    from tensordict._base import TensorDictBase\n\n"
+    )
     parts.append('__all__ = ["GeneratedSiblingMixin"]\n\n\nclass GeneratedSiblingMixin(SiblingMixin):\n')
     parts.append('    """Methods that forward to ``tensordict.<sub>._td_methods.<name>`` (imported on first call)."""\n\n')
     methods = []
@@ -122,6 +191,7 @@ def generate_seams() -> str:
         dist = _seams.SIBLINGS[sub]
         fn = _sibling_function(sub, name)
         doc = ast.get_docstring(fn, clean=True) if fn is not None else None
+        returns = SEAM_RETURNS.get(ast.unparse(fn.returns) if fn is not None and fn.returns is not None else "", "Any")
         note = f"Provided by the ``{dist}`` distribution (``tensordict.{sub}``).\n\nRaises:\n    ImportError: ``{dist}`` is not installed."
         if doc:
             doc = doc + f"\n\n.. note:: Served by the ``{dist}`` distribution (``tensordict.{sub}``);\n   without it the call raises ``ImportError``."
@@ -131,7 +201,7 @@ def generate_seams() -> str:
         deco = "    @classmethod\n" if is_cls else ""
         body = textwrap.indent(doc, "        ")
         methods.append(
-            f'{deco}    def {name}({first}, *args: Any, **kwargs: Any) -> Any:\n        """{body.lstrip()}\n        """\n'
+            f'{deco}    def {name}({first}, *args: Any, **kwargs: Any) -> {returns}:\n        """{body.lstrip()}\n        """\n'
             f"        return forward_to_sibling({_q(sub)}, {_q(name)}, {first}, args, kwargs)\n"
         )
     parts.append("\n".join(methods))
@@ -154,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if a checked-in file is stale")
     args = parser.parse_args(argv)
     stale = []
-    for out, text in ((OPS_OUT, generate_ops()), (SEAMS_OUT, generate_seams())):
+    for out, text in (*generate_ops().items(), (SEAMS_OUT, generate_seams())):
         current = out.read_text(encoding="utf-8") if out.exists() else None
         if current == text:
             continue

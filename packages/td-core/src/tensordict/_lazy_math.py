@@ -124,8 +124,10 @@ def _make_out_of_place(name: str) -> Callable:
 
 
 def _math_names() -> tuple[list[str], list[str]]:
-    # the leaf-wise ops live in the generated mixin, the hand-written ones in MathMixin
-    members = {**vars(GeneratedOpsMixin), **vars(MathMixin)}
+    # the leaf-wise ops live in the generated mixin (one base class per op family, the
+    # aliases in the mixin itself), the hand-written ones in MathMixin
+    generated = (*GeneratedOpsMixin.__mro__[-2:0:-1], GeneratedOpsMixin)
+    members = {name: attr for cls in (*generated, MathMixin) for name, attr in vars(cls).items()}
     inplace = []
     out_of_place = []
     for name, attr in members.items():

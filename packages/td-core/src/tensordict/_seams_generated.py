@@ -7,9 +7,16 @@ run ``python tools/gen_ops.py``.
 # ruff: noqa: E501
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensordict._seams import SiblingMixin, forward_to_sibling
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import torch
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["GeneratedSiblingMixin"]
 
@@ -237,7 +244,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "load_", self, args, kwargs)
 
-    def is_memmap(self, *args: Any, **kwargs: Any) -> Any:
+    def is_memmap(self, *args: Any, **kwargs: Any) -> bool:
         """``True`` if every tensor leaf of ``td`` (at least one) is a :class:`MemoryMappedTensor`,
         or ``td`` has no tensor leaf and was produced by a memmap call or a load.
 
@@ -246,7 +253,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "is_memmap", self, args, kwargs)
 
-    def make_memmap(self, *args: Any, **kwargs: Any) -> Any:
+    def make_memmap(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Adds an empty (zero-filled) memory-mapped leaf ``key`` to the store ``td`` was saved to.
 
         Args:
@@ -277,7 +284,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "make_memmap", self, args, kwargs)
 
-    def make_memmap_from_storage(self, *args: Any, **kwargs: Any) -> Any:
+    def make_memmap_from_storage(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Adds the leaf ``key``, a memory-mapped file holding ``storage``'s bytes.
 
         A storage mapped from a file can only be used for that same file (the path the
@@ -291,7 +298,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "make_memmap_from_storage", self, args, kwargs)
 
-    def make_memmap_from_tensor(self, *args: Any, **kwargs: Any) -> Any:
+    def make_memmap_from_tensor(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Adds the leaf ``key``: a copy of ``tensor`` in a new memory-mapped file (``copy_data=False``: zeros).
 
         Raises:
@@ -302,7 +309,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "make_memmap_from_tensor", self, args, kwargs)
 
-    def to_h5(self, *args: Any, **kwargs: Any) -> Any:
+    def to_h5(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Writes ``td`` to a new HDF5 file and returns a :class:`PersistentTensorDict` on it.
 
         Each tensor leaf becomes a dataset, each nested TensorDict a group, non-tensor
@@ -320,6 +327,8 @@ class GeneratedSiblingMixin(SiblingMixin):
 
         Raises:
             TypeError: a leaf cannot be stored in HDF5; nothing is written.
+            ValueError: a lazy stack in ``td`` holds keys that not all of its TensorDicts
+                have (HDF5 has no place for them); nothing is written.
 
         Examples:
             >>> import os, tempfile, torch
@@ -336,7 +345,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         return forward_to_sibling("persistent", "to_h5", self, args, kwargs)
 
     @classmethod
-    def from_h5(cls, *args: Any, **kwargs: Any) -> Any:
+    def from_h5(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
         """``TensorDict.from_h5(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_h5`.
 
         .. note:: Served by the ``td-h5`` distribution (``tensordict.persistent``);
@@ -344,7 +353,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("persistent", "from_h5", cls, args, kwargs)
 
-    def send(self, *args: Any, **kwargs: Any) -> Any:
+    def send(self, *args: Any, **kwargs: Any) -> None:
         """Sends the TensorDict to rank ``dst``, which receives it with :meth:`recv` (or :meth:`irecv`).
 
         The leaves travel in as few messages as the data allows: the small leaves,
@@ -398,7 +407,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("distributed", "send", self, args, kwargs)
 
-    def recv(self, *args: Any, **kwargs: Any) -> Any:
+    def recv(self, *args: Any, **kwargs: Any) -> int:
         """Receives what :meth:`send`/:meth:`isend` sends into this TensorDict, in place.
 
         The TensorDict is the template: the sender's TensorDict must have the same
@@ -451,7 +460,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("distributed", "recv", self, args, kwargs)
 
-    def isend(self, *args: Any, **kwargs: Any) -> Any:
+    def isend(self, *args: Any, **kwargs: Any) -> int | list:
         """Sends the TensorDict asynchronously: every message is posted at once.
 
         Same transfer as :meth:`send` (the receiver calls :meth:`recv` or :meth:`irecv`).
@@ -533,7 +542,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("distributed", "irecv", self, args, kwargs)
 
-    def init_remote(self, *args: Any, **kwargs: Any) -> Any:
+    def init_remote(self, *args: Any, **kwargs: Any) -> None:
         """Sends the TensorDict to a rank that has no template: it calls :meth:`from_remote_init`.
 
         The metadata goes first (length-prefixed JSON in a ``uint8`` buffer: keys,
@@ -760,7 +769,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("distributed", "reduce", self, args, kwargs)
 
-    def all_gather(self, *args: Any, **kwargs: Any) -> Any:
+    def all_gather(self, *args: Any, **kwargs: Any) -> list:
         """Returns the TensorDict of every rank of the group, on every rank.
 
         The TensorDicts may differ in structure. Each rank packs its TensorDict into one
@@ -948,7 +957,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("distributed", "map", self, args, kwargs)
 
-    def map_iter(self, *args: Any, **kwargs: Any) -> Any:
+    def map_iter(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Runs ``fn`` on chunks in worker processes and yields each result as it is ready, in order.
 
         The iterator version of :meth:`map` (same arguments): it can serve as a data
