@@ -186,7 +186,6 @@ def test_copy_bytes_handles_unaligned_ranges():
 
 def test_lazy_layout_round_trip_and_bad_layouts():
     from tensordict import LazyStackedTensorDict
-
     from tensordict.distributed._decode import _rebuild_lazy
     from tensordict.distributed._lazy_view import lazy_layout, plain_view
 
