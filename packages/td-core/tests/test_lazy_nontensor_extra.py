@@ -256,3 +256,60 @@ class TestLazyUpdateKwargsAndMaybeDense:
         assert out.batch_size == torch.Size([2, -1, 2])
         with pytest.raises(RuntimeError, match="same batch_size"):
             torch.stack([a, b])
+
+
+def _write_threes(td: TensorDict) -> None:
+    from tensordict import NonTensorData
+
+    td[1::2] = TensorDict({"val": NonTensorData(data=3, batch_size=[5])}, [5])
+
+
+class TestSharedNonTensorStack:
+    def _td(self) -> TensorDict:
+        from tensordict import NonTensorData
+
+        td = TensorDict({"val": NonTensorData(data=0, batch_size=[10])}, [10])
+        td[1::2] = TensorDict({"val": NonTensorData(data=1, batch_size=[5])}, [5])
+        return td
+
+    def test_share_memory_moves_the_objects(self) -> None:
+        td = self._td()
+        stack = td.get("val")
+        td.share_memory_()
+        assert td.get("val") is stack and stack.is_shared()
+        assert stack.tolist() == [0, 1] * 5
+        td.update_at_(TensorDict({"val": NonTensorStack(*[2] * 5)}, [5]), slice(1, None, 2))
+        assert td.get("val").tolist() == [0, 2] * 5
+
+    def test_a_pickled_copy_writes_into_the_same_memory(self) -> None:
+        from multiprocessing.reduction import ForkingPickler
+
+        import torch.multiprocessing  # noqa: F401 - registers the shared-tensor reductions
+
+        td = self._td().share_memory_()
+        copy = ForkingPickler.loads(ForkingPickler.dumps(td))
+        _write_threes(copy)
+        assert td.get("val").tolist() == [0, 3] * 5
+
+    def test_a_forked_worker_writes_reach_the_parent(self) -> None:
+        import torch.multiprocessing as mp
+
+        td = self._td().share_memory_()
+        proc = mp.get_context("fork").Process(target=_write_threes, args=(td,))
+        proc.start()
+        proc.join(60)
+        assert proc.exitcode == 0
+        assert td.get("val").tolist() == [0, 3] * 5
+
+    def test_unshared_stack_pickles_as_a_list(self) -> None:
+        import pickle
+
+        s = NonTensorStack("a", "b")
+        back = pickle.loads(pickle.dumps(s))
+        assert not back.is_shared() and back.tolist() == ["a", "b"]
+
+    def test_too_large_object_raises(self) -> None:
+        s = NonTensorStack("a", "b").share_memory_()
+        with pytest.raises(RuntimeError, match="slots hold"):
+            s[0] = "x" * 10_000
+        assert s.tolist() == ["a", "b"]

@@ -16,6 +16,16 @@ from tensordict._host import TensorDictHost
 __all__ = ["DeviceMixin"]
 
 
+def _share_non_tensor_stacks(td: Any) -> None:
+    """Puts the objects of every ``NonTensorStack`` in ``td`` in shared memory, so that
+    workers' writes reach the parent (as for the tensors)."""
+    for _, value in td._items_raw():
+        if value.__class__ is _classes.NonTensorStack:
+            value.share_memory_()
+        elif value.__class__ is _classes.TensorDict:
+            _share_non_tensor_stacks(value)
+
+
 def _to_device(device: Any) -> torch.device | None:
     """``device`` as a ``torch.device`` (an int is a CUDA index; bare ``cuda`` gets the current index)."""
     if device is None:
@@ -250,6 +260,7 @@ class DeviceMixin(TensorDictHost):
         """
         for t in self._tensor_leaves():
             t.share_memory_()
+        _share_non_tensor_stacks(self)
         self._is_shared = True
         self.lock_()
         return self

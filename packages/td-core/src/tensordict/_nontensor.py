@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._nontensor_shared import SharedItems
 from tensordict._options import capture_non_tensor_stack
 
 __all__ = ["LinkedList", "NonTensorData", "NonTensorStack", "is_non_tensor"]
@@ -667,8 +668,37 @@ class NonTensorStack(_NonTensorShapeOps):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def share_memory_(self) -> NonTensorStack:
+        """Moves the objects to shared memory, in place: a process that receives this
+        stack through ``torch.multiprocessing`` writes into the same objects.
+
+        Each object gets a slot of twice its pickled size (at least 256 bytes);
+        writing a larger object later raises ``RuntimeError``.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> s = NonTensorStack("a", "b").share_memory_()
+            >>> s.is_shared()
+            True
+            >>> s[1] = "c"
+            >>> s.tolist()
+            ['a', 'c']
+        """
+        if not isinstance(self._items, SharedItems):
+            self._items = SharedItems.from_items(self._items)
+        return self
+
+    def is_shared(self) -> bool:
+        """``True`` after :meth:`share_memory_`."""
+        return isinstance(self._items, SharedItems)
+
     def __reduce__(self) -> tuple:
-        return (NonTensorStack._from_flat, (list(self._items), tuple(self._batch_size), self._device))
+        items = self._items
+        if not isinstance(items, SharedItems):  # a shared store travels as its shared tensors
+            items = list(items)
+        return (NonTensorStack._from_flat, (items, tuple(self._batch_size), self._device))
 
     def __repr__(self) -> str:
         return f"NonTensorStack({self.tolist()!r}, batch_size={self._batch_size}, device={self._device})"
