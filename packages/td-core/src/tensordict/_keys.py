@@ -127,6 +127,26 @@ def _default_is_leaf(cls: type) -> bool:
     return not issubclass(cls, (_classes.TensorDictBase, _classes.NonTensorData, _classes.NonTensorStack))
 
 
+_TENSOR_ONLY = frozenset((_Tensor,))
+
+
+def _all_tensors(td: Any) -> bool:
+    """Whether ``td`` is a dense TensorDict holding plain tensors only (checked at C speed)."""
+    return td.__class__ is _classes.TensorDict and _TENSOR_ONLY.issuperset(map(type, td._tensordict.values()))
+
+
+def _extend_tensors(td: Any, prefix: tuple, out: list, keys_only: bool = False) -> None:
+    """Appends ``(key, tensor)`` (or the key alone) for every entry of ``td`` (all plain
+    tensors) under ``prefix``, in C-speed passes (``zip(keys)`` gives the 1-tuples that
+    ``prefix.__add__`` extends)."""
+    store = td._tensordict
+    if prefix:
+        keys = map(prefix.__add__, zip(store))
+        out.extend(keys if keys_only else zip(keys, store.values()))
+    else:
+        out.extend(store if keys_only else store.items())
+
+
 class _KeysView:
     """Live view over a TensorDict's keys (see :meth:`TensorDictBase.keys`).
 
@@ -153,7 +173,7 @@ class _KeysView:
         self._collect(td, prefix, out)
         return iter(out)
 
-    def _collect(self, td: TensorDictBase, prefix: tuple, out: list) -> None:
+    def _collect(self, td: TensorDictBase, prefix: tuple, out: list, keys_only: bool = False) -> None:
         is_leaf = self.is_leaf
         leaves_only = self.leaves_only
         nested = self.include_nested
@@ -161,6 +181,9 @@ class _KeysView:
         tdb = _classes.TensorDictBase
         # depth-first, parents before children, with an explicit stack: no recursion limit
         # on the nesting depth
+        if is_leaf is None and _all_tensors(td):
+            _extend_tensors(td, prefix, out, keys_only)
+            return
         stack = [(prefix, iter(td._items_raw()))]
         while stack:
             pre, items = stack[-1]
@@ -172,9 +195,14 @@ class _KeysView:
                 else:
                     leaf = is_leaf(type(value))
                 if not leaves_only or leaf:
-                    append((full, value))
+                    append(full if keys_only else (full, value))
                 if nested and is_coll:
-                    stack.append((pre + (key,), iter(value._items_raw())))
+                    # the key tuple is built once per node (keys at depth d cost O(d) each)
+                    sub = full if pre else (key,)
+                    if is_leaf is None and _all_tensors(value):  # a node of plain tensors
+                        _extend_tensors(value, sub, out, keys_only)
+                        continue
+                    stack.append((sub, iter(value._items_raw())))
                     break
             else:
                 stack.pop()
@@ -188,8 +216,8 @@ class _KeysView:
         if not self.include_nested and not self.leaves_only:
             return iter(self._td._keys_raw())
         out: list = []
-        self._collect(self._td, (), out)
-        return iter([k for k, _ in out])
+        self._collect(self._td, (), out, keys_only=True)
+        return iter(out)
 
     def __len__(self) -> int:
         if not self.include_nested and not self.leaves_only:
@@ -202,7 +230,11 @@ class _KeysView:
         tdb = _classes.TensorDictBase
         todo = [td]  # an explicit stack: no recursion limit on the nesting depth
         while todo:
-            for _, value in todo.pop()._items_raw():
+            node = todo.pop()
+            if is_leaf is None and _all_tensors(node):  # plain tensors: every one counts
+                n += len(node._tensordict)
+                continue
+            for _, value in node._items_raw():
                 is_coll = isinstance(value, tdb)
                 if is_leaf is None:  # default: not TensorDicts, not non-tensor data
                     leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))

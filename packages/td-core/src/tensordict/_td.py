@@ -453,8 +453,19 @@ class TensorDict(TensorDictBase):
         return TensorDictBase.set(self, key, item, inplace, non_blocking=non_blocking)  # type: ignore[return-value]
 
     def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDict:  # noqa: D102
-        if key.__class__ is str and item.__class__ is _Tensor:
-            existing = self._tensordict.get(key)
+        if item.__class__ is _Tensor:
+            if key.__class__ is str:
+                existing = self._tensordict.get(key)
+            elif key.__class__ is tuple:
+                # a nested key through dense TensorDicts: walk the stores directly
+                existing = self
+                for sub in key:
+                    if sub.__class__ is not str or existing.__class__ is not TensorDict:
+                        existing = None
+                        break
+                    existing = existing._tensordict.get(sub)
+            else:
+                existing = None
             if existing.__class__ is _Tensor and existing.shape == item.shape:
                 existing.copy_(item, non_blocking=non_blocking)
                 return self
