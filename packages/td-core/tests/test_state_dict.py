@@ -51,16 +51,66 @@ def test_round_trip(flatten, device):
     assert target["b", "c"].device.type == torch.device(device).type
 
 
-def test_format_nested_and_flat():
+def test_format_flat_with_metadata_and_nested():
     td = make()
     sd = td.state_dict()
-    assert sd["__batch_size"] == torch.Size([3])
-    assert sd["__device"] is None
-    assert isinstance(sd["b"], OrderedDict) and sd["b"]["d"]["e"].shape == (3, 1)
-    assert sd["text"] == "hello" and sd["__non_tensor"]["text"] == "data"
-    assert sd["b"]["tag"] == ["x", "y", "z"]
-    flat = td.state_dict(flatten=True)
-    assert "b.d.e" in flat and "b.d.__batch_size" in flat and "b" not in flat
+    assert list(sd) == ["a", "b.c", "b.d.e"]  # tensors only, "."-joined keys
+    meta = sd._metadata
+    assert meta[""] == {"batch_size": torch.Size([3]), "device": None, "_non_tensor": {"text": "hello"}}
+    assert meta["b"]["_non_tensor"] == {"tag": ["x", "y", "z"]}
+    assert meta["b"]["_non_tensor_stacks"] == {"tag": [3]}
+    assert meta["b.d"]["batch_size"] == torch.Size([3])
+    nested = td.state_dict(flatten=False)
+    assert list(nested) == ["a", "b"]
+    assert isinstance(nested["b"], OrderedDict) and nested["b"]["d"]["e"].shape == (3, 1)
+    assert nested._metadata == meta
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+def test_layout_is_detected_without_from_flatten(flatten):
+    td = make()
+    sd = td.state_dict(flatten=flatten)
+    target = zeros_like_td(td)
+    target.load_state_dict(sd)
+    assert_same(target, td)
+
+
+def test_earlier_layout_still_loads():
+    legacy = OrderedDict(a=torch.ones(2), n=OrderedDict(b=torch.ones(2), __batch_size=torch.Size([2]), __device=None))
+    legacy["__batch_size"] = torch.Size([2])
+    legacy["__device"] = None
+    td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.zeros(2)}}, [2])
+    td.load_state_dict(legacy)
+    assert (td["a"] == 1).all() and (td["n", "b"] == 1).all()
+    flat = OrderedDict([("a", torch.full((2,), 2.0)), ("n.b", torch.full((2,), 2.0)), ("n.__batch_size", torch.Size([2]))])
+    td.load_state_dict(flat, from_flatten=True)
+    assert (td["n", "b"] == 2).all()
+
+
+def test_empty_nested_tensordicts_are_not_missing_nor_unexpected():
+    data = TensorDict({"a": {"b": {"c": {}}}, "d": 1}, [])
+    data.load_state_dict(TensorDict({"d": 0}, []).state_dict(), strict=True)
+    assert data["d"] == 0
+    data = TensorDict({"d": 0}, [])
+    data.load_state_dict(TensorDict({"a": {"b": {"c": {}}}, "d": 1}, []).state_dict(), strict=True)
+    assert data["d"] == 1
+    # an empty nested TensorDict round-trips through _metadata
+    empty = TensorDict()
+    empty.load_state_dict(TensorDict({"a": {"b": {}}}, []).state_dict(), strict=False)
+    assert isinstance(empty["a", "b"], TensorDict)
+
+
+def test_tensorclass_level_records_its_type():
+    from tensordict import tensorclass
+
+    @tensorclass
+    class Point:
+        x: torch.Tensor
+
+    td = TensorDict({"p": Point(x=torch.zeros(2), batch_size=[2])}, [2])
+    sd = td.state_dict()
+    assert list(sd) == ["p.x"]
+    assert sd._metadata["p"]["_type"].endswith("Point")
 
 
 def test_keep_vars_prefix_destination():
@@ -71,7 +121,8 @@ def test_keep_vars_prefix_destination():
     assert td.state_dict(keep_vars=True)["w"] is p
     dest = OrderedDict(other=1)
     out = td.state_dict(destination=dest, prefix="td.")
-    assert out is dest and "td.w" in dest and "td.__batch_size" in dest and dest["other"] == 1
+    assert out is dest and "td.w" in dest and dest["other"] == 1
+    assert dest._metadata["td"]["batch_size"] == torch.Size([])
 
 
 def test_torch_save_next_to_a_model_weights_only(tmp_path):
@@ -110,10 +161,10 @@ def test_strict_reports_missing_and_unexpected():
     assert (td["a"] == 1).all() and (td["n", "c"] == 1).all() and (td["n", "b"] == 0).all()
 
 
-def test_flat_state_dict_without_from_flatten_hints():
+def test_flat_state_dict_read_as_nested_hints():
     td = TensorDict({"n": {"b": torch.zeros(2)}}, [2])
     with pytest.raises(RuntimeError, match="from_flatten=True"):
-        td.load_state_dict(td.state_dict(flatten=True))
+        td.load_state_dict(td.state_dict(flatten=True), from_flatten=False)
 
 
 def test_in_place_vs_assign():
@@ -160,7 +211,7 @@ def test_reserved_and_dotted_keys():
     td = TensorDict({"a.b": torch.zeros(())})
     with pytest.raises(KeyError, match="flatten=False"):
         td.state_dict(flatten=True)
-    assert "a.b" in td.state_dict()
+    assert "a.b" in td.state_dict(flatten=False)
 
 
 def test_bad_input():
@@ -183,7 +234,20 @@ def test_lazy_stack_state_dict():
     lazy = pytest.importorskip("tensordict._lazy")
     ls = lazy.lazy_stack([TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.ones(2)}, [2])], 0)
     sd = ls.state_dict()
-    assert sd["__batch_size"] == torch.Size([2, 2])
+    assert sd._metadata[""]["batch_size"] == torch.Size([2, 2])
     out = TensorDict()
     out.load_state_dict(sd, strict=False)
     assert torch.equal(out["a"], ls["a"])
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1])
+def test_load_into_lazy_stack_writes_the_stacked_tensordicts(stack_dim):
+    from tensordict import lazy_stack
+
+    parts = [TensorDict({"a": torch.zeros(3), "s": "x"}, [3]) for _ in range(2)]
+    ls = lazy_stack(parts, stack_dim)
+    src = lazy_stack([TensorDict({"a": torch.randn(3), "s": "y"}, [3]) for _ in range(2)], stack_dim)
+    ls.load_state_dict(src.state_dict())
+    assert torch.equal(ls["a"], src["a"])
+    assert torch.equal(parts[1]["a"], src.tensordicts[1]["a"])
+    assert parts[0]["s"] == "y"
