@@ -215,3 +215,27 @@ def test_make_memmap_nested_tensor(tmp_path):
         loaded = TensorDict.load_memmap(tmp_path)
     assert loaded["e", "f"].is_nested
     assert loaded["e", "f"][1].tolist() == [[1.0, 1.0, 1.0]]
+
+
+def test_memmap_like_to_an_archive_writes_through(tmp_path):
+    import zipfile
+
+    from tensordict.memmap import is_memmap_archive, refresh_archive_checksums
+
+    td = TensorDict({"a": torch.randn(3, 4), "b": {"c": torch.randn(3, 2)}}, batch_size=[3])
+    path = tmp_path / "buf.tdz"
+    buf = td.memmap_like(path)
+    assert is_memmap_archive(path) and (buf["a"] == 0).all() and buf.batch_size == td.batch_size
+    buf["a"].copy_(td["a"])
+    buf["b", "c"].copy_(td["b", "c"])
+    assert (TensorDict.load_memmap(path) == td).all()
+    refresh_archive_checksums(path)
+    with zipfile.ZipFile(path) as zf:
+        assert zf.testzip() is None
+    with pytest.raises(RuntimeError, match="already exists"):
+        td.memmap_like(path, existsok=False)
+    with pytest.raises(NotImplementedError, match="return_early"):
+        td.memmap_like(path, num_threads=2, return_early=True)
+    import tensordict
+
+    assert tensordict.refresh_archive_checksums is refresh_archive_checksums

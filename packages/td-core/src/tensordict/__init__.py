@@ -61,6 +61,7 @@ if _TYPE_CHECKING:  # pragma: no cover
     from tensordict.memmap import MemoryMappedTensor
     from tensordict.nn import TensorDictParams
     from tensordict.persistent import PersistentTensorDict
+    from tensordict.tensorclass import TensorClass, from_dataclass, tensorclass
 
 __all__ = [
     # containers
@@ -106,6 +107,7 @@ __all__ = [
     "is_memmap_archive",
     "pack_memmap",
     "unpack_memmap",
+    "refresh_archive_checksums",
     # tensorclass
     "tensorclass",
     "TensorClass",
@@ -171,6 +173,7 @@ _LAZY = {
     "is_memmap_archive": ("tensordict.memmap", "is_memmap_archive"),
     "pack_memmap": ("tensordict.memmap", "pack_memmap"),
     "unpack_memmap": ("tensordict.memmap", "unpack_memmap"),
+    "refresh_archive_checksums": ("tensordict.memmap", "refresh_archive_checksums"),
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),

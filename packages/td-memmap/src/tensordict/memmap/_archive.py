@@ -283,8 +283,12 @@ def _zip64_offset(extra: bytes) -> int:
 
 # --------------------------------------------------------------------------- saving
 def save_archive(td: Any, prefix: Any, *, copy_existing: bool, existsok: bool, num_threads: int,
-                 compression: str | None, fsync: bool) -> Any:
-    """Saves ``td`` as the archive ``prefix`` and returns it loaded from there."""
+                 compression: str | None, fsync: bool, like: bool = False) -> Any:
+    """Saves ``td`` as the archive ``prefix`` and returns it loaded from there.
+
+    With ``like=True`` the members are zero-filled (``memmap_like``) and the result maps
+    the archive shared (``mode="r+"``), so writes into it reach the archive.
+    """
     from tensordict.memmap._load import load_tree
     from tensordict.memmap._save import save_tree
 
@@ -297,7 +301,8 @@ def save_archive(td: Any, prefix: Any, *, copy_existing: bool, existsok: bool, n
     os.makedirs(folder, exist_ok=True)
     work = tempfile.mkdtemp(prefix=f".{os.path.basename(dest)}.", suffix=".td-pack", dir=folder)
     try:
-        save_tree(td, os.path.join(work, "store"), copy_existing=True, existsok=True, num_threads=num_threads)
+        save_tree(td, os.path.join(work, "store"), like=like, copy_existing=True, existsok=True,
+                  num_threads=num_threads)
         pack_memmap(os.path.join(work, "store"), dest, compression=compression)
         if fsync:
             fd = os.open(dest, os.O_RDONLY)
@@ -308,7 +313,7 @@ def save_archive(td: Any, prefix: Any, *, copy_existing: bool, existsok: bool, n
     finally:
         shutil.rmtree(work, ignore_errors=True)
     # the archive was written just now from ``td``: its pickled values are the ones ``td`` holds
-    return load_tree(dest, mode="c", allow_pickle=True)
+    return load_tree(dest, mode="r+" if like else "c", allow_pickle=True)
 
 
 # --------------------------------------------------------------------------- loading

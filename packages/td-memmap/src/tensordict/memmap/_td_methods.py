@@ -132,7 +132,7 @@ def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fal
 
 def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, existsok: bool = True,
                 num_threads: int = 0, return_early: bool = False, share_non_tensor: bool = False,
-                robust_key: bool | None = None, fsync: bool = False) -> Any:
+                robust_key: bool | None = None, fsync: bool = False, archive: bool | None = None) -> Any:
     """A locked, memory-mapped TensorDict with ``td``'s structure, shapes and dtypes, and zeros.
 
     No value is copied or written: each file is created sparse at its full size,
@@ -150,6 +150,15 @@ def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool =
         ...     (buf.shape, int(buf["img"].sum()))
         (torch.Size([1000]), 64)
     """
+    from tensordict.memmap._archive import save_archive, wants_archive
+
+    if wants_archive(prefix, archive):
+        if return_early:
+            msg = ("memmap_like(return_early=True) is not supported for archives: the archive is written whole "
+                   "before it is mapped. Call it without return_early.")
+            raise NotImplementedError(msg)
+        return save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
+                            compression=None, fsync=fsync, like=True)
     return save_tree(td, prefix, like=True, copy_existing=copy_existing, existsok=existsok,
                      num_threads=num_threads, return_early=return_early, fsync=fsync)
 
