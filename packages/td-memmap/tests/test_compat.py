@@ -95,3 +95,27 @@ def test_nested_tensor_leaves_round_trip(tmp_path, where):
             TensorDict.load_memmap(prefix, mode="r+")
     like = td.memmap_like(tmp_path / "like")
     assert like["nt"][1].shape == (4, 3) and (like["nt"][1] == 0).all()
+
+
+def test_nested_tensordict_is_not_saved_through_a_symlink(tmp_path):
+    prefix, outside = tmp_path / "saved", tmp_path / "outside"
+    prefix.mkdir()
+    outside.mkdir()
+    (prefix / "nested").symlink_to(outside, target_is_directory=True)
+    td = TensorDict({"nested": {"x": torch.randn(3)}}, batch_size=[])
+    with pytest.raises(RuntimeError, match="nested TensorDict through symlink"):
+        td.memmap(prefix)
+    assert not list(outside.iterdir())
+    assert (prefix / "nested").is_symlink()  # the earlier content is left as it was
+
+
+def test_robust_key_false_refuses_keys_that_are_not_file_names(tmp_path):
+    td = TensorDict({"a/b/c": torch.randn(3, 4), "n": {"..": torch.zeros(3)}}, [3])
+    with pytest.raises(RuntimeError, match="No such file or directory"):
+        td.memmap(tmp_path / "s", robust_key=False)
+    assert not (tmp_path / "s").exists()
+    td.memmap(tmp_path / "s", robust_key=True)
+    loaded = TensorDict.load_memmap(tmp_path / "s")
+    assert torch.equal(loaded["a/b/c"], td["a/b/c"])
+    plain = TensorDict({"a": torch.zeros(2)}, [2]).memmap(tmp_path / "p", robust_key=False)
+    assert plain.is_memmap()

@@ -276,6 +276,11 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
                 s = f = None
                 if stage is not None:
                     s, f = os.path.join(stage, stem), os.path.join(final, stem)  # type: ignore[arg-type]
+                    if os.path.islink(f):
+                        msg = (f"cannot memory-map key {key!r}: refusing to save a nested TensorDict through symlink "
+                               f"{f!r} (it points to {os.path.realpath(f)!r}). Remove the link or save to another "
+                               "folder.")
+                        raise RuntimeError(msg)
                     os.mkdir(s)
                 folder.entries.append((key, _plan(value, s, f, ctx)))
                 entries.append({"key": key, "kind": "tensordict", "dir": stem})

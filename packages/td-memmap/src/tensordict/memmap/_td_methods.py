@@ -6,11 +6,13 @@ TensorDict (or, for the class methods ``load_memmap``/``load``, the class) first
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from tensordict.ext import TensorDictBase
 from tensordict.memmap._grow import make_memmap, make_memmap_from_storage, make_memmap_from_tensor
 from tensordict.memmap._load import load_tree, transplant
 from tensordict.memmap._save import save_tree
@@ -94,6 +96,8 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
     """
     from tensordict.memmap._archive import save_archive, wants_archive
 
+    if robust_key is False:
+        _check_legacy_keys(td, prefix)
     if wants_archive(prefix, archive):
         return save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
                             compression=compression, fsync=fsync)
@@ -103,6 +107,22 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
         raise ValueError(msg)
     return save_tree(td, prefix, copy_existing=copy_existing, existsok=existsok,
                      num_threads=num_threads, return_early=return_early, fsync=fsync)
+
+
+def _check_legacy_keys(td: Any, prefix: Any) -> None:
+    """``robust_key=False`` asks for files named after the keys (tensordict's legacy layout):
+    a key that is not a plain file name cannot be stored that way, so it is refused."""
+    if prefix is None or not isinstance(td, TensorDictBase):
+        return
+    for key in td.keys(include_nested=True):
+        parts = (key,) if isinstance(key, str) else key
+        for part in parts:
+            if "/" in part or os.sep in part or "\0" in part or part in ("", ".", ".."):
+                path = os.path.join(os.fspath(prefix), *parts) + ".memmap"
+                msg = (f"cannot memory-map key {key!r} with robust_key=False: its legacy file {path!r} is not a "
+                       "file in the store (No such file or directory). Pass robust_key=True (or leave the "
+                       "default), which encodes keys into safe file names.")
+                raise RuntimeError(msg)
 
 
 def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, num_threads: int = 0,
