@@ -180,3 +180,33 @@ def test_gather_inplace_argument_checks_and_movedim_identity():
         td.gather(0, torch.zeros(3, 4, dtype=torch.long), out=td.clone(), inplace=True)
     assert td.movedim(1, 1) is td
     assert torch.moveaxis(td, 0, 1).batch_size == (4, 3)
+
+
+def test_lazy_stack_reshape_view_and_unflatten_stay_lazy():
+    tds = [TensorDict({"a": torch.arange(6.0).view(2, 3) + 10 * i}, [2, 3]) for i in range(4)]
+    stack = lazy_stack(tds, 0)
+    flat = stack.reshape(-1)
+    assert type(flat) is type(stack) and flat.batch_size == (24,)
+    assert torch.equal(flat["a"], stack["a"].reshape(-1))
+    kept = stack.reshape(4, 6)  # the stack dim is kept: each TensorDict is reshaped
+    assert kept.tensordicts[0].batch_size == (6,)
+    kept.tensordicts[0].set_("a", torch.zeros(6))
+    assert (tds[0]["a"] == 0).all()  # views of the stacked TensorDicts' tensors
+    with pytest.raises(NotImplementedError, match="reshape"):
+        stack.reshape(-1, inplace=True)
+    stack.lock_()
+    assert stack.reshape(-1).is_locked
+    stack.unlock_()
+    grouped = stack.view(2, 2, 2, 3)
+    assert type(grouped[0]) is type(stack) and grouped[1, 0] is tds[2]
+    assert grouped.batch_size == (2, 2, 2, 3)
+    assert stack.unflatten(0, (2, -1))[1, 1] is tds[3]
+    with pytest.raises(TypeError, match="Cannot pass batch-size to "):
+        stack.to(torch.float64, batch_size=[])
+    assert stack.view(torch.uint8, batch_size=[]).batch_size == ()
+
+
+def test_a_set_is_not_an_index():
+    td = TensorDict({"a": torch.zeros(3, 2)}, [3, 2])
+    with pytest.raises(TypeError, match="Invalid index"):
+        td[:, {0, 1}]

@@ -10,6 +10,7 @@ copy (:meth:`contiguous`) and returns a dense TensorDict.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -277,19 +278,113 @@ class LazyShapeMixin(LazyStackHost):
         d = _norm_dim(dim, nd)
         sd = self.stack_dim
         if d == sd:
-            return self.contiguous().unflatten(d, unflattened_size)
+            sizes = list(unflattened_size)
+            if sizes.count(-1) == 1:
+                known = math.prod(x for x in sizes if x != -1)
+                sizes[sizes.index(-1)] = len(self.tensordicts) // known if known else 0
+            if math.prod(sizes) != len(self.tensordicts):
+                msg = f"unflatten: sizes {tuple(unflattened_size)} do not multiply to the size {len(self.tensordicts)} of dim {d}."
+                raise RuntimeError(msg)
+            return self._group_stack(list(self.tensordicts), sizes)
         if d < sd:
             return self._per_td(
                 lambda td: td.unflatten(d, unflattened_size), sd + len(unflattened_size) - 1
             )
         return self._per_td(lambda td: td.unflatten(d - 1, unflattened_size), sd)
 
-    def reshape(self, *shape: Any, size: Any = None) -> Any:
-        """Like ``view``; a new shape gives a dense TensorDict (the same shape returns ``self``)."""
+    def _group_stack(self, tds: list, sizes: list) -> Any:
+        """Lazy stacks of lazy stacks: the stack dim split into ``sizes`` (no copy)."""
+        sd = self.stack_dim
+        if len(sizes) == 1:
+            return self._new_lazy(tds, sd)
+        step = len(tds) // sizes[0] if sizes[0] else 0
+        parts = [self._group_stack(tds[i * step : (i + 1) * step], sizes[1:]) for i in range(sizes[0])]
+        bs = self._batch_size
+        return self._new_lazy(parts, sd, _Size((*bs[:sd], *sizes, *bs[sd + 1 :])))
+
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
+        """As :meth:`TensorDictBase.view`; splitting the stack dim into several dims gives
+        lazy stacks of lazy stacks of the same TensorDicts (no copy).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict(a=torch.tensor(i)) for i in range(6)])
+            >>> v = s.view(2, 3)
+            >>> type(v[0]).__name__, v[1, 2]["a"]
+            ('LazyStackedTensorDict', tensor(5))
+        """
+        if size is None and batch_size is None and shape and not _stack._LAZY_LEGACY[0]:
+            dims = _shape_arg(shape)
+            if dims and not isinstance(dims[0], torch.dtype) and self.tensordicts:
+                bs = self._batch_size
+                new = _infer_shape(dims, self.numel(), bs, "view")
+                sd, nd = self.stack_dim, len(bs)
+                tail = nd - sd - 1
+                mid = new[sd : len(new) - tail]
+                if (
+                    len(new) > nd
+                    and new[:sd] == bs[:sd]
+                    and new[len(new) - tail :] == bs[sd + 1 :]
+                    and math.prod(mid) == bs[sd]
+                ):
+                    return self._group_stack(list(self.tensordicts), list(mid))
+        return super().view(*shape, size=size, batch_size=batch_size)
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """As :meth:`TensorDictBase.to`, without ``batch_size=``.
+
+        Raises:
+            TypeError: ``batch_size=`` is given (the stack dim cannot be removed;
+                densify first with ``contiguous()``).
+        """
+        if kwargs.get("batch_size") is not None:
+            msg = (
+                "Cannot pass batch-size to a LazyStackedTensorDict.to(): the stack dim cannot change. "
+                "Densify first with contiguous()."
+            )
+            raise TypeError(msg)
+        return super().to(*args, **kwargs)
+
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
+        """Reshapes the batch dims; the result is a lazy stack (the same shape returns ``self``).
+
+        When the new shape keeps the dims up to and including the stack dim, each stacked
+        TensorDict is reshaped (views where possible). Otherwise the stack is made dense,
+        reshaped, and stacked again along the new first dim (a 0-dim shape gives the
+        dense TensorDict).
+
+        Raises:
+            RuntimeError: ``shape`` does not fit the number of elements.
+            NotImplementedError: ``inplace=True``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict({"a": torch.zeros(2, 3)}, [2, 3]) for _ in range(4)])
+            >>> out = s.reshape(-1)
+            >>> type(out).__name__, out.batch_size
+            ('LazyStackedTensorDict', torch.Size([24]))
+            >>> s.reshape(4, 6).tensordicts[0].batch_size
+            torch.Size([6])
+        """
+        if inplace:
+            _refuse_inplace("reshape")
         if size is not None:
             shape = (size,)
         shape = _shape_arg(shape)
-        new = _infer_shape(shape, self.numel(), self._batch_size, "reshape")
-        if new == self._batch_size:
+        bs = self._batch_size
+        new = _infer_shape(shape, self.numel(), bs, "reshape")
+        if new == bs:
             return self
-        return self.contiguous().reshape(new)
+        sd = self.stack_dim
+        if len(new) > sd and new[: sd + 1] == bs[: sd + 1]:
+            td_shape = (*bs[:sd], *new[sd + 1 :])
+            return self._per_td(lambda td: td.reshape(td_shape), sd)
+        dense = self.contiguous().reshape(new)
+        if not new:
+            return dense
+        out = self._new_lazy(list(dense.unbind(0)), 0, new)
+        if self.is_locked:
+            out.lock_()
+        return out

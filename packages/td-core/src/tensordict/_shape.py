@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -17,6 +17,9 @@ from tensordict import _classes, _stack
 from tensordict._host import TensorDictHost
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -96,6 +99,9 @@ def _infer_shape(shape: Sequence[int], numel: int, batch_size: torch.Size, op: s
 
 
 def _to_index_part(idx: Any) -> Any:
+    if isinstance(idx, (set, frozenset, dict)):
+        msg = f"Invalid index {idx!r} of type {type(idx).__name__}: index with ints, slices, lists, tensors, None or '...'."
+        raise TypeError(msg)
     if isinstance(idx, (list, range)):
         idx = list(idx)  # an empty list indexes nothing, as in torch (not a float tensor)
         return torch.as_tensor(idx) if idx else torch.empty(0, dtype=torch.long)
@@ -317,7 +323,7 @@ class ShapeMixin(TensorDictHost):
         d = _norm_dim(dim, nd + 1)
         return _legacy_view(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
 
-    def expand(self, *shape: Any) -> Any:
+    def expand(self, *shape: Any) -> TensorDictBase:
         """Expands the batch dims to ``shape`` (new leading dims allowed); no copy."""
         shape = _shape_arg(shape)
         nd = len(self.batch_size)
@@ -457,7 +463,7 @@ class ShapeMixin(TensorDictHost):
             lambda t, n: t.repeat_interleave(repeats, d, output_size=output_size), nd, names=_keep_names
         )
 
-    def flip(self, dims: Any) -> Any:
+    def flip(self, dims: Any) -> TensorDictBase:
         """Reverses the order along the given batch dims."""
         nd = len(self.batch_size)
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -490,7 +496,7 @@ class ShapeMixin(TensorDictHost):
             dims = tuple(_norm_dim(d, nd) for d in dims)
         return self._batch_transform(lambda t, n: t.roll(shifts, dims), nd, names=_keep_names)
 
-    def narrow(self, dim: int, start: int, length: int) -> Any:
+    def narrow(self, dim: int, start: int, length: int) -> TensorDictBase:
         """A view of ``length`` elements from ``start`` along batch dim ``dim``.
 
         Args:

@@ -17,7 +17,7 @@ bases and only adds the record and the keywords (``inplace=``, ``batch_size=``,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,6 +25,9 @@ from tensordict import _classes, _stack
 from tensordict._host import TensorDictHost
 from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["ShapeContextMixin", "write_back"]
 
@@ -151,10 +154,12 @@ class ShapeContextMixin(TensorDictHost):
         return True
 
     # ------------------------------------------------------------------ batch-dim ops
-    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:  # noqa: D102
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> TensorDictBase:  # noqa: D102
         if shape and isinstance(shape[0], torch.dtype):  # view(dtype[, batch_size=])
             out = super().view(*shape)
             if batch_size is not None:
+                if isinstance(out, _classes.LazyStackedTensorDict):  # its stack dim cannot go
+                    out = out.contiguous()
                 out.batch_size = batch_size
             return out
         if batch_size is not None:
@@ -170,7 +175,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.view(bs))
 
 
-    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:  # noqa: D102
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         out = super().reshape(*shape, size=size)
         if inplace:
             return _become(self, out)
@@ -180,7 +185,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.reshape(bs))
 
 
-    def permute(self, *dims_list: Any, dims: Sequence[int] | None = None) -> Any:  # noqa: D102
+    def permute(self, *dims_list: Any, dims: Sequence[int] | None = None) -> TensorDictBase:  # noqa: D102
         if dims is not None:
             dims_list = tuple(dims)
         if len(dims_list) == 1 and not isinstance(dims_list[0], int):
@@ -194,7 +199,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.permute(*_inverse_permutation(dims_list)))
 
 
-    def transpose(self, dim0: int, dim1: int) -> Any:  # noqa: D102
+    def transpose(self, dim0: int, dim1: int) -> TensorDictBase:  # noqa: D102
         if _stack._LAZY_LEGACY[0]:
             return _classes.CustomOpTensorDict._make(self, "transpose", (dim0, dim1))
         nd = self.batch_dims
@@ -208,7 +213,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.transpose(dim0, dim1))
 
 
-    def squeeze(self, dim: int | None = None) -> Any:  # noqa: D102
+    def squeeze(self, dim: int | None = None) -> TensorDictBase:  # noqa: D102
         if _stack._LAZY_LEGACY[0]:
             return _classes.CustomOpTensorDict._make(self, "squeeze", (dim,))
         out = super().squeeze(dim)
@@ -216,14 +221,14 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.reshape(bs))
 
 
-    def unsqueeze(self, dim: int) -> Any:  # noqa: D102
+    def unsqueeze(self, dim: int) -> TensorDictBase:  # noqa: D102
         if _stack._LAZY_LEGACY[0]:
             return _classes.CustomOpTensorDict._make(self, "unsqueeze", (dim,))
         out = super().unsqueeze(dim)
         return _track(self, out, lambda r: r.squeeze(dim))  # same index in the result
 
 
-    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1, *, inplace: bool = False) -> Any:  # noqa: D102
+    def flatten(self, start_dim: int | None = 0, end_dim: int | None = -1, *, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         start_dim = 0 if start_dim is None else start_dim
         end_dim = -1 if end_dim is None else end_dim
         if not self.batch_dims:  # as torch.flatten of a 0-d tensor: one dim of size 1
@@ -241,7 +246,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.unflatten(s, bs[s : e + 1]) if e > s else r)
 
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:  # noqa: D102
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         out = super().unflatten(dim, unflattened_size)
         if inplace:
             return _become(self, out)
@@ -250,7 +255,7 @@ class ShapeContextMixin(TensorDictHost):
         return _track(self, out, lambda r: r.flatten(d, d + k - 1))
 
 
-    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:  # noqa: D102
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> TensorDictBase:  # noqa: D102
         _check_movedim(source, destination, self.batch_dims)
         out = super().movedim(source, destination)
         return _track(self, out, lambda r: r.movedim(destination, source))
@@ -261,7 +266,7 @@ class ShapeContextMixin(TensorDictHost):
         _check_split(split_size, dim, self.batch_size)
         return super().split(split_size, dim)
 
-    def expand_as(self, other: Any) -> Any:
+    def expand_as(self, other: Any) -> TensorDictBase:
         """Expands to ``other``: a tensor gives its shape as the new batch size; a
         TensorDict with the same keys expands each leaf to the shape of its counterpart
         (its batch size for the batch dims), as ``Tensor.expand_as`` leaf by leaf.
@@ -278,23 +283,23 @@ class ShapeContextMixin(TensorDictHost):
             return self.apply(lambda x, y: x.expand_as(y), other, batch_size=other.batch_size)
         return super().expand_as(other)
 
-    def repeat(self, *repeats: Any, inplace: bool = False) -> Any:  # noqa: D102
+    def repeat(self, *repeats: Any, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         if inplace:
             _refuse_lazy_inplace(self, "repeat")
         return _inplace(self, super().repeat(*repeats), inplace)
 
 
-    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None, inplace: bool = False) -> Any:  # noqa: D102
+    def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         if inplace:
             _refuse_lazy_inplace(self, "repeat_interleave")
         return _inplace(self, super().repeat_interleave(repeats, dim, output_size=output_size), inplace)
 
 
-    def roll(self, shifts: Any, dims: Any, *, inplace: bool = False) -> Any:  # noqa: D102
+    def roll(self, shifts: Any, dims: Any, *, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         return _inplace(self, super().roll(shifts, dims), inplace)
 
 
-    def gather(self, dim: int, index: torch.Tensor, out: Any = None, *, inplace: bool = False) -> Any:  # noqa: D102
+    def gather(self, dim: int, index: torch.Tensor, out: Any = None, *, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         if inplace:
             if out is not None:
                 msg = "gather: `out` and `inplace=True` are mutually exclusive (inplace=True writes into self)."
@@ -310,14 +315,14 @@ class ShapeContextMixin(TensorDictHost):
 
 
     # ------------------------------------------------------------------ key ops
-    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> Any:  # noqa: D102
+    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:  # noqa: D102
         out = super().flatten_keys(separator, inplace, is_leaf)
         if inplace:
             return out
         return _track(self, out, lambda r: r.unflatten_keys(separator))
 
 
-    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> Any:  # noqa: D102
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:  # noqa: D102
         out = super().unflatten_keys(separator, inplace)
         if inplace:
             return out
