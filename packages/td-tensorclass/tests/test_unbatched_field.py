@@ -45,3 +45,12 @@ def test_pad_sequence_of_tensorclasses_with_a_str_field() -> None:
     assert isinstance(out, Sample)
     assert out.a.tolist() == [[1, 1], [2, 0]]
     assert out.b == ["x", "y"]
+
+
+def test_non_tensor_data_base_is_exported() -> None:
+    from tensordict import MetaData, NonTensorData, NonTensorStack
+    from tensordict.tensorclass import NonTensorDataBase
+
+    assert isinstance(NonTensorData(1), NonTensorDataBase)
+    assert isinstance(MetaData("m"), NonTensorDataBase)
+    assert not isinstance(NonTensorStack("a", "b"), NonTensorDataBase)

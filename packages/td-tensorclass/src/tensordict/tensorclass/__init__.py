@@ -29,6 +29,10 @@ from tensordict.tensorclass._version import __version__
 _register_with_memmap()
 del _register_with_memmap
 
+#: upstream's common base class of ``NonTensorData`` and ``MetaData``; here
+#: ``NonTensorData`` is that base (``MetaData`` derives from it), so the name is an alias
+NonTensorDataBase = NonTensorData
+
 __all__ = [
     # declaring tensorclasses
     "tensorclass",
@@ -36,6 +40,7 @@ __all__ = [
     "from_dataclass",
     # non-tensor leaves (re-exported from td-core, as upstream does)
     "NonTensorData",
+    "NonTensorDataBase",
     "NonTensorStack",
     "MetaData",
     "is_non_tensor",
