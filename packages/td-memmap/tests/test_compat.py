@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from tensordict import TensorDict, lazy_stack
+from tensordict import NonTensorData, TensorDict, lazy_stack
 from tensordict.memmap import MemoryMappedTensor
 
 
@@ -119,3 +119,14 @@ def test_robust_key_false_refuses_keys_that_are_not_file_names(tmp_path):
     assert torch.equal(loaded["a/b/c"], td["a/b/c"])
     plain = TensorDict({"a": torch.zeros(2)}, [2]).memmap(tmp_path / "p", robust_key=False)
     assert plain.is_memmap()
+
+
+@pytest.mark.parametrize("flag", [0, 1, "yes"])
+def test_allow_pickle_must_be_a_bool(tmp_path, flag):
+    td = TensorDict({"value": NonTensorData(1 + 2j)}, batch_size=[])
+    td.memmap(tmp_path / "s")
+    with pytest.raises(TypeError, match="allow_pickle must be a bool or None"):
+        TensorDict.load_memmap(tmp_path / "s", allow_pickle=flag)
+    with pytest.raises(RuntimeError, match="allow_pickle=True"):
+        TensorDict.load_memmap(tmp_path / "s", allow_pickle=None)
+    assert TensorDict.load_memmap(tmp_path / "s", allow_pickle=True)["value"] == 1 + 2j

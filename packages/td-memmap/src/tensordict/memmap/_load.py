@@ -454,6 +454,11 @@ def _select_subpath(result: Any, subpath: Any, root: str) -> Any:
 def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None,
               allow_pickle: bool = False, subpath: Any = None, mode: str | None = None, lock: bool = True) -> Any:
     """Loads the store at ``prefix``; see :func:`tensordict.memmap.load_memmap`."""
+    if allow_pickle is None:
+        allow_pickle = False
+    elif allow_pickle.__class__ is not bool:  # 1, np.bool_(True)...: the opt-in to run code must be explicit
+        msg = f"allow_pickle must be a bool or None, got {allow_pickle!r} of type {type(allow_pickle).__name__}."
+        raise TypeError(msg)
     if mode is None:  # folders: writes reach the files; archives: copy-on-write
         mode = "c" if _is_regular(os.path.realpath(os.path.abspath(os.fspath(prefix)))) else "r+"
     if mode not in MODES:
@@ -463,7 +468,7 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
     dev = torch.device(device) if device is not None else None
     meta_device = dev is not None and dev.type == "meta"
     fake = _fake_mode_active()
-    result = _load_consistent(root, meta_device, fake, bool(allow_pickle), MODES[mode])
+    result = _load_consistent(root, meta_device, fake, allow_pickle, MODES[mode])
     if subpath is not None:
         result = _select_subpath(result, subpath, root)
     if dev is not None and dev.type not in ("cpu", "meta") and not fake:
