@@ -14,7 +14,7 @@ Two engines live here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,6 +22,11 @@ from tensordict import _classes
 from tensordict._device import _to_device
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["ApplyMixin"]
 
@@ -653,7 +658,7 @@ class ApplyMixin(TensorDictHost):
         nested_keys: bool = False,
         prefix: tuple = (),
         **constructor_kwargs: Any,
-    ) -> Any:
+    ) -> TensorDictBase | None:
         """Applies ``fn`` to every tensor leaf and returns a TensorDict of the results.
 
         ``fn`` is called on each tensor leaf, nested TensorDicts included, and its
@@ -752,7 +757,7 @@ class ApplyMixin(TensorDictHost):
         is_leaf: Callable[[type], bool] | None = None,
         out: Any = None,
         **constructor_kwargs: Any,
-    ) -> Any:
+    ) -> TensorDictBase | None:
         """Like :meth:`apply`, with the key passed first: ``fn(key, leaf, *other_leaves)``.
 
         Args:
@@ -802,7 +807,7 @@ class ApplyMixin(TensorDictHost):
             constructor_kwargs,
         )
 
-    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
+    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Self:
         """Applies ``fn`` to every tensor leaf and writes the result into the leaf.
 
         Same as :meth:`apply` with ``inplace=True``: each result is copied into the
@@ -830,7 +835,7 @@ class ApplyMixin(TensorDictHost):
             tensor([1., 1., 1.])
         """
         kwargs["inplace"] = True
-        return self.apply(fn, *others, **kwargs)
+        return self.apply(fn, *others, **kwargs)  # type: ignore[return-value]
 
     def _fast_apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
         """Alias of :meth:`apply` (kept for code written against the reference API)."""

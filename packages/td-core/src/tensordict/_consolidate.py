@@ -43,7 +43,7 @@ import math
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch._C._nn import flatten_dense_tensors as _flatten_dense
@@ -59,6 +59,9 @@ from tensordict._formats import (
 )
 from tensordict._host import TensorDictHost
 from tensordict._nontensor import NonTensorData, NonTensorStack
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["ConsolidateMixin", "from_consolidated"]
 
@@ -754,7 +757,7 @@ class ConsolidateMixin(TensorDictHost):
         share_memory: bool = False,
         pin_memory: bool = False,
         metadata: bool = False,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Copies every leaf into one contiguous storage; returns a TensorDict of views of it.
 
         A consolidated TensorDict moves between devices (``to``) in one copy of one
@@ -831,7 +834,7 @@ class ConsolidateMixin(TensorDictHost):
         if state is not None and filename is None and not share_memory and not pin_memory:
             if _matches(self, state.skeleton, state.leaves, _classes.TensorDictBase):
                 if device is None or device == state.storage.device:
-                    return self
+                    return self  # type: ignore[return-value]
                 return self._to_consolidated(device, non_blocking)
         base = _classes.TensorDictBase
         td_cls = _classes.TensorDict
@@ -897,7 +900,7 @@ class ConsolidateMixin(TensorDictHost):
                 skeleton = _collect(self, [], base, td_cls)[0]
             self._consolidated = _State(storage, skeleton, runs, views, path)
             self._set_lock_flag(True)
-            return self
+            return self  # type: ignore[return-value]
         if fast_build:
             for (src, key), view in zip(slots, views):  # type: ignore[arg-type]
                 src[key] = view
@@ -947,6 +950,6 @@ class ConsolidateMixin(TensorDictHost):
         return out
 
     @classmethod
-    def from_consolidated(cls, filename: str | os.PathLike) -> Any:
+    def from_consolidated(cls, filename: str | os.PathLike) -> TensorDictBase:
         """Reads a file written by ``consolidate(filename=...)``; see :func:`tensordict.from_consolidated`."""
         return from_consolidated(filename)

@@ -12,7 +12,7 @@ conversion in ``_convert_pytree.py``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +28,9 @@ from tensordict._convert_build import (
 )
 from tensordict._convert_pytree import from_pytree_impl, to_pytree_impl
 from tensordict._host import TensorDictHost
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = [
     "ConvertMixin",
@@ -72,7 +75,7 @@ class ConvertMixin(TensorDictHost):
         *,
         auto_batch_size: bool | None = None,
         names: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Builds a TensorDict from a (nested) dict.
 
         Nested dicts become nested TensorDicts, tuple keys are nested keys. Python
@@ -130,7 +133,7 @@ class ConvertMixin(TensorDictHost):
         *,
         auto_batch_size: bool | None = None,
         names: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """:meth:`from_dict` that follows the layout of ``self``: a nested dict under a
         key where ``self`` holds a tensor collection (a nested TensorDict, a
         tensorclass) is rebuilt with that entry's own ``from_dict_instance``, so
@@ -185,7 +188,7 @@ class ConvertMixin(TensorDictHost):
         batch_dims: int | None = None,
         device: Any = None,
         batch_size: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a dict, tuple, named tuple, dataclass, NumPy array or h5py file, recursively.
 
         Dicts go through :meth:`from_dict`, named tuples through
@@ -234,7 +237,7 @@ class ConvertMixin(TensorDictHost):
         batch_dims: int | None = None,
         device: Any = None,
         batch_size: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a named tuple to a TensorDict, recursively (fields become keys).
 
         Nested named tuples, tuples, dicts and dataclasses become nested
@@ -274,7 +277,7 @@ class ConvertMixin(TensorDictHost):
         batch_dims: int | None = None,
         device: Any = None,
         batch_size: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a tuple to a TensorDict with keys ``"0"``, ``"1"``, ...
 
         Each element is converted as by :meth:`from_any` (a nested tuple or dict
@@ -314,7 +317,7 @@ class ConvertMixin(TensorDictHost):
         as_tensorclass: bool = False,
         device: Any = None,
         batch_size: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a dataclass instance to a TensorDict (fields become keys).
 
         Field values are converted as by :meth:`from_any`.
@@ -362,7 +365,7 @@ class ConvertMixin(TensorDictHost):
         batch_dims: int | None = None,
         device: Any = None,
         batch_size: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a NumPy structured array to a TensorDict without copying.
 
         Each field becomes a key. Numeric and bool fields become tensors that share
@@ -412,7 +415,7 @@ class ConvertMixin(TensorDictHost):
         batch_size: Any = None,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Converts a pytree (lists, tuples, named tuples, dicts) to a TensorDict that
         :meth:`to_pytree` converts back.
 
@@ -539,7 +542,7 @@ class ConvertMixin(TensorDictHost):
         convert_tensors: bool | str = False,
         tolist_first: bool = False,
         as_linked_list: bool = False,
-    ) -> Any:
+    ) -> list:
         """The elements of the TensorDict as nested lists, one level per batch dim.
 
         For batch size ``[2, 3]`` the result is a list of 2 lists of 3 elements,
@@ -572,10 +575,10 @@ class ConvertMixin(TensorDictHost):
         if convert_tensors and not convert_nodes:
             msg = "tolist: convert_tensors=True requires convert_nodes=True."
             raise TypeError(msg)
-        return _tolist(self, convert_nodes, convert_tensors, tolist_first)  # type: ignore[arg-type]
+        return _tolist(self, convert_nodes, convert_tensors, tolist_first)
 
 
-def _element_dict(td: Any, convert_tensors: bool, tolist_first: bool) -> dict:
+def _element_dict(td: Any, convert_tensors: bool | str, tolist_first: bool) -> dict:
     out = {}
     for key, value in td._items_raw():
         if isinstance(value, _classes.TensorDictBase):
@@ -594,7 +597,7 @@ def _element_dict(td: Any, convert_tensors: bool, tolist_first: bool) -> dict:
 
 
 def _tolist(
-    td: Any, convert_nodes: bool, convert_tensors: bool, tolist_first: bool, start: int = 0
+    td: Any, convert_nodes: bool, convert_tensors: bool | str, tolist_first: bool, start: int = 0
 ) -> Any:
     if td.batch_dims <= start:
         return _element_dict(td, convert_tensors, tolist_first) if convert_nodes else td

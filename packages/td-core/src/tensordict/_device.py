@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
 from tensordict._attrs import attrs_of, is_attrs_spec, to_attrs
 from tensordict._host import TensorDictHost
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["DeviceMixin"]
 
@@ -56,7 +61,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
 class DeviceMixin(TensorDictHost):
     """Moves and casts every leaf at once."""
 
-    def to(self, *args: Any, **kwargs: Any) -> Any:
+    def to(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Moves and/or casts every leaf; returns a new TensorDict (``self`` if nothing changes).
 
         Accepts the forms of ``torch.Tensor.to``: ``to(device)``, ``to(dtype)``,
@@ -92,10 +97,10 @@ class DeviceMixin(TensorDictHost):
                 out = self.clone(recurse=False)
                 out.batch_size = batch_size
                 return out
-            return self
+            return self  # type: ignore[return-value]
         if dtype is None:
             if device == self.device:
-                return self
+                return self  # type: ignore[return-value]
             if batch_size is None and getattr(self, "_consolidated", None) is not None:
                 out = self._to_consolidated(device, non_blocking)  # one copy of one buffer
                 if out is not None:
@@ -174,11 +179,11 @@ class DeviceMixin(TensorDictHost):
             elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
                 self._set_raw(key, value.to(device))
 
-    def cpu(self, **kwargs: Any) -> Any:
+    def cpu(self, **kwargs: Any) -> TensorDictBase:
         """``to("cpu")``."""
         return self.to("cpu", **kwargs)
 
-    def cuda(self, device: Any = None, **kwargs: Any) -> Any:
+    def cuda(self, device: Any = None, **kwargs: Any) -> TensorDictBase:
         """``to("cuda")`` (or ``cuda:<device>``)."""
         if device is None:
             return self.to("cuda", **kwargs)
@@ -186,40 +191,40 @@ class DeviceMixin(TensorDictHost):
             device = torch.device("cuda", device)
         return self.to(device, **kwargs)
 
-    def float(self) -> Any:
+    def float(self) -> TensorDictBase:
         return self.to(torch.float32)
 
-    def double(self) -> Any:
+    def double(self) -> TensorDictBase:
         return self.to(torch.float64)
 
-    def half(self) -> Any:
+    def half(self) -> TensorDictBase:
         return self.to(torch.float16)
 
-    def bfloat16(self) -> Any:
+    def bfloat16(self) -> TensorDictBase:
         return self.to(torch.bfloat16)
 
-    def int(self) -> Any:
+    def int(self) -> TensorDictBase:
         return self.to(torch.int32)
 
-    def long(self) -> Any:
+    def long(self) -> TensorDictBase:
         return self.to(torch.int64)
 
-    def short(self) -> Any:
+    def short(self) -> TensorDictBase:
         return self.to(torch.int16)
 
-    def byte(self) -> Any:
+    def byte(self) -> TensorDictBase:
         return self.to(torch.uint8)
 
-    def char(self) -> Any:
+    def char(self) -> TensorDictBase:
         return self.to(torch.int8)
 
-    def bool(self) -> Any:
+    def bool(self) -> TensorDictBase:
         return self.to(torch.bool)
 
-    def type(self, dst_type: torch.dtype) -> Any:
+    def type(self, dst_type: torch.dtype) -> TensorDictBase:
         return self.to(dst_type)
 
-    def pin_memory(self, num_threads: builtins.int | None = None, inplace: builtins.bool = False) -> Any:
+    def pin_memory(self, num_threads: builtins.int | None = None, inplace: builtins.bool = False) -> TensorDictBase:
         """Copies every leaf to page-locked memory (CPU TensorDicts, needs CUDA).
 
         Args:
@@ -236,7 +241,7 @@ class DeviceMixin(TensorDictHost):
     def is_pinned(self) -> builtins.bool:
         return all(t.is_pinned() for t in self._tensor_leaves())
 
-    def clear_device_(self) -> Any:
+    def clear_device_(self) -> Self:
         """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""
         self._device = None
         for _, value in self._items_raw():
@@ -253,7 +258,7 @@ class DeviceMixin(TensorDictHost):
                 out.extend(value._tensor_leaves())
         return out
 
-    def share_memory_(self) -> Any:
+    def share_memory_(self) -> Self:
         """Moves every CPU leaf to shared memory in place (for ``torch.multiprocessing``).
 
         The TensorDict is locked afterwards, as its storage is now shared.

@@ -9,7 +9,7 @@ written against tensordict calls.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,6 +18,11 @@ from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 from tensordict._stack import cat as _cat
 from tensordict._stack import stack as _stack
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["EntriesMixin"]
 
@@ -72,7 +77,7 @@ class EntriesMixin(TensorDictHost):
     """Mixed into TensorDictBase: entry-level helpers (see the module docstring)."""
 
     # ------------------------------------------------------------------ building
-    def create_nested(self, key: NestedKey) -> Any:
+    def create_nested(self, key: NestedKey) -> Self:
         """Creates an empty nested TensorDict under ``key`` (with this batch size and
         device), creating the missing levels.
 
@@ -93,7 +98,7 @@ class EntriesMixin(TensorDictHost):
         key = unravel_key(key)
         node = self
         for sub in (key,) if isinstance(key, str) else key:
-            node = node._create_nested(sub)  # type: ignore[arg-type]
+            node = node._create_nested(sub)  # type: ignore[arg-type, assignment]
         return self
 
     def _combine_tensors(self, op: Any, name: str, keys: tuple, out_key: NestedKey, dim: int, keep_entries: bool) -> Any:
@@ -111,7 +116,7 @@ class EntriesMixin(TensorDictHost):
         self.set(out_key, result)
         return self
 
-    def cat_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> Any:
+    def cat_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> TensorDictBase:
         """Concatenates the tensors under ``keys`` along ``dim`` into ``out_key``.
 
         Args:
@@ -137,7 +142,7 @@ class EntriesMixin(TensorDictHost):
         """
         return self._combine_tensors(lambda v, d: torch.cat(v, d), "cat_tensors", keys, out_key, dim, keep_entries)
 
-    def stack_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> Any:
+    def stack_tensors(self, *keys: NestedKey, out_key: NestedKey, dim: int = 0, keep_entries: bool = False) -> TensorDictBase:
         """Stacks the tensors under ``keys`` along a new ``dim`` into ``out_key``.
 
         Keyword args as :meth:`cat_tensors`.
@@ -160,7 +165,7 @@ class EntriesMixin(TensorDictHost):
         default: Any = NO_DEFAULT,
         strict: bool = True,
         filter_empty: bool = True,
-    ) -> Any:
+    ) -> TensorDictBase:
         """Moves the entries under ``keys`` out of ``self`` into a new TensorDict.
 
         Args:
@@ -211,7 +216,7 @@ class EntriesMixin(TensorDictHost):
                         break
         return out
 
-    def replace(self, *args: Any, **kwargs: Any) -> Any:
+    def replace(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """A shallow copy of ``self`` with some entries replaced (``self`` is unchanged).
 
         Args:
@@ -264,7 +269,7 @@ class EntriesMixin(TensorDictHost):
         storage: str | None = None,
         prefix: str | None = None,
         filename: str | None = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """A zero-filled TensorDict laid out by ``schema``.
 
         Args:
@@ -359,7 +364,7 @@ class EntriesMixin(TensorDictHost):
         """
         return torch.cat(self._leaves_sorted(sorted), dim, out=out)
 
-    def copy_at_(self, tensordict: Any, idx: Any, *, non_blocking: bool = False, fast: Any = None) -> Any:
+    def copy_at_(self, tensordict: Any, idx: Any, *, non_blocking: bool = False, fast: Any = None) -> TensorDictBase:
         """Copies ``tensordict`` into ``self[idx]`` in place (same as :meth:`update_at_`).
 
         Args:
@@ -388,7 +393,7 @@ class EntriesMixin(TensorDictHost):
         return self[indices]
 
     @classmethod
-    def stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+    def stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> TensorDictBase:  # noqa: A002
         """``torch.stack`` of TensorDicts, as a class method (``TensorDict.stack(tds, 0)``).
 
         Examples:
@@ -400,7 +405,7 @@ class EntriesMixin(TensorDictHost):
         return _stack(list(input), dim, out=out)
 
     @classmethod
-    def cat(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> Any:  # noqa: A002
+    def cat(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> TensorDictBase:  # noqa: A002
         """``torch.cat`` of TensorDicts, as a class method (``TensorDict.cat(tds, 0)``).
 
         Examples:
@@ -422,7 +427,7 @@ class EntriesMixin(TensorDictHost):
         batch_dims: int | None = None,
         names: Any = None,
         lazy: bool | None = None,
-    ) -> Any:
+    ) -> TensorDictBase:
         """A TensorDict stacked from a list of dicts or TensorDicts (a batch of samples,
         e.g. as ``collate_fn`` of a ``DataLoader``).
 
@@ -454,10 +459,11 @@ class EntriesMixin(TensorDictHost):
                     item, batch_size=batch_size, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device
                 )
             items.append(item)
+        out: TensorDictBase
         if lazy:
             out = _classes.LazyStackedTensorDict(*items, stack_dim=0)
         else:
-            out = _stack(items, 0)  # type: ignore[assignment]
+            out = _stack(items, 0)
         if device is not None and out.device != torch.device(device):
             out = out.to(device)
         if names is not None:

@@ -10,12 +10,15 @@ the first result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
 from tensordict._host import TensorDictHost
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["FactoryMixin"]
 
@@ -147,7 +150,7 @@ class FactoryMixin(TensorDictHost):
         requires_grad: bool = False,
         pin_memory: bool | None = None,
         empty_lazy: bool = False,
-    ) -> Any:
+    ) -> TensorDictBase:
         return _factory(
             self,
             lambda v, s, **kw: v.new_zeros(s, **kw),
@@ -171,7 +174,7 @@ class FactoryMixin(TensorDictHost):
         requires_grad: bool = False,
         pin_memory: bool | None = None,
         empty_lazy: bool = False,
-    ) -> Any:
+    ) -> TensorDictBase:
         return _factory(
             self,
             lambda v, s, **kw: v.new_ones(s, **kw),
@@ -195,7 +198,7 @@ class FactoryMixin(TensorDictHost):
         requires_grad: bool = False,
         pin_memory: bool | None = None,
         empty_lazy: bool = False,
-    ) -> Any:
+    ) -> TensorDictBase:
         return _factory(
             self,
             lambda v, s, **kw: v.new_empty(s, **kw),
@@ -221,7 +224,7 @@ class FactoryMixin(TensorDictHost):
         requires_grad: bool = False,
         pin_memory: bool | None = None,
         empty_lazy: bool = False,
-    ) -> Any:
+    ) -> TensorDictBase:
         return _factory(
             self,
             lambda v, s, **kw: v.new_full(s, fill_value, **kw),
@@ -247,7 +250,7 @@ class FactoryMixin(TensorDictHost):
         device: Any = None,
         requires_grad: bool = False,
         pin_memory: bool | None = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """A copy of ``data`` built like ``Tensor.new_tensor``.
 
         Args:
@@ -296,7 +299,7 @@ class FactoryMixin(TensorDictHost):
             out = out.pin_memory()
         return out
 
-    def as_tensor(self) -> Any:
+    def as_tensor(self) -> TensorDictBase:
         """A TensorDict whose leaves are plain ``torch.Tensor`` objects.
 
         Tensor subclasses (``MemoryMappedTensor``, ``Parameter``, ...) are given back as

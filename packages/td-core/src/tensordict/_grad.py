@@ -8,12 +8,15 @@ whatever the number of leaves.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
 from tensordict._host import TensorDictHost
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["GradMixin", "autograd_grad"]
 
@@ -154,7 +157,7 @@ def autograd_grad(
         is_grads_batched=is_grads_batched,
         materialize_grads=materialize_grads,
     )
-    result = []
+    result: list[Any] = []
     for inp, (start, stop) in zip(inputs, spans):
         if isinstance(inp, is_td):
             by_id = {id(leaf): grad for leaf, grad in zip(flat_in[start:stop], grads[start:stop])}
@@ -202,7 +205,7 @@ class GradMixin(TensorDictHost):
         """
         return self.apply(lambda t: _grad_like(t, t.grad), filter_empty=True)
 
-    def zero_grad(self, set_to_none: bool = True) -> Any:
+    def zero_grad(self, set_to_none: bool = True) -> Self:
         """Resets the gradient of every tensor leaf.
 
         Args:

@@ -165,7 +165,7 @@ class LazyStackMethodsMixin(TensorDictHost):
     @classmethod
     def lazy_stack(
         cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any
-    ) -> Any:
+    ) -> TensorDictBase:
         """Stacks TensorDicts into a lazy stack (see :func:`tensordict.lazy_stack`).
 
         Args:
@@ -193,7 +193,7 @@ class LazyStackMethodsMixin(TensorDictHost):
     @classmethod
     def maybe_dense_stack(
         cls, input: Sequence[Any], dim: int = 0, *, out: Any = None, **kwargs: Any
-    ) -> Any:
+    ) -> TensorDictBase:
         """Stacks densely if possible, lazily otherwise (see :func:`tensordict.maybe_dense_stack`).
 
         Args:
@@ -218,7 +218,7 @@ class LazyStackMethodsMixin(TensorDictHost):
         """
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
-    def to_lazystack(self, dim: int = 0) -> Any:
+    def to_lazystack(self, dim: int = 0) -> TensorDictBase:
         """A lazy stack of ``self.unbind(dim)`` along ``dim`` (views of ``self``).
 
         On a lazy stack this moves the stack dim to ``dim``.
@@ -234,10 +234,10 @@ class LazyStackMethodsMixin(TensorDictHost):
             1
         """
         if getattr(self, "stack_dim", None) == dim % max(len(self.batch_size), 1):
-            return self
+            return self  # type: ignore[return-value]
         return lazy_stack(list(self.unbind(dim)), dim)
 
-    def densify(self, layout: torch.layout = torch.strided) -> Any:
+    def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
         """This TensorDict with every lazy stack in it replaced by a dense TensorDict
         (nested tensors where the stacked shapes differ); returns ``self`` when it
         holds no lazy stack.
@@ -262,7 +262,7 @@ class LazyStackMethodsMixin(TensorDictHost):
                 if dense is not value:
                     changed[key] = dense
         if not changed:
-            return self
+            return self  # type: ignore[return-value]
         source = dict(self._items_raw())
         source.update(changed)
         return self._new_like(source)

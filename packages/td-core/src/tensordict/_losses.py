@@ -41,9 +41,9 @@ def _leafwise_loss(fn: Callable) -> Callable:
 
             out = input.apply(leaf)
         if reduction == "mean":
-            return out.mean()
+            return out.mean()  # type: ignore[union-attr]
         if reduction == "sum":
-            return out.sum()
+            return out.sum()  # type: ignore[union-attr]
         return out
 
     return impl

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensordict import _classes
 from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["NonTensorMixin"]
 
@@ -16,7 +21,7 @@ __all__ = ["NonTensorMixin"]
 class NonTensorMixin(TensorDictHost):
     """Reading and writing non-tensor leaves by key."""
 
-    def set_non_tensor(self, key: NestedKey, data: Any) -> Any:
+    def set_non_tensor(self, key: NestedKey, data: Any) -> Self:
         """Stores ``data`` (any object) as non-tensor data under ``key``.
 
         The object is wrapped in a :class:`~tensordict.NonTensorData` whose
@@ -101,7 +106,7 @@ class NonTensorMixin(TensorDictHost):
         """
         return isinstance(self._get_any_raw(key), (NonTensorData, NonTensorStack))
 
-    def filter_non_tensor_data(self) -> Any:
+    def filter_non_tensor_data(self) -> TensorDictBase:
         """A TensorDict without its non-tensor leaves (nested TensorDicts included).
 
         Nested TensorDicts left without any tensor are dropped too.

@@ -21,7 +21,7 @@ Reductions live in ``_reductions.py`` (``ReductionMixin``, a base of ``MathMixin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -46,6 +46,11 @@ from tensordict._ops_foreach import (
 )
 from tensordict._ops_generated import GeneratedOpsMixin
 from tensordict._reductions import ReductionMixin, _torch_reduction_table
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from tensordict._base import TensorDictBase
 
 __all__ = ["MathMixin"]
 
@@ -158,7 +163,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     (through ``ReductionMixin``) reductions."""
 
     # ------------------------------------------------------------ arithmetic with keywords
-    def add(self, other: Any, *, alpha: Any = None, default: Any = None) -> Any:
+    def add(self, other: Any, *, alpha: Any = None, default: Any = None) -> TensorDictBase:
         """``self + alpha * other`` on every tensor leaf (``torch._foreach_add``).
 
         Args:
@@ -191,7 +196,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             )
         return _checked(_binary(self, other, "add", alpha), other, "add")
 
-    def sub(self, other: Any, *, alpha: Any = None, default: Any = None) -> Any:
+    def sub(self, other: Any, *, alpha: Any = None, default: Any = None) -> TensorDictBase:
         """``self - alpha * other`` on every tensor leaf (``torch._foreach_sub``).
 
         Keyword Args:
@@ -217,7 +222,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             )
         return _checked(_binary(self, other, "sub", alpha), other, "sub")
 
-    def add_(self, other: Any, *, alpha: Any = None) -> Any:
+    def add_(self, other: Any, *, alpha: Any = None) -> Self:
         """In-place :meth:`add` (``torch._foreach_add_``); returns ``self``.
 
         Args:
@@ -240,7 +245,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _binary_(self, other, "add", alpha)
 
-    def sub_(self, other: Any, *, alpha: Any = None) -> Any:
+    def sub_(self, other: Any, *, alpha: Any = None) -> Self:
         """In-place :meth:`sub` (``torch._foreach_sub_``); returns ``self``.
 
         Args:
@@ -263,7 +268,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _binary_(self, other, "sub", alpha)
 
-    def mul(self, other: Any, *, default: Any = None) -> Any:
+    def mul(self, other: Any, *, default: Any = None) -> TensorDictBase:
         """``self * other`` on every tensor leaf (``torch._foreach_mul``).
 
         Args:
@@ -293,7 +298,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             return _with_default(self, other, default, torch.mul)
         return _checked(_binary(self, other, "mul"), other, "mul")
 
-    def div(self, other: Any, *, default: Any = None) -> Any:
+    def div(self, other: Any, *, default: Any = None) -> TensorDictBase:
         """``self / other`` (true division) on every tensor leaf (``torch._foreach_div``).
 
         Keyword Args:
@@ -313,7 +318,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             return _with_default(self, other, default, torch.div)
         return _checked(_binary(self, other, "div"), other, "div")
 
-    def pow(self, other: Any, *, default: Any = None) -> Any:
+    def pow(self, other: Any, *, default: Any = None) -> TensorDictBase:
         """``self ** other`` on every tensor leaf (``torch._foreach_pow``).
 
         Keyword Args:
@@ -437,7 +442,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         return _loop(self, torch.bitwise_not)
 
     # ------------------------------------------------------------ several-operand math
-    def clamp(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    def clamp(self, min: Any = None, max: Any = None) -> TensorDictBase:  # noqa: A002
         """Clamps every tensor leaf to ``[min, max]`` (``_foreach_clamp_min/max``).
 
         Args:
@@ -463,9 +468,9 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         out = self if min is None else self.clamp_min(min)
         if max is not None:
             out = out.clamp_max(max) if min is None else _binary_(out, max, "clamp_max")
-        return out
+        return out  # type: ignore[return-value]
 
-    def clamp_(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    def clamp_(self, min: Any = None, max: Any = None) -> Self:  # noqa: A002
         """In-place :meth:`clamp`; returns ``self``.
 
         Args:
@@ -494,7 +499,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             _binary_(self, max, "clamp_max")
         return self
 
-    def lerp(self, end: Any, weight: Any) -> Any:
+    def lerp(self, end: Any, weight: Any) -> TensorDictBase:
         """``self + weight * (end - self)`` on every tensor leaf (``torch._foreach_lerp``).
 
         Args:
@@ -513,7 +518,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "lerp", end, weight, inplace=False)
 
-    def lerp_(self, end: Any, weight: Any) -> Any:
+    def lerp_(self, end: Any, weight: Any) -> Self:
         """In-place :meth:`lerp` (``torch._foreach_lerp_``); returns ``self``.
 
         Args:
@@ -532,7 +537,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "lerp", end, weight, inplace=True)
 
-    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorDictBase:
         """``self + value * tensor1 * tensor2`` on every leaf (``torch._foreach_addcmul``).
 
         Args:
@@ -553,7 +558,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "addcmul", tensor1, tensor2, inplace=False, value=value)
 
-    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Self:
         """In-place :meth:`addcmul` (``torch._foreach_addcmul_``); returns ``self``.
 
         Args:
@@ -567,7 +572,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "addcmul", tensor1, tensor2, inplace=True, value=value)
 
-    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorDictBase:
         """``self + value * tensor1 / tensor2`` on every leaf (``torch._foreach_addcdiv``).
 
         Args:
@@ -588,7 +593,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "addcdiv", tensor1, tensor2, inplace=False, value=value)
 
-    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Self:
         """In-place :meth:`addcdiv` (``torch._foreach_addcdiv_``); returns ``self``.
 
         Args:
@@ -602,7 +607,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         """
         return _ternary(self, "addcdiv", tensor1, tensor2, inplace=True, value=value)
 
-    def round(self, decimals: int = 0) -> Any:
+    def round(self, decimals: int = 0) -> TensorDictBase:
         """Rounds every tensor leaf (``torch._foreach_round``; ``decimals`` loops).
 
         Examples:
@@ -616,7 +621,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             return _loop(self, lambda x: torch.round(x, decimals=decimals))
         return _unary(self, "round")
 
-    def round_(self, decimals: int = 0) -> Any:
+    def round_(self, decimals: int = 0) -> Self:
         """In-place :meth:`round`; returns ``self``."""
         if decimals:
             return _loop_(self, lambda x: x.round_(decimals=decimals))
@@ -624,7 +629,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
 
     def nan_to_num(
         self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
-    ) -> Any:
+    ) -> TensorDictBase:
         """``torch.nan_to_num`` of every tensor leaf.
 
         Args:
@@ -645,7 +650,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
 
     def nan_to_num_(
         self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
-    ) -> Any:
+    ) -> Self:
         """In-place :meth:`nan_to_num`; returns ``self``.
 
         Args:
@@ -659,7 +664,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         return _loop_(self, lambda x: x.nan_to_num_(nan, posinf, neginf))
 
     # ------------------------------------------------------------ masking and where
-    def masked_fill(self, mask: Any, value: Any) -> Any:
+    def masked_fill(self, mask: Any, value: Any) -> TensorDictBase:
         """Writes ``value`` where ``mask`` is ``True``, in a copy of every tensor leaf.
 
         Args:
@@ -684,7 +689,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         mask = _check_mask(self, mask, "masked_fill")
         return _loop(self, lambda x: x.masked_fill(_align(mask, x), value))
 
-    def masked_fill_(self, mask: Any, value: Any) -> Any:
+    def masked_fill_(self, mask: Any, value: Any) -> Self:
         """In-place :meth:`masked_fill`; returns ``self``.
 
         Args:
@@ -707,7 +712,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         mask = _check_mask(self, mask, "masked_fill_")
         return _loop_(self, lambda x: x.masked_fill_(_align(mask, x), value))
 
-    def masked_select(self, mask: Any) -> Any:
+    def masked_select(self, mask: Any) -> TensorDictBase:
         """Keeps the batch elements where ``mask`` is ``True``.
 
         Args:
@@ -733,7 +738,7 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             mask = mask.bool()
         return self._index(mask)
 
-    def where(self, condition: Any, other: Any, *, out: Any = None, pad: Any = None) -> Any:
+    def where(self, condition: Any, other: Any, *, out: Any = None, pad: Any = None) -> TensorDictBase:
         """Picks ``self``'s leaf where ``condition`` holds and ``other``'s elsewhere.
 
         Args:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,6 +39,9 @@ from tensordict._apply import (
 from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT
 from tensordict._nontensor import NonTensorData
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["ReductionMixin"]
 
@@ -391,7 +394,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Sum of every leaf, over all its elements, batch dims or feature dims.
 
         Args:
@@ -436,7 +439,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Like :meth:`sum`, treating NaN as zero.
 
         Args:
@@ -472,7 +475,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Mean of every leaf (``dim`` forms as in :meth:`sum`); leaves must be floating point
         (or pass ``dtype``). With ``reduce=True`` the mean of all elements of all leaves.
 
@@ -509,7 +512,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Like :meth:`mean`, ignoring NaN.
 
         Args:
@@ -543,7 +546,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Product of every leaf (``dim`` forms as in :meth:`sum`; a tuple reduces each dim).
 
         Args:
@@ -579,7 +582,7 @@ class ReductionMixin(TensorDictHost):
         *,
         correction: int = 1,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Standard deviation of every leaf (``dim`` forms as in :meth:`sum`).
 
         Keyword Args:
@@ -602,7 +605,7 @@ class ReductionMixin(TensorDictHost):
         *,
         correction: int = 1,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Variance of every leaf (``dim`` forms as in :meth:`sum`).
 
         Keyword Args:
@@ -726,7 +729,7 @@ class ReductionMixin(TensorDictHost):
         return self._minmax("min", dim, keepdim, reduce, return_indices)
 
     @_with_out
-    def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+    def amax(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
         """Maximum values of every leaf over ``dim`` (int, tuple, "feature" or all).
 
         Args:
@@ -752,7 +755,7 @@ class ReductionMixin(TensorDictHost):
         return _reduce(self, "amax", _dims_op(torch.amax), dim, keepdim, reduce, combine=torch.amax)
 
     @_with_out
-    def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+    def amin(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
         """Minimum values of every leaf over ``dim`` (int, tuple, "feature" or all).
 
         Args:
@@ -778,7 +781,7 @@ class ReductionMixin(TensorDictHost):
         return _reduce(self, "amin", _dims_op(torch.amin), dim, keepdim, reduce, combine=torch.amin)
 
     @_with_out
-    def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> Any:
+    def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
         """``log(sum(exp(x)))`` of every leaf over ``dim`` (forms as in :meth:`sum`).
 
         Args:
@@ -820,7 +823,7 @@ class ReductionMixin(TensorDictHost):
         *,
         interpolation: str = "linear",
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """The ``q``-th quantile of every leaf over ``dim`` (forms as in :meth:`sum`).
 
         Args:
@@ -859,7 +862,7 @@ class ReductionMixin(TensorDictHost):
         *,
         dtype: Any = None,
         reduce: Any = None,
-    ) -> Any:
+    ) -> TensorDictBase | torch.Tensor:
         """Vector ``p``-norm of every leaf (``torch.linalg.vector_norm``).
 
         Without ``dim`` the per-leaf norms come from one ``torch._foreach_norm`` call.
@@ -906,7 +909,7 @@ class ReductionMixin(TensorDictHost):
         return _reduce(self, "norm", op, dim, keepdim, reduce, combine=combine)
 
     # ------------------------------------------------------------ shape-preserving scans
-    def softmax(self, dim: int, dtype: Any = None) -> Any:
+    def softmax(self, dim: int, dtype: Any = None) -> TensorDictBase:
         """Softmax of every leaf along batch dim ``dim``.
 
         Args:
@@ -929,7 +932,7 @@ class ReductionMixin(TensorDictHost):
         d = _check_single_dim(self, dim, "softmax")
         return _shape_preserving(self, lambda x: torch.softmax(x, d, dtype=dtype))
 
-    def log_softmax(self, dim: int, dtype: Any = None) -> Any:
+    def log_softmax(self, dim: int, dtype: Any = None) -> TensorDictBase:
         """Log-softmax of every leaf along batch dim ``dim``.
 
         Args:
@@ -952,7 +955,7 @@ class ReductionMixin(TensorDictHost):
         d = _check_single_dim(self, dim, "log_softmax")
         return _shape_preserving(self, lambda x: torch.log_softmax(x, d, dtype=dtype))
 
-    def cumsum(self, dim: int, *, dtype: Any = None) -> Any:
+    def cumsum(self, dim: int, *, dtype: Any = None) -> TensorDictBase:
         """Cumulative sum of every leaf along batch dim ``dim``.
 
         Args:
@@ -977,7 +980,7 @@ class ReductionMixin(TensorDictHost):
         d = _check_single_dim(self, dim, "cumsum")
         return _shape_preserving(self, lambda x: torch.cumsum(x, d, dtype=dtype))
 
-    def cumprod(self, dim: int, *, dtype: Any = None) -> Any:
+    def cumprod(self, dim: int, *, dtype: Any = None) -> TensorDictBase:
         """Cumulative product of every leaf along batch dim ``dim``.
 
         Args:

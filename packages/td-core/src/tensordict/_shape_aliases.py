@@ -10,12 +10,15 @@ leaves and lazy stacks behave as they do for ``transpose``, ``flip`` and ``expan
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict._host import TensorDictHost
 from tensordict._pad import pad as _pad_fn
+
+if TYPE_CHECKING:
+    from tensordict._base import TensorDictBase
 
 __all__ = ["ShapeAliasMixin", "shape_alias_torch_table"]
 
@@ -36,7 +39,7 @@ def _norm(dim: int, nd: int, name: str) -> int:
 class ShapeAliasMixin(TensorDictHost):
     """Mixed into TensorDictBase: torch's alias spellings of batch-dim shape ops."""
 
-    def swapaxes(self, dim0: int, dim1: int) -> Any:
+    def swapaxes(self, dim0: int, dim1: int) -> TensorDictBase:
         """Swaps batch dims ``dim0`` and ``dim1`` (same as :meth:`transpose`).
 
         Examples:
@@ -48,11 +51,11 @@ class ShapeAliasMixin(TensorDictHost):
         """
         return self.transpose(dim0, dim1)
 
-    def swapdims(self, dim0: int, dim1: int) -> Any:
+    def swapdims(self, dim0: int, dim1: int) -> TensorDictBase:
         """Alias of :meth:`swapaxes`."""
         return self.transpose(dim0, dim1)
 
-    def fliplr(self) -> Any:
+    def fliplr(self) -> TensorDictBase:
         """Flips batch dim 1 (left/right), as ``torch.fliplr``.
 
         Raises:
@@ -69,7 +72,7 @@ class ShapeAliasMixin(TensorDictHost):
         _need_dims(self, 2, "fliplr")
         return self.flip(1)
 
-    def flipud(self) -> Any:
+    def flipud(self) -> TensorDictBase:
         """Flips batch dim 0 (up/down), as ``torch.flipud``.
 
         Raises:
@@ -84,7 +87,7 @@ class ShapeAliasMixin(TensorDictHost):
         _need_dims(self, 1, "flipud")
         return self.flip(0)
 
-    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Any:
+    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorDictBase:
         """Rotates the plane of batch dims ``dims`` by ``k`` quarter turns, as ``torch.rot90``.
 
         Args:
@@ -110,7 +113,7 @@ class ShapeAliasMixin(TensorDictHost):
             raise RuntimeError(msg)
         return self._batch_transform(lambda t, n: torch.rot90(t, k, (d0, d1)))
 
-    def tile(self, dims: Sequence[int] | int, *more: int) -> Any:
+    def tile(self, dims: Sequence[int] | int, *more: int) -> TensorDictBase:
         """Repeats the batch as ``torch.tile`` repeats a tensor of shape ``batch_size``.
 
         Args:
@@ -136,7 +139,7 @@ class ShapeAliasMixin(TensorDictHost):
 
         return self._batch_transform(fn)
 
-    def broadcast_to(self, shape: Sequence[int]) -> Any:
+    def broadcast_to(self, shape: Sequence[int]) -> TensorDictBase:
         """Expands the batch to ``shape`` (same as :meth:`expand`).
 
         Examples:
@@ -147,7 +150,7 @@ class ShapeAliasMixin(TensorDictHost):
         """
         return self.expand(*shape)
 
-    def pad(self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True) -> Any:
+    def pad(self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True) -> TensorDictBase:
         """Pads the batch dims with ``value`` (see :func:`tensordict.pad`).
 
         Args:
@@ -178,7 +181,7 @@ class ShapeAliasMixin(TensorDictHost):
         lead = (1,) * (n - nd)
         return self._batch_transform(lambda t, k: t.reshape(*lead, *t.shape))
 
-    def atleast_1d(self) -> Any:
+    def atleast_1d(self) -> TensorDictBase:
         """``self`` if it has a batch dim, else a view with ``batch_size=[1]``.
 
         Examples:
@@ -189,7 +192,7 @@ class ShapeAliasMixin(TensorDictHost):
         """
         return self._atleast(1)
 
-    def atleast_2d(self) -> Any:
+    def atleast_2d(self) -> TensorDictBase:
         """``self`` if it has 2 batch dims or more, else a view with leading dims of size 1.
 
         Examples:
@@ -200,7 +203,7 @@ class ShapeAliasMixin(TensorDictHost):
         """
         return self._atleast(2)
 
-    def atleast_3d(self) -> Any:
+    def atleast_3d(self) -> TensorDictBase:
         """``self`` if it has 3 batch dims or more, else a view with leading dims of size 1.
 
         Examples:

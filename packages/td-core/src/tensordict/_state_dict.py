@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -37,6 +37,9 @@ from tensordict import _classes
 from tensordict._errors import locked_error
 from tensordict._host import TensorDictHost
 from tensordict._nontensor import NonTensorData, NonTensorStack
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["StateDictMixin"]
 
@@ -499,7 +502,7 @@ class StateDictMixin(TensorDictHost):
 
     def load_state_dict(
         self, state_dict: Mapping, strict: bool = True, assign: bool = False, from_flatten: bool | None = None
-    ) -> Any:
+    ) -> Self:
         """Loads a state dict made by :meth:`state_dict` into the TensorDict; returns ``self``.
 
         Everything is checked before anything is written: on error the TensorDict is

@@ -295,7 +295,7 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
     # parameters in place, through ``_apply``.
     def type(self, dst_type: Any) -> TensorDict:  # type: ignore[override]
         """A new TensorDict with every tensor leaf cast to ``dst_type``."""
-        return TensorDictBase.to(self, dst_type)
+        return TensorDictBase.to(self, dst_type)  # type: ignore[return-value]
     __getstate__ = nn.Module.__getstate__ if hasattr(nn.Module, "__getstate__") else object.__getstate__  # type: ignore[attr-defined]
     __setstate__ = nn.Module.__setstate__
     __dir__ = nn.Module.__dir__
@@ -404,7 +404,7 @@ def _no_grad_write(name: str) -> Any:
 
 def _cast(dtype: torch.dtype) -> Any:
     def cast(self: TensorDictParams) -> TensorDict:
-        return TensorDictBase.to(self, dtype)
+        return TensorDictBase.to(self, dtype)  # type: ignore[return-value]
 
     cast.__doc__ = f"A new TensorDict with every tensor leaf cast to ``{dtype}``."
     return cast
