@@ -62,6 +62,7 @@ from tensordict._unbatched import UnbatchedTensor
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "set_get_defaults_to_none"]
 
 _GET_DEFAULTS_TO_NONE = [True]
+_TENSOR_ONLY = frozenset((torch.Tensor,))
 _ABSENT: Any = object()
 
 
@@ -1069,6 +1070,19 @@ class TensorDictBase(
 
     def _update_fast(self, source: Any, non_blocking: bool) -> bool:
         """All-tensor, str-keyed update: validate everything, then assign. False if not applicable."""
+        td_cls = _classes.TensorDict
+        if source.__class__ is td_cls and self.__class__ is td_cls:
+            # a TensorDict of plain tensors already holds the invariant: its batch size starts
+            # with ours and its device is ours, so no leaf needs checking (one C-speed pass)
+            bs, sbs, dev = self._batch_size, source._batch_size, self._device
+            store = source._tensordict
+            if (
+                (sbs == bs or (len(sbs) > len(bs) and sbs[: len(bs)] == bs))
+                and (dev is None or source._device == dev)
+                and _TENSOR_ONLY.issuperset(map(type, store.values()))
+            ):
+                self._tensordict.update(store)
+                return True
         items = source._items_raw() if isinstance(source, TensorDictBase) else source.items()
         bs = self.batch_size
         n = len(bs)
