@@ -182,7 +182,7 @@ def _internal_state(sd: Mapping, from_flatten: bool | None) -> Mapping:
                 nxt = node[part] = OrderedDict()
             elif not isinstance(nxt, Mapping):
                 break
-            node = nxt
+            node = nxt  # type: ignore[assignment]
         else:
             node[_BS] = info["batch_size"]
             node[_DEVICE] = info.get("device")

@@ -221,7 +221,7 @@ def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nby
         flat = _fs_tensor(path, nbytes, dtype, (expected // dtype.itemsize,), ctx)
         with _DisableTF():
             storage, offset = flat.untyped_storage(), flat.storage_offset() * dtype.itemsize
-        return _nested_on(MemoryMappedTensor, storage, dtype, shapes, offset, getattr(flat, "_filename", None),
+        return _nested_on(MemoryMappedTensor, storage, dtype, shapes, offset, getattr(flat, "_filename", None),  # type: ignore[arg-type]
                           getattr(flat, "_shm", None))
     check_file(path, nbytes, exact=True)
     return MemoryMappedTensor.from_filename(path, dtype, shapes)

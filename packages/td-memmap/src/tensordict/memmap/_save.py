@@ -172,14 +172,14 @@ def _plan_nested(value: torch.Tensor, stage: str | None, final: str | None, key:
     }
     if ctx.anonymous:
         reuse = value if isinstance(value, MemoryMappedTensor) and not ctx.like else None
-        return _Leaf(None, value.dtype, sizes, reuse, value), entry
+        return _Leaf(None, value.dtype, sizes, reuse, value), entry  # type: ignore[arg-type]
     assert stage is not None
     if ctx.like:
-        allocate(stage, entry["nbytes"], existsok=False)
+        allocate(stage, entry["nbytes"], existsok=False)  # type: ignore[arg-type]
     else:
         flat = torch.cat([e.detach().reshape(-1).cpu() for e in elements]) if elements else value.new_empty(0)
         ctx.jobs.extend(write_tensor_jobs(stage, flat))
-    return _Leaf(final, value.dtype, sizes, None, None), entry
+    return _Leaf(final, value.dtype, sizes, None, None), entry  # type: ignore[arg-type]
 
 
 def _non_tensor_entry(key: str, value: Any, stem: str, stage: str | None) -> dict:
