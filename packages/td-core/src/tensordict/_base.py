@@ -1,14 +1,18 @@
 """``TensorDictBase``: the dictionary API of every container (keys, get/set, update,
 locking, iteration), assembled from one mixin per concern.
 
-Each concern lives in its own module and is mixed in here: ``_select.py``
-(select/exclude/flatten), ``_compare.py``, ``_shape.py`` (indexing and batch-dim
-shape ops), ``_device.py``, ``_apply.py``, ``_ops.py`` (leaf-wise math and
-reductions), ``_convert.py``, ``_module_params.py``, ``_consolidate.py``,
-``_seams.py`` (methods served by sibling distributions) and ``_lazy_funcs.py``. A
-concrete container implements the storage primitives ``_keys_raw``, ``_items_raw``,
-``_get_raw``, ``_set_raw``, ``_del_raw``, ``_index``, ``_batch_transform`` and
-``_new_like``. The class is published to the mixins through ``_classes.py``.
+Each concern lives in its own module and is mixed in here: ``_shape_context.py``
+(shape ops as context managers), ``_select.py`` (select/exclude/flatten),
+``_compare.py``, ``_shape.py`` (indexing and batch-dim shape ops), ``_device.py``,
+``_apply.py``, ``_ops.py`` (leaf-wise math, with the generated ``_ops_gen_*.py``, and
+``_reductions.py``), ``_convert.py``, ``_module_params.py``, ``_consolidate.py``,
+``_seams.py`` (methods served by sibling distributions), ``_lazy_funcs.py``,
+``_grad.py``, ``_cumulative.py``, ``_factories.py``, ``_entries.py``,
+``_shape_aliases.py``, ``_compat_methods.py`` and ``_nontensor_methods.py``. A concrete
+container implements the storage primitives ``_keys_raw``, ``_items_raw``, ``_get_raw``,
+``_set_raw``, ``_del_raw``, ``_index``, ``_batch_transform`` and ``_new_like``. The class
+is published to the mixins through ``_classes.py``; what the mixins read from it is
+declared for type checkers in ``_host.py``.
 """
 
 from __future__ import annotations
