@@ -313,3 +313,11 @@ class TestSharedNonTensorStack:
         with pytest.raises(RuntimeError, match="slots hold"):
             s[0] = "x" * 10_000
         assert s.tolist() == ["a", "b"]
+
+
+def test_auto_batch_size_refuses_a_locked_tensordict() -> None:
+    td = TensorDict(a=torch.zeros(3, 4)).lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        td.auto_batch_size_()
+    assert td.batch_size == torch.Size([])
+    assert td.unlock_().auto_batch_size_().batch_size == torch.Size([3, 4])

@@ -291,6 +291,9 @@ class TensorDictBase(
         Returns:
             ``self``.
 
+        Raises:
+            RuntimeError: the TensorDict is locked (as setting ``batch_size`` is).
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -298,6 +301,8 @@ class TensorDictBase(
             >>> td.auto_batch_size_().batch_size
             torch.Size([3, 4])
         """
+        if self.is_locked:
+            raise locked_error("auto_batch_size_")
         for _, v in self._items_raw():
             if isinstance(v, TensorDictBase):
                 v.auto_batch_size_(batch_dims)
