@@ -210,3 +210,17 @@ def test_a_set_is_not_an_index():
     td = TensorDict({"a": torch.zeros(3, 2)}, [3, 2])
     with pytest.raises(TypeError, match="Invalid index"):
         td[:, {0, 1}]
+
+
+def test_where_on_a_lazy_stack_splits_the_condition():
+    tds = [TensorDict({"a": torch.randn(4, 1, 5), "n": {"b": torch.zeros(4, 1)}}, [4, 1]) for _ in range(2)]
+    stack = lazy_stack(tds, 1)
+    mask = torch.tensor([[[True], [False]], [[False], [True]], [[True], [True]], [[False], [False]]])
+    out = stack.where(mask, stack.empty(), pad=1)
+    for value in out.values(True, True):
+        assert (value[~mask] == 1).all()
+    assert torch.equal(out["a"][mask], stack["a"][mask])
+    target = stack.empty()
+    assert stack.where(mask, stack.empty(), pad=1, out=target) is target
+    with pytest.raises(KeyError, match="not found and no pad value provided"):
+        stack.empty().where(mask, stack)

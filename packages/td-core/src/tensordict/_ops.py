@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _classes
 from tensordict._keys import NO_DEFAULT
 from tensordict._ops_foreach import (
     _BINARY,
@@ -771,6 +772,8 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
                     [1., 1.]])
         """
         cond = condition if isinstance(condition, _Tensor) else torch.as_tensor(condition)
+        if isinstance(self, _classes.LazyStackedTensorDict) and cond.ndim > self.stack_dim:
+            return _lazy_where(self, cond, other, out, pad)
 
         def pick(x: Any, y: Any) -> _Tensor:
             ref = x if isinstance(x, _Tensor) else y
@@ -801,6 +804,26 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
     true_divide = div
     multiply = mul
     subtract = sub
+
+
+def _lazy_where(td: Any, cond: _Tensor, other: Any, out: Any, pad: Any) -> Any:
+    """``where`` on a lazy stack: each stacked TensorDict with its slice of ``cond`` (and of
+    ``other``), stacked lazily again; ``out`` is filled and returned when given."""
+    sd = td.stack_dim
+    n = len(td.tensordicts)
+    conds = cond.unbind(sd) if cond.shape[sd] == n else [cond.squeeze(sd)] * n
+    if _is_td(other) and other.batch_dims > sd:
+        others = other.unbind(sd)
+    elif isinstance(other, _Tensor) and other.ndim > sd and other.shape[sd] == n:
+        others = other.unbind(sd)
+    else:
+        others = [other] * n
+    parts = [t.where(c, o, pad=pad) for t, c, o in zip(td.tensordicts, conds, others)]
+    result = _classes.LazyStackedTensorDict._from_list(parts, sd)
+    if out is None:
+        return result
+    out.update(result)
+    return out
 
 
 # ---------------------------------------------------------------------- generated methods
