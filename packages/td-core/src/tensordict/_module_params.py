@@ -53,18 +53,7 @@ def _module_tree(module: nn.Module, td_cls: Any) -> Any:
 
 def _state_dict_tree(module: nn.Module) -> Any:
     """The module's ``state_dict()`` unflattened into the tree of its submodules."""
-    td_cls = _classes.TensorDict
-    root = td_cls._new_unsafe({}, torch.Size(()), None)
-    for name, value in module.state_dict().items():
-        parts = name.split(".")
-        node = root
-        for sub in parts[:-1]:
-            node = node._create_nested(sub)  # type: ignore[assignment]
-        if isinstance(value, torch.Tensor):
-            node._set_raw(parts[-1], value)
-        else:
-            node._set_str(parts[-1], value, False)
-    return root
+    return _state_dict_swap(module.state_dict())
 
 
 def _check_module(module: Any, what: str = "module") -> None:
@@ -665,6 +654,7 @@ def _drop_none(td: Any) -> None:
 
 
 def _state_dict_swap(flat: dict) -> Any:
+    """A flat ``{"sub.name": value}`` state dict unflattened into a TensorDict tree."""
     td_cls = _classes.TensorDict
     root = td_cls._new_unsafe({}, torch.Size(()), None)
     for name, value in flat.items():
