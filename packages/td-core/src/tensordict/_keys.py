@@ -179,6 +179,10 @@ class _KeysView:
         nested = self.include_nested
         append = out.append
         tdb = _classes.TensorDictBase
+        # nodes of many plain tensors are taken in C-speed passes (checked inline: small
+        # nodes, such as the links of a deep chain, must not pay for the check)
+        td_cls = _classes.TensorDict if is_leaf is None else None
+        only_tensors = _TENSOR_ONLY.issuperset
         # depth-first, parents before children, with an explicit stack: no recursion limit
         # on the nesting depth
         if is_leaf is None and _all_tensors(td):
@@ -199,7 +203,11 @@ class _KeysView:
                 if nested and is_coll:
                     # the key tuple is built once per node (keys at depth d cost O(d) each)
                     sub = full if pre else (key,)
-                    if is_leaf is None and _all_tensors(value):  # a node of plain tensors
+                    if (
+                        value.__class__ is td_cls
+                        and len(value._tensordict) > 8
+                        and only_tensors(map(type, value._tensordict.values()))
+                    ):
                         _extend_tensors(value, sub, out, keys_only)
                         continue
                     stack.append((sub, iter(value._items_raw())))
@@ -229,9 +237,14 @@ class _KeysView:
         n = 0
         tdb = _classes.TensorDictBase
         todo = [td]  # an explicit stack: no recursion limit on the nesting depth
+        td_cls = _classes.TensorDict if is_leaf is None else None
         while todo:
             node = todo.pop()
-            if is_leaf is None and _all_tensors(node):  # plain tensors: every one counts
+            if (  # a node of many plain tensors: every one counts
+                node.__class__ is td_cls
+                and len(node._tensordict) > 8
+                and _TENSOR_ONLY.issuperset(map(type, node._tensordict.values()))
+            ):
                 n += len(node._tensordict)
                 continue
             for _, value in node._items_raw():
