@@ -108,6 +108,7 @@ __all__ = [
     "pack_memmap",
     "unpack_memmap",
     "refresh_archive_checksums",
+    "append_memmap",
     # tensorclass
     "tensorclass",
     "TensorClass",
@@ -174,6 +175,7 @@ _LAZY = {
     "pack_memmap": ("tensordict.memmap", "pack_memmap"),
     "unpack_memmap": ("tensordict.memmap", "unpack_memmap"),
     "refresh_archive_checksums": ("tensordict.memmap", "refresh_archive_checksums"),
+    "append_memmap": ("tensordict.memmap", "append_memmap"),
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),

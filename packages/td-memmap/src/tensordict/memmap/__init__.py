@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tensordict.memmap import _td_methods
+from tensordict.memmap._append import append_memmap
 from tensordict.memmap._archive import (
     is_memmap_archive,
     pack_memmap,
@@ -40,6 +41,7 @@ __all__ = [
     "pack_memmap",
     "unpack_memmap",
     "refresh_archive_checksums",
+    "append_memmap",
     "register_memmap_type",
     "registered_types",
     "__version__",

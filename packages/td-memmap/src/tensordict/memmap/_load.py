@@ -27,7 +27,14 @@ from tensordict.ext import lookup_memmap_name as lookup_name
 from tensordict.memmap._fileio import check_file, dtype_from_name
 from tensordict.memmap._names import _VALID, member_path
 from tensordict.memmap._save import VERSION, make_lazy_stack
-from tensordict.memmap._store import META, META_MAX_BYTES, find_partial, parse_meta, read_meta
+from tensordict.memmap._store import (
+    JOURNAL,
+    META,
+    META_MAX_BYTES,
+    find_partial,
+    parse_meta,
+    read_meta,
+)
 from tensordict.memmap._tensor import _map_file
 from tensordict.memmap._upstream import is_upstream_meta, load_upstream_folder
 from tensordict.memmap._values import load_pickle
@@ -465,6 +472,11 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
         msg = f"load_memmap: mode must be one of {sorted(MODES)} ('r+': writes reach the files; 'r'/'c': copy-on-write), got {mode!r}."
         raise ValueError(msg)
     root = _locate(prefix)
+    if os.path.lexists(os.path.join(root, JOURNAL)):
+        msg = (f"the store at {root!r} is being appended to, or an append to it was interrupted ({JOURNAL} is "
+               "there). Wait for the append to finish; after a killed append, tensordict.append_memmap(prefix, None) "
+               "rolls the store back to the rows it held before.")
+        raise RuntimeError(msg)
     dev = torch.device(device) if device is not None else None
     meta_device = dev is not None and dev.type == "meta"
     fake = _fake_mode_active()

@@ -59,6 +59,8 @@ _TMP = ".td-tmp-"
 _OLD = ".td-old-"
 #: present in a staging folder until just before it is published: the folder is ours alone
 MARKER = ".td-staging"
+#: journal of an append in progress, at the root of a store (see ``_append.py``)
+JOURNAL = ".td-append.json"
 
 
 def new_generation() -> str:
@@ -267,7 +269,7 @@ def _owned_entries(folder: str) -> set[str]:
         return set()
     if is_upstream_meta(meta):
         return upstream_owned(folder, meta)
-    owned = {META, MARKER}
+    owned = {META, MARKER, JOURNAL}
     for entry in meta.get("entries", []) if isinstance(meta.get("entries"), list) else []:
         if isinstance(entry, dict):
             for field in ("file", "dir"):
