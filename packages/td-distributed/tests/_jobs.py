@@ -396,6 +396,11 @@ def add_one_inplace(chunk: TensorDict) -> None:
     chunk["x"].add_(1)
 
 
+def add_key_inplace(chunk: TensorDict) -> None:
+    chunk["x"].add_(1)
+    chunk["new"] = torch.zeros(chunk.batch_size)
+
+
 def square(chunk: TensorDict) -> TensorDict:
     return TensorDict(y=chunk["x"] ** 2, batch_size=chunk.batch_size)
 
@@ -422,8 +427,9 @@ def report_sharing(chunk: TensorDict) -> TensorDict:
     """Tells whether the chunk's leaves live in shared memory or in a memory-mapped file."""
     x = chunk["x"]
     filename = getattr(x, "filename", None)
-    flags = [float(x.is_shared()), float(filename is not None), float(os.getpid())]
-    return TensorDict(info=torch.tensor(flags).expand(chunk.batch_size[0], 3).clone(), batch_size=chunk.batch_size)
+    flags = [float(x.is_shared()), float(filename is not None), float(os.getpid()), float(x.data_ptr())]
+    info = torch.tensor(flags, dtype=torch.float64).expand(chunk.batch_size[0], 4).clone()
+    return TensorDict(info=info, batch_size=chunk.batch_size)
 
 
 def die(chunk: TensorDict) -> None:

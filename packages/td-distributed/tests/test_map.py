@@ -55,9 +55,36 @@ def test_map_in_place_writes_back():
 @pytest.mark.timeout(60)
 def test_map_chunks_are_shared_not_copied():
     td = _td(8)
-    info = td.map(_jobs.report_sharing, num_workers=2)["info"]
-    assert bool((info[:, 0] == 1).all()), "the workers' chunks are not in shared memory"
+    # forked workers read the caller's memory itself (their copy-on-write image): each
+    # chunk sits at the address of its rows in the caller's tensor, nothing was copied
+    info = td.map(_jobs.report_sharing, num_workers=2, mp_start_method="fork")["info"]
+    rows = td["x"]
+    assert info[0, 3].item() == rows[0].data_ptr() and info[4, 3].item() == rows[4].data_ptr()
     assert len(set(info[:, 2].tolist())) == 2  # two worker processes did the work
+    # workers that do not fork read one shared-memory copy
+    info = td.map(_jobs.report_sharing, num_workers=2, mp_start_method="forkserver")["info"]
+    assert bool((info[:, 0] == 1).all()), "the workers' chunks are not in shared memory"
+    # a user's pool gets the shared copy too (its workers were not forked from this state)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        info = td.map(_jobs.report_sharing, pool=pool, num_chunks=2)["info"]
+    assert bool((info[:, 0] == 1).all())
+
+
+@pytest.mark.timeout(60)
+def test_map_in_place_with_forked_workers_and_added_keys():
+    td = _td(10)
+    td.lock_()
+    before = td["x"].clone()
+    assert td.map(_jobs.add_one_inplace, num_workers=2, mp_start_method="fork") is td
+    assert torch.equal(td["x"], before + 1)
+    # shuffled rows (gathered copies) come back to the right rows
+    it = td.map_iter(_jobs.add_one_inplace, num_workers=2, chunksize=3, shuffle=True, mp_start_method="fork")
+    assert sum(chunk.batch_size[0] for chunk in it) == 10
+    assert torch.equal(td["x"], before + 2)
+    td.unlock_()
+    # an entry fn adds to its chunk stays in the worker (as with shared memory)
+    td.map(_jobs.add_key_inplace, num_workers=2, mp_start_method="fork")
+    assert "new" not in td.keys() and torch.equal(td["x"], before + 3)
 
 
 @pytest.mark.timeout(60)

@@ -6,9 +6,12 @@ a ``torch.multiprocessing`` pool. The data is never pickled:
 - the workers read the chunks from a *source* that all processes map: the
   TensorDict itself when it is memory-mapped (td-memmap; its leaves pickle as file
   names) or already in shared memory, otherwise one consolidated copy of it in
-  shared memory (its single storage pickles as one shared-memory handle). With
-  the pool this module creates, the source and ``fn`` are handed to each worker
-  once, at start-up (inherited with ``fork``); a task is then only an index.
+  shared memory (its single storage pickles as one shared-memory handle). A pool
+  this module forks needs no source at all for a plain CPU TensorDict: each worker
+  reads its copy-on-write image of the caller's memory (nothing is copied up
+  front), and a chunk that ``fn`` changes in place travels back like a result.
+  With the pool this module creates, the source and ``fn`` are handed to each
+  worker once, at start-up (inherited with ``fork``); a task is then only an index.
 - a result that ``fn`` returns is written by the worker to a consolidated file in
   ``/dev/shm`` (RAM) and memory-mapped by the caller, which then concatenates the
   results; nothing is streamed through the pool's pipes.
@@ -29,6 +32,7 @@ import pickle
 import shutil
 import signal
 import tempfile
+import threading
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -46,10 +50,10 @@ _WORKER_STATE: dict = {}
 
 
 # ---------------------------------------------------------------------- worker side
-def _init_worker(token: str, source: Any, fn: Callable, worker_threads: int) -> None:
+def _init_worker(token: str, source: Any, fn: Callable, worker_threads: int, inherited: bool = False) -> None:
     if worker_threads:
         torch.set_num_threads(worker_threads)
-    _WORKER_STATE[token] = (source, fn)
+    _WORKER_STATE[token] = (source, fn, inherited)
 
 
 def _index(dim: int, spec: Any) -> tuple:
@@ -58,7 +62,7 @@ def _index(dim: int, spec: Any) -> tuple:
     return (slice(None),) * dim + (spec,)
 
 
-def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
+def _ship(result: Any, chunk_id: int, outdir: str, kind: str = "td") -> tuple:
     from tensordict.ext import TensorDict, TensorDictBase
 
     if result is None:
@@ -66,7 +70,7 @@ def _ship(result: Any, chunk_id: int, outdir: str) -> tuple:
     if isinstance(result, torch.Tensor):
         kind, td = "tensor", TensorDict({_TENSOR_KEY: result.detach()}, batch_size=[])
     elif isinstance(result, TensorDictBase):
-        kind, td = "td", result  # type: ignore[assignment]
+        td = result  # type: ignore[assignment]
     else:
         return ("object", chunk_id, type(result).__name__)
     path = os.path.join(outdir, f"{chunk_id}-{uuid.uuid4().hex}.td")
@@ -92,9 +96,10 @@ def _seed_worker(seed: int) -> None:
 
 def _run_task(task: tuple) -> tuple:
     token, source, fn, dim, spec, seed, chunk_id, outdir, threads = task
+    inherited = False
     try:
         if source is None:
-            source, fn = _WORKER_STATE[token]
+            source, fn, inherited = _WORKER_STATE[token]
         if threads and torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         idx = _index(dim, spec)
@@ -102,6 +107,10 @@ def _run_task(task: tuple) -> tuple:
         if seed is not None:
             _seed_worker(seed)
         result = fn(chunk)
+        if result is None and inherited:
+            # the source is this process's copy-on-write image of the caller's memory: the
+            # in-place changes travel back like a result, and the caller writes them in
+            return _ship(chunk, chunk_id, outdir, "inplace")
         if result is None and isinstance(spec, list):
             source[idx] = chunk  # fancy indexing copied the rows: write the in-place changes back
         return _ship(result, chunk_id, outdir)
@@ -148,6 +157,34 @@ def _is_memmap(td: Any) -> bool:
         return bool(td.is_memmap())
     except ImportError:  # td-memmap is not installed: nothing is memory-mapped
         return False
+
+
+def _inheritable(td: Any) -> bool:
+    """Whether forked workers can read ``td`` itself, through their copy-on-write image of
+    this process's memory: a plain TensorDict (nested plain TensorDicts and non-tensor data
+    allowed) whose leaves are all dense CPU tensors."""
+    from tensordict import TensorDict
+
+    if td.__class__ is not TensorDict:
+        return False
+    stack = [td]
+    while stack:
+        node = stack.pop()
+        for value in node._tensordict.values():
+            if isinstance(value, torch.Tensor):
+                if value.device.type != "cpu" or value.layout is not torch.strided or value.is_nested:
+                    return False
+            elif value.__class__ is TensorDict:
+                stack.append(value)
+            elif not _is_non_tensor(value):
+                return False
+    return True
+
+
+def _is_non_tensor(value: Any) -> bool:
+    from tensordict.ext import NonTensorData, NonTensorStack
+
+    return isinstance(value, (NonTensorData, NonTensorStack))
 
 
 def _shared_source(td: Any) -> tuple[Any, bool]:
@@ -261,6 +298,7 @@ class _Job:
         self.outdir = ""
         self.pool = None
         self.seen: dict = {}
+        self.inherited = False
 
     # -- tasks
     def _tasks(self) -> Iterator[tuple]:
@@ -278,9 +316,7 @@ class _Job:
                 self.threads,
             )
 
-    def _start_pool(self) -> Any:
-        if self.user_pool is not None:
-            return self.user_pool
+    def _start_method(self) -> str | None:
         method = self.method
         if method is None and torch.cuda.is_available() and torch.cuda.is_initialized():
             method = "spawn"  # a forked child cannot use CUDA once the parent initialized it
@@ -289,12 +325,31 @@ class _Job:
             # hangs (libgomp); a fork server's children start from a clean process
             if "forkserver" in mp.get_all_start_methods():
                 method = "forkserver"
-        ctx = mp.get_context(method)
+        return method
+
+    def _make_source(self) -> None:
+        """The workers' source: ``td`` itself for a pool of ours that forks (each worker reads
+        its copy-on-write image of this process's memory: nothing is copied up front), else a
+        source every process maps (see :func:`_shared_source`)."""
+        if (
+            self.user_pool is None
+            and mp.get_context(self._start_method()).get_start_method() == "fork"
+            and not _is_memmap(self.td)
+            and _inheritable(self.td)
+        ):
+            self.source, self.copied, self.inherited = self.td, False, True
+            return
+        self.source, self.copied = _shared_source(self.td)
+
+    def _start_pool(self) -> Any:
+        if self.user_pool is not None:
+            return self.user_pool
+        ctx = mp.get_context(self._start_method())
         try:
             pool = ctx.Pool(
                 self.num_workers,
                 initializer=_init_worker,
-                initargs=(self.token, self.source, self.fn, self.threads),
+                initargs=(self.token, self.source, self.fn, self.threads, self.inherited),
                 maxtasksperchild=self.max_tasks,
             )
         except (pickle.PicklingError, AttributeError, TypeError) as err:
@@ -328,7 +383,7 @@ class _Job:
             bar = tqdm(total=len(self.specs), desc=self.op)
         ok = False
         try:
-            self.source, self.copied = _shared_source(self.td)
+            self._make_source()
             self.outdir = tempfile.mkdtemp(prefix="tensordict-map-", dir=_shm_dir())
             pool = self._start_pool()
             tasks = self._tasks() if self.lazy_tasks else list(self._tasks())
@@ -341,7 +396,11 @@ class _Job:
                         break
                     except mp.TimeoutError:
                         self._check_workers(pool)
-                yield msg[1], self._load(msg)
+                value = self._load(msg)
+                if msg[0] in ("file", "pickled") and msg[2] == "inplace":
+                    self._write_inplace(msg[1], value)
+                    value = None
+                yield msg[1], value
                 if bar is not None:
                     bar.update(1)
             ok = True
@@ -372,11 +431,23 @@ class _Job:
             os.unlink(path)  # the mapping stays valid; the memory goes when the result does
         return td[_TENSOR_KEY] if what == "tensor" else td
 
+    def _write_inplace(self, chunk_id: int, chunk: Any) -> None:
+        """Writes a forked worker's in-place changes to its chunk into the TensorDict."""
+        idx = _index(self.dim, self.specs[chunk_id])
+        keys = set(self.td.keys(True, True))
+        extra = [k for k in chunk.keys(True, True) if k not in keys]
+        if extra:
+            chunk = chunk.exclude(*extra)  # entries fn added to its chunk stay in the worker, as with shared memory
+        with torch.no_grad():
+            self.td[idx] = chunk
+
     def close(self, ok: bool) -> None:
         if self.pool is not None:
             if ok:
-                self.pool.close()
-                self.pool.join()
+                # every result is in: the idle workers exit on their own, joined in the background
+                pool = self.pool
+                pool.close()
+                threading.Thread(target=pool.join, name="tensordict-map-join", daemon=True).start()
             else:
                 self.pool.terminate()
                 self.pool.join()
