@@ -40,6 +40,7 @@ GOOD = textwrap.dedent(
     ld: Pair = Pair.from_tensordict(p.to_tensordict())
     d = Decorated(x=torch.zeros(2))
     yy: int = d.y
+    d2 = Decorated(torch.zeros(2), 1, batch_size=[2], device="cpu", names=["n"])
     """
 )
 
@@ -64,6 +65,7 @@ BAD = textwrap.dedent(
     n: int = p.tag
     m: int = p.reshape(3)
     d = Decorated(x=torch.zeros(2), bogus=1)
+    d2 = Decorated(torch.zeros(2), torch.zeros(2), device="cpu")
     """
 )
 
@@ -72,6 +74,7 @@ CONFIG = textwrap.dedent(
     [mypy]
     follow_imports = silent
     ignore_missing_imports = True
+    plugins = tensordict.tensorclass.mypy_plugin
 
     [mypy-torch.*]
     follow_imports = skip
@@ -106,4 +109,42 @@ def test_mypy_sees_fields_constructor_and_self(tmp_path):
     assert 'expression has type "str", variable has type "int"' in bad, stdout
     assert 'expression has type "Pair", variable has type "int"' in bad, stdout
     assert 'Unexpected keyword argument "bogus" for "Decorated"' in bad, stdout
-    assert len(lines) == 4, stdout
+    assert 'Too many positional arguments for "Decorated"' in bad, stdout
+    assert len(lines) == 5, stdout
+
+
+DECORATED = textwrap.dedent(
+    """
+    import torch
+
+    from tensordict import tensorclass
+
+
+    @tensorclass
+    class Decorated:
+        x: torch.Tensor
+
+
+    d = Decorated(x=torch.zeros(2), batch_size=[2], device="cpu", names=["n"])
+    reveal_type(Decorated.__init__)
+    """
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("with_plugin", [True, False])
+def test_decorator_keywords_come_from_the_plugin(tmp_path, with_plugin):
+    api = pytest.importorskip("mypy.api")
+    (tmp_path / "decorated.py").write_text(DECORATED)
+    config = CONFIG if with_plugin else CONFIG.replace("plugins = tensordict.tensorclass.mypy_plugin\n", "")
+    (tmp_path / "mypy.ini").write_text(config)
+    stdout, stderr, _ = api.run(
+        ["--config-file", str(tmp_path / "mypy.ini"), "--no-incremental", "--cache-dir",
+         str(tmp_path / ".mypy_cache"), str(tmp_path / "decorated.py")]
+    )
+    errors = [line for line in stdout.splitlines() if ": error:" in line]
+    if with_plugin:
+        assert not errors, stdout + stderr
+        assert "batch_size: Any =, device: Any =, names: Any =" in stdout, stdout
+    else:  # what the plugin fixes: dataclass_transform alone gives the fields only
+        assert 'Unexpected keyword argument "batch_size" for "Decorated"' in stdout, stdout

@@ -154,7 +154,7 @@ class _IOMixin(_MixinBase):
             >>> type(q).__name__, q.batch_size, q.tag
             ('P', torch.Size([3]), 'a')
         """
-        cls = type(self)
+        cls: Any = type(self)  # a tensorclass: its constructor takes the fields
         values = {}
         for key, value in input_dict.items():
             if key not in cls._tc_field_set:
