@@ -535,8 +535,9 @@ class TensorDictBase(
 
         Unset or ``False`` (tensordict 0.15's default): ``torch.as_tensor(value)``, or
         one non-tensor object when torch cannot build a tensor (strings, mixed objects).
-        ``True``: a list of tensors is stacked, an empty list is an empty tensor, other
-        lists become a ``NonTensorStack`` when they span a one-dim batch size.
+        ``True``: a list of tensors is stacked, a (nested) list of numbers is a tensor,
+        an empty list is an empty tensor, other lists become a ``NonTensorStack`` when
+        they span a one-dim batch size.
         """
         bs = self.batch_size
         if not list_to_stack():
@@ -552,6 +553,13 @@ class TensorDictBase(
                 return self._convert_value(key, torch.stack(value))
             except RuntimeError:  # tensors of different shapes: kept as objects
                 pass
+        elif not any(isinstance(v, (str, bytes)) for v in value):
+            try:  # (nested) lists of numbers stack into one tensor
+                tensor = torch.as_tensor(value)
+            except (TypeError, ValueError, RuntimeError):
+                tensor = None  # type: ignore[assignment]
+            if tensor is not None:
+                return self._convert_value(key, tensor)
         if len(bs) == 1 and len(value) == bs[0]:
             return NonTensorStack._from_flat(list(value), bs, self.device)
         return NonTensorData(value, bs, self.device)
@@ -1037,6 +1045,18 @@ class TensorDictBase(
             return self
         if input_dict_or_td is self:
             return self
+        if isinstance(input_dict_or_td, TensorDictBase):
+            other_bs = input_dict_or_td.batch_size
+            if update_batch_size:
+                return self._update_resize(input_dict_or_td, clone, inplace, non_blocking, keys_to_update, is_leaf, ignore_lock)
+            n = min(len(other_bs), len(self.batch_size))
+            if other_bs[:n] != self.batch_size[:n]:
+                msg = (
+                    f"batch dimension mismatch: cannot update a TensorDict of batch_size "
+                    f"{tuple(self.batch_size)} with one of batch_size {tuple(other_bs)}. Pass "
+                    "update_batch_size=True to take the batch size of the source."
+                )
+                raise RuntimeError(msg)
         if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
             if self._update_fast(input_dict_or_td, non_blocking):
                 return self
@@ -1074,6 +1094,61 @@ class TensorDictBase(
                     self._set_tuple(full, value, inplace, validated=True)
         finally:
             if ignore_lock and lock_state:
+                self.lock_()
+        return self
+
+    def _update_resize(
+        self,
+        source: TensorDictBase,
+        clone: bool,
+        inplace: bool,
+        non_blocking: bool,
+        keys_to_update: Any,
+        is_leaf: Any,
+        ignore_lock: bool,
+    ) -> TensorDictBase:
+        """``update(source, update_batch_size=True)``: ``self`` (and each nested
+        TensorDict that ``source`` also holds, updated in place) takes the batch size of
+        ``source``; the other entries of ``source`` replace those of ``self``."""
+        if inplace:
+            msg = "update(update_batch_size=True) replaces the entries: it cannot be combined with inplace=True."
+            raise RuntimeError(msg)
+        if keys_to_update is not None:
+            msg = "update(update_batch_size=True) updates every key: it cannot be combined with keys_to_update."
+            raise RuntimeError(msg)
+        if self.is_locked and not ignore_lock:
+            raise locked_error("update the batch size")
+        nested = []
+        leaves = []
+        for key, value in source._items_raw():
+            mine = self._get_raw(key, None)
+            collection = isinstance(value, TensorDictBase) or is_tensor_collection(value)
+            if (
+                collection
+                and mine is not None
+                and (isinstance(mine, TensorDictBase) or is_tensor_collection(mine))
+                and not (is_leaf is not None and is_leaf(type(value)))
+                and not isinstance(value, (NonTensorData, NonTensorStack))
+            ):
+                nested.append((mine, value))
+            else:
+                leaves.append((key, value))
+        lock_state = self.is_locked
+        if lock_state:
+            self.unlock_()
+        try:
+            for key, _ in leaves:  # replaced below, after the batch size changed
+                if self._get_raw(key, None) is not None:
+                    self._del_raw(key)
+            for mine, value in nested:
+                mine.update(value, clone=clone, non_blocking=non_blocking, is_leaf=is_leaf, update_batch_size=True)
+            self.batch_size = source.batch_size
+            for key, value in leaves:
+                if clone and hasattr(value, "clone"):
+                    value = value.clone()
+                self._set_str(key, value, False)
+        finally:
+            if lock_state:
                 self.lock_()
         return self
 
@@ -1143,8 +1218,10 @@ class TensorDictBase(
             merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
             merged.update(kwargs)
             input_dict_or_td = merged
+        if input_dict_or_td is None:
+            return self
         if not isinstance(input_dict_or_td, TensorDictBase):
-            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])  # type: ignore[arg-type]
+            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
         items = _KeysView(input_dict_or_td, True, True)._pairs()
         if isinstance(keys_to_update, (str, tuple)):
             keys_to_update = [keys_to_update]
@@ -1158,7 +1235,13 @@ class TensorDictBase(
                 full = _as_tuple(key)
                 if not any(full[: len(k)] == k for k in ktu):
                     continue
-            dest = self._get_any_raw(key)
+            dest = self._get_any_raw(key, _ABSENT)
+            if dest is _ABSENT:
+                msg = (
+                    f"key {key!r} was not found in the TensorDict: update_() writes in place into existing "
+                    f"keys only (keys: {sorted(str(k) for k in self.keys())}). Use update() to add keys."
+                )
+                raise KeyError(msg)
             pairs.append((key, dest, value))
         for key, dest, value in pairs:
             if isinstance(value, torch.Tensor) and clone:
