@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tensordict import TensorDict, from_consolidated, parse_tensor_dict_string
-from tensordict._hypothesis import register_profiles
 from tensordict._inspect import inspect_store, render
+from tensordict.testing.strategies import register_profiles
 
 register_profiles()
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tensordict import TensorDict, from_consolidated, parse_tensor_dict_string
 from tensordict._base import TensorDictBase
-from tensordict._hypothesis import leaf_items, register_profiles, tensordicts
+from tensordict.testing.strategies import leaf_items, register_profiles, tensordicts
 
 register_profiles()
 

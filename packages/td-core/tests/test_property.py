@@ -2,7 +2,7 @@
 and the conversions round trip.
 
 Random nested TensorDicts (random keys, depths, batch sizes, dtypes, feature dims,
-non-tensor leaves) come from :mod:`tensordict._hypothesis`; the profile (``ci``:
+non-tensor leaves) come from :mod:`tensordict.testing.strategies`; the profile (``ci``:
 fixed seed, few examples; ``fuzz``: many) is chosen by ``$HYPOTHESIS_PROFILE``.
 """
 
@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from tensordict import TensorDict, from_consolidated, lazy_stack
 from tensordict._base import TensorDictBase
-from tensordict._hypothesis import (
+from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict.testing.strategies import (
     NUMPY_DTYPES,
     assert_td_equal,
     batch_sizes,
@@ -30,7 +31,6 @@ from tensordict._hypothesis import (
     shape_op_sequences,
     tensordicts,
 )
-from tensordict._nontensor import NonTensorData, NonTensorStack
 
 register_profiles()
 

@@ -41,8 +41,13 @@ pytest.importorskip("tensordict.persistent")
 import numpy as np  # noqa: E402
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase  # noqa: E402
-from tensordict._hypothesis import CI_MAX_EXAMPLES, assert_td_equal, register_profiles, tensordicts  # noqa: E402
 from tensordict.persistent import PersistentTensorDict  # noqa: E402
+from tensordict.testing.strategies import (  # noqa: E402
+    CI_MAX_EXAMPLES,
+    assert_td_equal,
+    register_profiles,
+    tensordicts,
+)
 
 PROFILE = register_profiles()
 

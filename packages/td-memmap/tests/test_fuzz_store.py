@@ -27,8 +27,8 @@ pytest.importorskip("tensordict.memmap")
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict  # noqa: E402
 from tensordict._base import TensorDictBase  # noqa: E402
-from tensordict.testing.strategies import assert_td_equal, register_profiles, tensordicts  # noqa: E402
 from tensordict.memmap import load_memmap  # noqa: E402
+from tensordict.testing.strategies import assert_td_equal, register_profiles, tensordicts  # noqa: E402
 
 register_profiles()
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 pytest.importorskip("tensordict.tensorclass")
 
 from tensordict import TensorClass, TensorDict  # noqa: E402
-from tensordict._hypothesis import (  # noqa: E402
+from tensordict.testing.strategies import (  # noqa: E402
     assert_td_equal,
     batch_sizes,
     expand_index,

@@ -127,6 +127,7 @@ if TYPE_CHECKING:
         _batch_size: torch.Size
         _names: Any
         _fast: bool | None
+        _stack_name: str | None
         _bs_cache: dict | None
 
         def _new_lazy(self, *args: Any, **kwargs: Any) -> LazyStackedTensorDict: ...

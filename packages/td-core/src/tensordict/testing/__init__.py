@@ -6,6 +6,9 @@
 
 ``assert_allclose_td`` and ``assert_close`` compare TensorDicts leaf by leaf (upstream
 tensordict's ``tensordict.testing`` names; also importable from ``tensordict``).
+
+:mod:`tensordict.testing.strategies` holds the hypothesis strategies and profiles of the
+property tests (it imports ``hypothesis``; this package does not).
 """
 
 from __future__ import annotations

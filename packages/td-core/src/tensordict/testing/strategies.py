@@ -1,7 +1,9 @@
 """Hypothesis strategies and profiles for the property and fuzz tests of every td-* package.
 
-Test-only: this module imports ``hypothesis``, which is a test requirement, not a
-runtime one. Nothing in ``tensordict`` imports it.
+``tensordict.testing.strategies``: public so that the sibling distributions' test suites
+(and users testing code built on TensorDicts) can use it. Importing it needs
+``hypothesis`` (a test requirement, not a runtime one); nothing else in ``tensordict``
+imports this module, ``import tensordict.testing`` included.
 
 Profiles (``register_profiles()``, picked by the ``HYPOTHESIS_PROFILE`` environment
 variable, default ``"ci"``):
