@@ -321,3 +321,30 @@ def test_auto_batch_size_refuses_a_locked_tensordict() -> None:
         td.auto_batch_size_()
     assert td.batch_size == torch.Size([])
     assert td.unlock_().auto_batch_size_().batch_size == torch.Size([3, 4])
+
+
+class TestLazyListWritesAndMixedBatch:
+    def test_list_is_split_over_the_stack(self) -> None:
+        s = LazyStackedTensorDict(TensorDict(), TensorDict())
+        s["a"] = ["0", "1"]
+        assert s[0]["a"] == "0" and s[1]["a"] == "1"
+        s["b"] = [torch.full((2,), 2.0), torch.ones(1)]
+        assert s.get("b", as_padded_tensor=True).tolist() == [[2, 2], [1, 0]]
+
+    def test_nested_list_follows_the_batch_positions(self) -> None:
+        s = lazy_stack([lazy_stack([TensorDict() for _ in range(2)]) for _ in range(3)], 1)
+        sizes = [[1, 2, 3], [4, 5, 6]]
+        s["a"] = [[torch.ones(sizes[i][j]) for j in range(3)] for i in range(2)]
+        assert [[s[i, j]["a"].shape[0] for j in range(3)] for i in range(2)] == sizes
+
+    def test_list_of_another_length_is_one_value(self) -> None:
+        s = lazy_stack([TensorDict(), TensorDict()])
+        s["c"] = ["x", "y", "z"]
+        assert s[0]["c"] == ["x", "y", "z"] and s[1]["c"] == ["x", "y", "z"]
+
+    def test_index_of_mixed_batch_sizes_keeps_minus_one(self) -> None:
+        s = LazyStackedTensorDict(TensorDict(batch_size=[3, 4]), TensorDict(batch_size=[3, 5]), stack_dim=1)
+        assert s.shape == torch.Size([3, 2, -1])
+        assert s[0].shape == torch.Size([2, -1])
+        assert s[:, :, :2].shape == torch.Size([3, 2, 2])
+        assert s[:, 0, :].shape == torch.Size([3, 4])

@@ -182,6 +182,10 @@ class LazyIndexMixin(LazyStackHost):
         if not plan.trivial:
             sel = [td._index(plan.rest) for td in sel]
         if sel:
+            if -1 in self._batch_size:  # TensorDicts of different batch sizes: recompute the -1 dims
+                out = _classes.LazyStackedTensorDict._from_list(sel, plan.new_sd)
+                out._stack_name = self._stack_name
+                return out
             return self._new_lazy(sel, plan.new_sd)
         if tds:  # nothing picked: a dense empty result keeps the keys (a stack of none has none)
             try:

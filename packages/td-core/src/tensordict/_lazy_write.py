@@ -80,7 +80,38 @@ class LazyWriteMixin(LazyStackHost):
             raise KeyError(msg)
         return out
 
+    def _split_list(self, value: list) -> list | None:
+        """A (nested) list shaped like the batch dims up to the stack dim, split into one
+        list element per stacked TensorDict (``value[i][j]`` for ``stack_dim == 1``);
+        ``None`` when ``value`` has another shape."""
+        bs, sd, n = self._batch_size, self.stack_dim, len(self.tensordicts)
+
+        def fits(v: Any, depth: int) -> bool:
+            if not isinstance(v, list) or len(v) != bs[depth]:
+                return False
+            return depth == sd or all(fits(x, depth + 1) for x in v)
+
+        if not n or not fits(value, 0):
+            return None
+
+        def split(v: list, depth: int) -> list:
+            if depth == sd:
+                return list(v)
+            cols = [split(x, depth + 1) for x in v]
+            return [[c[j] for c in cols] for j in range(n)]
+
+        return split(value, 0)
+
     def _set_str(self, key: str, value: Any, inplace: bool, validated: bool = False) -> None:
+        if not validated and value.__class__ is list:
+            parts = self._split_list(value)
+            if parts is not None:
+                # one element per stacked TensorDict (tensors of different shapes allowed)
+                if not inplace and self.is_locked:
+                    raise locked_error("set a new value", key)
+                for td, part in zip(self.tensordicts, parts):
+                    td._set_str(key, part, inplace, False)
+                return
         if not validated:
             value = self._convert_value(key, value)
         if not inplace and self.is_locked:
