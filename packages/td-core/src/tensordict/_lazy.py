@@ -250,7 +250,7 @@ class LazyStackedTensorDict(  # type: ignore[misc]
         try:
             bs = tds[0]._batch_size
             for td in tds:
-                if td._batch_size != bs:
+                if td._batch_size is not bs and td._batch_size != bs:  # often the same object
                     break
             else:
                 bs = None
@@ -265,7 +265,10 @@ class LazyStackedTensorDict(  # type: ignore[misc]
             stack_dim += nd + 1
         self.tensordicts = tds
         self.stack_dim = stack_dim
-        self._batch_size = new_bs = _Size((*td_bs[:stack_dim], n, *td_bs[stack_dim:]))
+        # a list insert, not two torch.Size slices (each costs more than the rest of a small stack)
+        dims = list(td_bs)
+        dims.insert(stack_dim, n)
+        self._batch_size = new_bs = _Size(dims)
         if batch_size is not None and _Size(batch_size) != new_bs:
             msg = f"batch_size={tuple(batch_size)} does not match the stack's batch size {tuple(new_bs)} (stack_dim={stack_dim})."
             raise RuntimeError(msg)

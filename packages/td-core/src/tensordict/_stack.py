@@ -47,29 +47,32 @@ def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
     return keys
 
 
-def _stack_lazy_values(values: list, dim: int, maybe_dense_stack: bool) -> Any:
-    """Stacks lazy stacks that cannot be stacked densely (heterogeneous shapes or keys).
-
-    When they share one ``stack_dim`` and length, the result is a lazy stack along
-    that dim (shifted when ``dim`` comes before it) of the dense stacks of their
-    ``i``-th TensorDicts, so each of those keeps its own keys and shapes; otherwise
-    a lazy stack of the lazy stacks.
-    """
+def _swap_lazy(values: list, dim: int, maybe_dense_stack: bool) -> Any:
+    """Stacks lazy stacks that share one ``stack_dim`` and length: a lazy stack along
+    that dim (shifted when ``dim`` comes before it) of the (dense where possible)
+    stacks of their ``i``-th TensorDicts, so each keeps its own keys and shapes.
+    ``None`` when the lazy stacks differ in stack dim or length, or a part fails."""
     lazy_cls = _classes.LazyStackedTensorDict
     first = values[0]
     sd, n = first.stack_dim, len(first.tensordicts)
-    if n and all(v.__class__ is lazy_cls and v.stack_dim == sd and len(v.tensordicts) == n for v in values):
-        new_sd, inner_dim = (sd + 1, dim) if dim <= sd else (sd, dim - 1)
-        try:
-            parts = [
-                stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)
-                for i in range(n)
-            ]
-        except (RuntimeError, KeyError):
-            pass
-        else:
-            return lazy_cls._from_list(parts, new_sd)
-    return lazy_cls._from_list(values, dim)
+    if not n or not all(v.__class__ is lazy_cls and v.stack_dim == sd and len(v.tensordicts) == n for v in values):
+        return None
+    new_sd, inner_dim = (sd + 1, dim) if dim <= sd else (sd, dim - 1)
+    try:
+        parts = [
+            stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)
+            for i in range(n)
+        ]
+    except (RuntimeError, KeyError):
+        return None
+    return lazy_cls._from_list(parts, new_sd)
+
+
+def _stack_lazy_values(values: list, dim: int, maybe_dense_stack: bool) -> Any:
+    """Stacks lazy stacks that cannot be stacked densely (heterogeneous shapes or keys):
+    see :func:`_swap_lazy`; otherwise a lazy stack of the lazy stacks."""
+    out = _swap_lazy(values, dim, maybe_dense_stack)
+    return _classes.LazyStackedTensorDict._from_list(values, dim) if out is None else out
 
 
 def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any = None, maybe_dense_stack: bool = False) -> TensorDictBase:
@@ -114,6 +117,10 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         dim += nd + 1
     if _LAZY_LEGACY[0]:
         return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
+    if maybe_dense_stack and tds[0].__class__ is _classes.LazyStackedTensorDict:
+        swapped = _swap_lazy(tds, dim, True)
+        if swapped is not None:
+            return swapped
     try:
         keys = _check_keys(tds, "stack")
     except KeyError:
@@ -201,6 +208,8 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
         dim += nd
     for i, td in enumerate(tds[1:], 1):
         obs = td.batch_size
+        if obs == bs:  # the common case, without a generator per TensorDict
+            continue
         if len(obs) != nd or any(a != b for j, (a, b) in enumerate(zip(bs, obs)) if j != dim):
             msg = (
                 f"cat expects batch sizes that match outside dim {dim}, got {tuple(bs)} "
