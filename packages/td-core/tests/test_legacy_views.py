@@ -224,3 +224,13 @@ def test_where_on_a_lazy_stack_splits_the_condition():
     assert stack.where(mask, stack.empty(), pad=1, out=target) is target
     with pytest.raises(KeyError, match="not found and no pad value provided"):
         stack.empty().where(mask, stack)
+
+
+def test_flatten_keys_of_a_lazy_stack_as_a_context_manager_writes_new_keys_back():
+    stack = lazy_stack([TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3)}}, [3]) for _ in range(2)], 1)
+    with stack.flatten_keys(",") as flat:
+        with flat.unflatten_keys(",") as nested:
+            nested["new", "data"] = torch.ones(nested.shape)
+        assert (flat["new,data"] == 1).all()
+    assert (stack["new", "data"] == 1).all()
+    assert all((td["new", "data"] == 1).all() for td in stack.tensordicts)

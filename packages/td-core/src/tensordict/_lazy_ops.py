@@ -19,6 +19,7 @@ from tensordict._base import TensorDictBase, is_tensor_collection
 from tensordict._errors import locked_error
 from tensordict._host import LazyStackHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+from tensordict._shape_context import _track
 
 __all__ = ["LazyOpsMixin"]
 
@@ -194,12 +195,19 @@ class LazyOpsMixin(LazyStackHost):
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> Any:
         """Flattens the nested keys of every stacked TensorDict (see :meth:`TensorDictBase.flatten_keys`)."""
         parts = [td.flatten_keys(separator, inplace=inplace) for td in self.tensordicts]
-        return self if inplace else self._new_lazy(parts, None, self._batch_size)
+        if inplace:
+            return self
+        out = self._new_lazy(parts, None, self._batch_size)
+        # ``with stack.flatten_keys() as flat:`` writes new keys back on exit
+        return _track(self, out, lambda r: r.unflatten_keys(separator))
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> Any:
         """Unflattens the keys of every stacked TensorDict (see :meth:`TensorDictBase.unflatten_keys`)."""
         parts = [td.unflatten_keys(separator, inplace=inplace) for td in self.tensordicts]
-        return self if inplace else self._new_lazy(parts, None, self._batch_size)
+        if inplace:
+            return self
+        out = self._new_lazy(parts, None, self._batch_size)
+        return _track(self, out, lambda r: r.flatten_keys(separator))
 
     def filter_empty_(self) -> Any:
         """Removes, in place, every nested TensorDict without leaves from each stacked TensorDict."""
