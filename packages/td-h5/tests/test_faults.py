@@ -1,7 +1,7 @@
 """Faults and untrusted input for td-h5 (``to_h5`` / ``from_h5`` / ``PersistentTensorDict``).
 
-Fault injection: a long-lived child process (torch and h5py imported once) forks one
-writer per trial; each writer writes generation ``g`` of a TensorDict with ``to_h5``
+Fault injection: a long-lived child process (``tensordict.testing.crash.ForkServer``,
+torch and h5py imported once) forks one writer per trial; each writer writes generation ``g`` of a TensorDict with ``to_h5``
 over the file that holds ``g - 1`` (or replaces one entry in place in mode ``"r+"``)
 and is killed with SIGKILL at a chosen call (a ``sys.setprofile`` counter, uniform
 over a whole write) or after a random delay. The file must then open with every leaf
@@ -27,7 +27,6 @@ import random
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 
 import pytest
@@ -42,6 +41,7 @@ import numpy as np  # noqa: E402
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase  # noqa: E402
 from tensordict.persistent import PersistentTensorDict  # noqa: E402
+from tensordict.testing.crash import ForkServer  # noqa: E402
 from tensordict.testing.strategies import (  # noqa: E402
     CI_MAX_EXAMPLES,
     assert_td_equal,
@@ -58,113 +58,39 @@ FIRST_SAVE_TRIALS = 6
 #: what opening a file documents (``FileNotFoundError`` is an ``OSError``)
 OPEN_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError)
 
-_CHILD = textwrap.dedent(
-    r'''
-    import json, os, resource, signal, sys
-    import torch
-    torch.set_num_threads(1)
-    import h5py
-    from tensordict import NonTensorData, TensorDict
-    from tensordict.persistent import PersistentTensorDict
+# run once in the fork server (``tensordict.testing.crash``): what each writer does
+_SETUP = r'''
+import torch
+torch.set_num_threads(1)
+import h5py
+from tensordict import NonTensorData, TensorDict
+from tensordict.persistent import PersistentTensorDict
 
-    def make(gen):
-        return TensorDict(
-            {"a": torch.full((16, 256), float(gen)), "b": torch.full((16,), gen, dtype=torch.int64),
-             "nested": {"c": torch.full((16, 8), float(gen), dtype=torch.float64),
-                        "d": torch.full((16, 3), gen % 2 == 1)},
-             "gen": NonTensorData(gen)},
-            [16],
-        )
+def make(gen):
+    return TensorDict(
+        {"a": torch.full((16, 256), float(gen)), "b": torch.full((16,), gen, dtype=torch.int64),
+         "nested": {"c": torch.full((16, 8), float(gen), dtype=torch.float64),
+                    "d": torch.full((16, 3), gen % 2 == 1)},
+         "gen": NonTensorData(gen)},
+        [16],
+    )
 
-    STATE = [0]
+def prepare(cmd):
+    return make(cmd["gen"])
 
-    def hook_for(limit):
-        def hook(frame, event, arg):
-            STATE[0] += 1
-            if limit is not None and STATE[0] >= limit:
-                os.kill(os.getpid(), signal.SIGKILL)
-        return hook
-
-    def writer(cmd, out_fd):
-        td = make(cmd["gen"])
-        if cmd.get("fsize"):
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (cmd["fsize"], cmd["fsize"]))
-        report = {"ok": True}
-        sys.setprofile(hook_for(cmd.get("kill_at")))
-        try:
-            if cmd["op"] == "save":
-                td.to_h5(cmd["path"]).close()
-            else:  # replace one entry in place, as a training loop updating a file would
-                with PersistentTensorDict.from_h5(cmd["path"], mode="r+") as f:
-                    f["a"] = td["a"]
-        except BaseException as err:
-            sys.setprofile(None)
-            report = {"ok": False, "type": type(err).__name__, "msg": str(err)}
-        sys.setprofile(None)
-        report["events"] = STATE[0]
-        os.write(out_fd, (json.dumps(report) + "\n").encode())
-        os._exit(0)
-
-    for line in sys.stdin:
-        cmd = json.loads(line)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            writer(cmd, w)
-        os.close(w)
-        print(json.dumps({"pid": pid}), flush=True)
-        data = b""
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            data += chunk
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-        print(json.dumps({"signal": sig, "report": json.loads(data) if data else None}), flush=True)
-    '''
-)
-
-
-class _Zygote:
-    def __init__(self, log) -> None:
-        # the writers' stderr (h5py prints every failed flush) goes to a file, not the test output
-        self.log = open(log, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            text=True, bufsize=1,
-        )
-
-    def run(self, cmd: dict, kill_after: float | None = None) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        pid = json.loads(self.proc.stdout.readline())["pid"]
-        if kill_after is not None:
-            time.sleep(kill_after)
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-        line = self.proc.stdout.readline()
-        assert line, "the writer host died"
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(30)
-        self.log.close()
+def write(cmd, td):
+    if cmd["op"] == "save":
+        td.to_h5(cmd["path"]).close()
+    else:  # replace one entry in place, as a training loop updating a file would
+        with PersistentTensorDict.from_h5(cmd["path"], mode="r+") as f:
+            f["a"] = td["a"]
+'''
 
 
 @pytest.fixture(scope="module")
 def zygote(tmp_path_factory):
-    z = _Zygote(tmp_path_factory.mktemp("zygote") / "stderr.log")
-    yield z
-    z.close()
+    with ForkServer(_SETUP, tmp_path_factory.mktemp("zygote") / "stderr.log") as server:
+        yield server
 
 
 def _expected(gen: int) -> dict:

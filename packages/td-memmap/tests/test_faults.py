@@ -1,7 +1,7 @@
 """Fault injection for td-memmap: SIGKILL at random points of a save, and disk full.
 
-A long-lived child process (a small Python script, torch imported once) forks one
-writer per trial. The writer saves generation ``g`` of a TensorDict over the store
+A long-lived child process (``tensordict.testing.crash.ForkServer``, torch imported
+once) forks one writer per trial. The writer saves generation ``g`` of a TensorDict over the store
 that holds generation ``g - 1`` and is killed with SIGKILL either
 
 - at a chosen *event*: a ``sys.setprofile`` hook counts Python and C calls and kills
@@ -18,12 +18,8 @@ Outcome counts are printed (``pytest -s``).
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
-import sys
-import textwrap
 import time
 import warnings
 from collections import Counter
@@ -35,137 +31,60 @@ pytest.importorskip("tensordict.memmap")
 
 from tensordict import NonTensorData, TensorDict, TensorDictBase  # noqa: E402
 from tensordict.memmap import load_memmap  # noqa: E402
+from tensordict.testing.crash import ForkServer  # noqa: E402
 
 SEED = 20240607
 EVENT_TRIALS = 24
 DELAY_TRIALS = 10
 FIRST_SAVE_TRIALS = 6
 
-_CHILD = textwrap.dedent(
-    r'''
-    import json, os, resource, signal, sys, time
-    import torch
-    torch.set_num_threads(1)
-    from tensordict import NonTensorData, TensorDict
-    import tensordict.memmap
+# run once in the fork server (``tensordict.testing.crash``): what each writer does
+_SETUP = r'''
+import torch
+torch.set_num_threads(1)
+from tensordict import NonTensorData, TensorDict
+import tensordict.memmap
 
-    def make(gen):
-        g = float(gen)
-        return TensorDict(
-            {"a": torch.full((16, 512), g), "b": torch.full((16,), gen, dtype=torch.int64),
-             "nested": {"c": torch.full((16, 8), g, dtype=torch.float64),
-                        "deeper": {"d": torch.full((16, 3), gen % 2 == 1)}},
-             "gen": NonTensorData(gen), "label": NonTensorData(f"gen-{gen}")},
-            [16],
-        )
+def make(gen):
+    g = float(gen)
+    return TensorDict(
+        {"a": torch.full((16, 512), g), "b": torch.full((16,), gen, dtype=torch.int64),
+         "nested": {"c": torch.full((16, 8), g, dtype=torch.float64),
+                    "deeper": {"d": torch.full((16, 3), gen % 2 == 1)}},
+         "gen": NonTensorData(gen), "label": NonTensorData(f"gen-{gen}")},
+        [16],
+    )
 
-    STATE = [0]
-    MARKS = {}
-    try:  # test instrumentation: where in the event stream the publish step runs
-        from tensordict.memmap import _store
-        _commit = _store.Staging.commit
-        def _marked_commit(self, *args, **kwargs):
-            MARKS["commit_start"] = STATE[0]
-            _commit(self, *args, **kwargs)
-            MARKS["commit_end"] = STATE[0]
-        _store.Staging.commit = _marked_commit
-    except (ImportError, AttributeError):
+try:  # test instrumentation: where in the event stream the publish step runs
+    from tensordict.memmap import _store
+    _commit = _store.Staging.commit
+    def _marked_commit(self, *args, **kwargs):
+        MARKS["commit_start"] = STATE[0]
+        _commit(self, *args, **kwargs)
+        MARKS["commit_end"] = STATE[0]
+    _store.Staging.commit = _marked_commit
+except (ImportError, AttributeError):
+    pass
+
+def prepare(cmd):
+    return make(cmd["gen"])
+
+def write(cmd, td):
+    td.memmap(cmd["prefix"])
+
+def after(cmd):
+    try:  # what a normal exit does (atexit): wait for the replaced tree to be deleted
+        from tensordict.memmap._store import wait_cleanup
+        wait_cleanup()
+    except ImportError:
         pass
-
-    def counting_hook(limit):
-        state = STATE
-        def hook(frame, event, arg):
-            state[0] += 1
-            if limit is not None and state[0] >= limit:
-                os.kill(os.getpid(), signal.SIGKILL)
-        return hook, state
-
-    def writer(cmd, out_fd):
-        td = make(cmd["gen"])
-        if cmd.get("fsize"):
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (cmd["fsize"], cmd["fsize"]))
-        hook, state = counting_hook(cmd.get("kill_at"))
-        report = {"ok": True}
-        sys.setprofile(hook)
-        try:
-            td.memmap(cmd["prefix"])
-        except BaseException as err:  # reported to the test
-            sys.setprofile(None)
-            report = {"ok": False, "type": type(err).__name__, "msg": str(err)}
-        sys.setprofile(None)
-        try:  # what a normal exit does (atexit): wait for the replaced tree to be deleted
-            from tensordict.memmap._store import wait_cleanup
-            wait_cleanup()
-        except ImportError:
-            pass
-        report["events"] = state[0]
-        report.update(MARKS)
-        os.write(out_fd, (json.dumps(report) + "\n").encode())
-        os._exit(0)
-
-    for line in sys.stdin:
-        cmd = json.loads(line)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            writer(cmd, w)
-        os.close(w)
-        print(json.dumps({"pid": pid}), flush=True)
-        data = b""
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            data += chunk
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-        report = json.loads(data) if data else None
-        print(json.dumps({"signal": sig, "report": report}), flush=True)
-    '''
-)
-
-
-class _Zygote:
-    """The long-lived child: forks one writer per command."""
-
-    def __init__(self, log) -> None:
-        # the writers' stderr (h5py prints every failed flush) goes to a file, not the test output
-        self.log = open(log, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-            text=True, bufsize=1,
-        )
-
-    def run(self, cmd: dict, kill_after: float | None = None) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        pid = json.loads(self.proc.stdout.readline())["pid"]
-        if kill_after is not None:
-            time.sleep(kill_after)
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-        line = self.proc.stdout.readline()
-        assert line, "the writer host died"
-        return json.loads(line)
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        self.proc.wait(30)
-        self.log.close()
+'''
 
 
 @pytest.fixture(scope="module")
 def zygote(tmp_path_factory):
-    z = _Zygote(tmp_path_factory.mktemp("zygote") / "stderr.log")
-    yield z
-    z.close()
+    with ForkServer(_SETUP, tmp_path_factory.mktemp("zygote") / "stderr.log") as server:
+        yield server
 
 
 def _generation(td) -> int:
