@@ -15,3 +15,13 @@ def add_one_and_report(td, q) -> None:
         q.put(("ok", float(td["b"].sum())))
     except Exception as err:  # noqa: BLE001 - reported to the parent at once
         q.put(("error", repr(err)))
+
+
+def write_shared_value(td, key, value, q) -> None:
+    """Reports the value it sees under ``key``, then writes ``value`` there in place."""
+    try:
+        seen = td[key]
+        td.set_(key, value)
+        q.put(("ok", seen))
+    except Exception as err:  # noqa: BLE001 - reported to the parent at once
+        q.put(("error", repr(err)))

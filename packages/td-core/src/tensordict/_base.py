@@ -632,6 +632,9 @@ class TensorDictBase(
         elif isinstance(existing, NonTensorStack):
             existing[...] = value
         elif isinstance(existing, NonTensorData):
+            if existing.__class__._writes_in_place and not isinstance(value, NonTensorStack):
+                existing.data = value.data if isinstance(value, NonTensorData) else value  # a shared slot
+                return
             if not isinstance(value, (NonTensorData, NonTensorStack)):
                 value = NonTensorData(value, existing.batch_size, existing.device)
             parent = self

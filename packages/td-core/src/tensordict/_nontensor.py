@@ -306,6 +306,9 @@ class NonTensorData(_NonTensorShapeOps):
 
     #: the data type a ``NonTensorData[T]`` / ``MetaData[T]`` class checks (``None``: any)
     _data_type: Any = None
+    #: in-place writes into a TensorDict set ``.data`` on this leaf instead of replacing it
+    #: (td-memmap's shared values, ``memmap(share_non_tensor=True)``)
+    _writes_in_place: bool = False
 
     def __init__(
         self, data: Any = None, batch_size: Sequence[int] | None = None, device: Any = None, names: Any = None

@@ -16,6 +16,7 @@ from tensordict.ext import TensorDictBase
 from tensordict.memmap._grow import make_memmap, make_memmap_from_storage, make_memmap_from_tensor
 from tensordict.memmap._load import load_tree, transplant
 from tensordict.memmap._save import save_tree
+from tensordict.memmap._shared_value import share_non_tensor_leaves
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 __all__ = [
@@ -60,9 +61,12 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
         num_threads (int): threads writing the files (``0``/``1``: this thread).
         return_early (bool): with ``num_threads > 0``, return a
             ``concurrent.futures.Future`` of the result immediately.
-        share_non_tensor (bool): accepted for API compatibility; non-tensor values
-            are stored in the metadata (JSON) or pickled, and are not shared
-            between processes after loading.
+        share_non_tensor (bool): keep each non-tensor value (``NonTensorData``) of
+            the result in shared memory (:class:`~tensordict.memmap.SharedNonTensorData`):
+            the TensorDict sent to other processes shares them, and an in-place write
+            (``td.set_(key, value)``, ``td.get(key).update_(...)``) in any process is
+            seen by all. ``NonTensorStack`` values are not shared. The store on disk is
+            the same either way. Defaults to ``False``.
         existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
         robust_key (bool, optional): accepted for compatibility: keys are always
             encoded into safe, unique file names (the key is kept in ``meta.json``).
@@ -99,14 +103,16 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
     if robust_key is False:
         _check_legacy_keys(td, prefix)
     if wants_archive(prefix, archive):
-        return save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
-                            compression=compression, fsync=fsync)
+        out = save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
+                           compression=compression, fsync=fsync)
+        return share_non_tensor_leaves(out) if share_non_tensor else out
     if compression is not None:
         msg = (f"compression is only supported for archives (a prefix ending in '.tdz', or archive=True); "
                f"got compression={compression!r} for the folder {str(prefix)!r}.")
         raise ValueError(msg)
-    return save_tree(td, prefix, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early, fsync=fsync)
+    out = save_tree(td, prefix, copy_existing=copy_existing, existsok=existsok,
+                    num_threads=num_threads, return_early=return_early, fsync=fsync)
+    return share_non_tensor_leaves(out) if share_non_tensor else out
 
 
 def _check_legacy_keys(td: Any, prefix: Any) -> None:
@@ -146,8 +152,9 @@ def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fal
         raise RuntimeError(msg)
     if prefix is None:
         prefix = getattr(td, "_saved_path", None)
-    return save_tree(td, prefix, inplace=True, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early, fsync=fsync)
+    out = save_tree(td, prefix, inplace=True, copy_existing=copy_existing, existsok=existsok,
+                    num_threads=num_threads, return_early=return_early, fsync=fsync)
+    return share_non_tensor_leaves(out) if share_non_tensor else out
 
 
 def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, *, existsok: bool = True,
@@ -177,10 +184,12 @@ def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool =
             msg = ("memmap_like(return_early=True) is not supported for archives: the archive is written whole "
                    "before it is mapped. Call it without return_early.")
             raise NotImplementedError(msg)
-        return save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
-                            compression=None, fsync=fsync, like=True)
-    return save_tree(td, prefix, like=True, copy_existing=copy_existing, existsok=existsok,
-                     num_threads=num_threads, return_early=return_early, fsync=fsync)
+        out = save_archive(td, prefix, copy_existing=copy_existing, existsok=existsok, num_threads=num_threads,
+                           compression=None, fsync=fsync, like=True)
+    else:
+        out = save_tree(td, prefix, like=True, copy_existing=copy_existing, existsok=existsok,
+                        num_threads=num_threads, return_early=return_early, fsync=fsync)
+    return share_non_tensor_leaves(out) if share_non_tensor else out
 
 
 def load_memmap(cls: Any, prefix: str | Path, device: Any = None, non_blocking: bool = False, *,
