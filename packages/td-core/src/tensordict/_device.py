@@ -69,6 +69,13 @@ class DeviceMixin(TensorDictHost):
         ``non_blocking=``. After a non-blocking copy to the CPU the stream is
         synchronised before returning, so values read right after are correct.
 
+        Args:
+            *args: a device, a dtype, both, or a tensor or TensorDict to match, as for
+                ``torch.Tensor.to``.
+            **kwargs: ``device=``, ``dtype=``, ``non_blocking=``, ``batch_size=`` (the
+                result's batch size), and tensordict's ``non_blocking_pin=`` and
+                ``num_threads=``.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -184,7 +191,12 @@ class DeviceMixin(TensorDictHost):
         return self.to("cpu", **kwargs)
 
     def cuda(self, device: Any = None, **kwargs: Any) -> TensorDictBase:
-        """``to("cuda")`` (or ``cuda:<device>``)."""
+        """``to("cuda")`` (or ``cuda:<device>``).
+
+        Args:
+            device (int or torch.device, optional): the CUDA device (``None``: the current one).
+            **kwargs: passed on to :meth:`to` (e.g. ``non_blocking``).
+        """
         if device is None:
             return self.to("cuda", **kwargs)
         if isinstance(device, int):

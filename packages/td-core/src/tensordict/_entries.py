@@ -147,6 +147,14 @@ class EntriesMixin(TensorDictHost):
 
         Keyword args as :meth:`cat_tensors`.
 
+        Args:
+            *keys (NestedKey): the entries to stack, all tensors of one shape.
+            out_key (NestedKey): where the stacked tensor is written (keyword only).
+            dim (int, optional): the new dim of the result, counted in the leaves' dims.
+                Defaults to ``0``.
+            keep_entries (bool, optional): keep the stacked entries (they are deleted by
+                default).
+
         Returns:
             ``self``.
 
@@ -355,6 +363,14 @@ class EntriesMixin(TensorDictHost):
         """Concatenates every tensor leaf into one tensor along ``dim`` (key order as in
         :meth:`stack_from_tensordict`).
 
+        Args:
+            dim (int, optional): the dim (of the leaves, batch dims included) to concatenate
+                along. Defaults to ``0``.
+            sorted (bool or list of NestedKey, optional): ``True`` orders the leaves by key
+                (nested keys joined with ``"."``); a list of keys takes those leaves in that
+                order (keyword only). Defaults to insertion order.
+            out (torch.Tensor, optional): written in place with the result (keyword only).
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -396,6 +412,12 @@ class EntriesMixin(TensorDictHost):
     def stack(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> TensorDictBase:  # noqa: A002
         """``torch.stack`` of TensorDicts, as a class method (``TensorDict.stack(tds, 0)``).
 
+        Args:
+            input (sequence of TensorDictBase): the TensorDicts to stack; all share one
+                ``batch_size``.
+            dim (int, optional): where the new batch dim goes. Defaults to ``0``.
+            out (TensorDictBase, optional): written in place with the result (keyword only).
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -407,6 +429,12 @@ class EntriesMixin(TensorDictHost):
     @classmethod
     def cat(cls, input: Sequence[Any], dim: int = 0, *, out: Any = None) -> TensorDictBase:  # noqa: A002
         """``torch.cat`` of TensorDicts, as a class method (``TensorDict.cat(tds, 0)``).
+
+        Args:
+            input (sequence of TensorDictBase): the TensorDicts to concatenate; their batch
+                sizes must match except along ``dim``.
+            dim (int, optional): the batch dim to concatenate along. Defaults to ``0``.
+            out (TensorDictBase, optional): written in place with the result (keyword only).
 
         Examples:
             >>> import torch

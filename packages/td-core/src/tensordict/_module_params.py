@@ -392,6 +392,16 @@ class ModuleParamsMixin(StateDictMixin):
     ) -> Any:
         """Stacks the parameters and buffers of several modules; see :func:`tensordict.from_modules`.
 
+        Args:
+            *modules (nn.Module): modules with the same parameter and buffer structure.
+            as_module (bool, optional): return a ``TensorDictParams`` (needs td-nn).
+            lock (bool, optional): lock the result. Defaults to ``True``.
+            use_state_dict (bool, optional): read ``state_dict()`` instead of the parameters
+                and buffers.
+            lazy_stack (bool, optional): stack lazily (the modules' own tensors stay leaves).
+            expand_identical (bool, optional): a tensor shared by every module is expanded
+                instead of copied.
+
         Examples:
             >>> import torch
             >>> from torch import nn

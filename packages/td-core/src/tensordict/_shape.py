@@ -642,13 +642,24 @@ class ShapeMixin(TensorDictHost):
         return tuple(self._split_leaves(lambda t, n: t.split(split_size, d), nd, _keep_names))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
-        """Splits into ``chunks`` pieces along batch dim ``dim``."""
+        """Splits into ``chunks`` pieces along batch dim ``dim``.
+
+        Args:
+            chunks (int): the number of pieces (the last may be smaller, as in torch).
+            dim (int, optional): the batch dim to split. Defaults to ``0``.
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return tuple(self._split_leaves(lambda t, n: t.chunk(chunks, d), nd, _keep_names))
 
     def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
-        """``torch.tensor_split`` along batch dim ``dim``."""
+        """``torch.tensor_split`` along batch dim ``dim``.
+
+        Args:
+            indices_or_sections (int or sequence of int): a number of (near-)equal sections, or
+                the batch indices to split at (as in ``torch.tensor_split``).
+            dim (int, optional): the batch dim to split. Defaults to ``0``.
+        """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names))

@@ -42,6 +42,10 @@ class ShapeAliasMixin(TensorDictHost):
     def swapaxes(self, dim0: int, dim1: int) -> TensorDictBase:
         """Swaps batch dims ``dim0`` and ``dim1`` (same as :meth:`transpose`).
 
+        Args:
+            dim0 (int): a batch dim.
+            dim1 (int): the batch dim to swap it with.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -52,7 +56,12 @@ class ShapeAliasMixin(TensorDictHost):
         return self.transpose(dim0, dim1)
 
     def swapdims(self, dim0: int, dim1: int) -> TensorDictBase:
-        """Alias of :meth:`swapaxes`."""
+        """Alias of :meth:`swapaxes`.
+
+        Args:
+            dim0 (int): a batch dim.
+            dim1 (int): the batch dim to swap it with.
+        """
         return self.transpose(dim0, dim1)
 
     def fliplr(self) -> TensorDictBase:
