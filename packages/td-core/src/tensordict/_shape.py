@@ -232,6 +232,13 @@ class ShapeMixin(TensorDictHost):
     def view(self, *shape: Any, size: Any = None) -> Any:
         """A TensorDict whose leaves are viewed to ``shape + feature_shape``.
 
+        Args:
+            *shape (int or torch.dtype): the new batch size (or one sequence of ints,
+                ``-1`` inferred), or a dtype to view every leaf as.
+            size (sequence of int, optional): the new batch size, as a keyword.
+            batch_size (sequence of int, optional): with a dtype, the batch size of
+                the result (keyword only).
+
         Raises:
             RuntimeError: ``shape`` does not fit ``batch_size`` (or a leaf is not viewable).
 
@@ -255,7 +262,13 @@ class ShapeMixin(TensorDictHost):
         return _keep_lock(self, self._batch_transform(lambda t, n: t.view(*new, *t.shape[n:]), nd))
 
     def reshape(self, *shape: Any, size: Any = None) -> Any:
-        """Like :meth:`view` but copies when a view is impossible."""
+        """Like :meth:`view` but copies when a view is impossible.
+
+        Args:
+            *shape (int): the new batch size (or one sequence of ints, ``-1`` inferred).
+            size (sequence of int, optional): the new batch size, as a keyword.
+            inplace (bool, optional): make ``self`` hold the result (keyword only).
+        """
         if size is not None:
             shape = (size,)
         shape = _shape_arg(shape)
@@ -265,6 +278,10 @@ class ShapeMixin(TensorDictHost):
 
     def permute(self, *dims: Any) -> Any:
         """Permutes the batch dims (feature dims stay in place).
+
+        Args:
+            *dims_list (int): the new order of the batch dims (or one sequence of them).
+            dims (sequence of int, optional): the same, as a keyword.
 
         Raises:
             RuntimeError: ``dims`` is not a permutation of the batch dims.
@@ -424,7 +441,12 @@ class ShapeMixin(TensorDictHost):
     moveaxis = movedim
 
     def repeat(self, *repeats: Any) -> Any:
-        """Repeats along the batch dims (``torch.Tensor.repeat`` on the batch dims)."""
+        """Repeats along the batch dims (``torch.Tensor.repeat`` on the batch dims).
+
+        Args:
+            *repeats (int): how many times to repeat each batch dim (or one sequence).
+            inplace (bool, optional): make ``self`` hold the result (keyword only).
+        """
         repeats = _shape_arg(repeats)
         nd = len(self.batch_size)
         if len(repeats) < nd:

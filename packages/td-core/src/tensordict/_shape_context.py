@@ -351,6 +351,7 @@ def _document() -> None:
         if name in inplace:
             doc += _NOTE_INPLACE
         getattr(ShapeContextMixin, name).__doc__ = doc
+    ShapeContextMixin.split.__doc__ = ShapeMixin.split.__doc__
 
 
 _document()
