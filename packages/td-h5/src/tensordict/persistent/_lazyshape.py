@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from tensordict import lazy_legacy
+
 if TYPE_CHECKING:  # the class the mixin is mixed into (type checkers only)
     import torch
 
@@ -74,12 +76,21 @@ class LazyShapeMixin(_MixinBase):
         return self._index((slice(None),) * d + (slice(start, start + length),))
 
     def unsqueeze(self, dim: int) -> Any:
-        """A lazy view with a batch dim of size 1 inserted at ``dim``."""
+        """A lazy view with a batch dim of size 1 inserted at ``dim``.
+
+        Under ``set_lazy_legacy(True)``, td-core's live legacy view (whose inverse
+        ``squeeze`` gives this TensorDict back).
+        """
+        if lazy_legacy():
+            return super().unsqueeze(dim)
         d = self._dim(dim, extra=1)
         return self._index((slice(None),) * d + (None,))
 
     def squeeze(self, dim: int | None = None) -> Any:
-        """A lazy view without the batch dims of size 1 (only ``dim`` when given)."""
+        """A lazy view without the batch dims of size 1 (only ``dim`` when given); under
+        ``set_lazy_legacy(True)``, td-core's live legacy view."""
+        if lazy_legacy():
+            return super().squeeze(dim)
         bs = self._batch_size
         if dim is None:
             dims = {i for i, s in enumerate(bs) if s == 1}
