@@ -363,7 +363,15 @@ class TensorDictBase(
         self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None, *, sort: bool = False
     ) -> Any:
         """A live view of the values (non-tensor leaves come back as their objects);
-        ``sort=True`` gives a list in the order of ``keys(..., sort=True)``."""
+        ``sort=True`` gives a list in the order of ``keys(..., sort=True)``.
+
+        Args:
+            include_nested (bool, optional): also yield the values of nested TensorDicts.
+            leaves_only (bool, optional): skip the nested TensorDicts themselves.
+            is_leaf (callable, optional): which value types count as leaves (a type -> bool
+                function, as in tensordict).
+            sort (bool, optional): return a list in sorted key order (keyword only).
+        """
         if sort:
             return [v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True)]
         return _ValuesView(self, include_nested, leaves_only, is_leaf)
@@ -372,7 +380,16 @@ class TensorDictBase(
         self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None, *, sort: bool = False
     ) -> Any:
         """A live view of ``(key, value)`` pairs; nested keys are flat tuples.
-        ``sort=True`` gives a list sorted by key (nested keys joined with ``"."``)."""
+        ``sort=True`` gives a list sorted by key (nested keys joined with ``"."``).
+
+        Args:
+            include_nested (bool, optional): also yield the entries of nested TensorDicts
+                (their keys as tuples).
+            leaves_only (bool, optional): skip the nested TensorDicts themselves.
+            is_leaf (callable, optional): which value types count as leaves (a type -> bool
+                function, as in tensordict).
+            sort (bool, optional): return a list sorted by key (keyword only).
+        """
         view = _ItemsView(self, include_nested, leaves_only, is_leaf)
         if sort:
             return sorted(view, key=lambda kv: kv[0] if isinstance(kv[0], str) else ".".join(kv[0]))
@@ -1253,7 +1270,14 @@ class TensorDictBase(
         return self
 
     def update_at_(self, input_dict_or_td: Mapping | TensorDictBase, index: Any, clone: bool = False) -> TensorDictBase:
-        """Writes ``input_dict_or_td``'s leaves into ``self[index]`` in place."""
+        """Writes ``input_dict_or_td``'s leaves into ``self[index]`` in place.
+
+        Args:
+            input_dict_or_td (dict or TensorDictBase): the values to write, shaped like
+                ``self[index]``.
+            index (index): where to write in the batch dims (any index ``td[index]`` accepts).
+            clone (bool, optional): clone the values first.
+        """
         for key, value in input_dict_or_td.items():
             self.set_at_(key, value, index)
         return self
@@ -1261,6 +1285,11 @@ class TensorDictBase(
     @classmethod
     def fromkeys(cls, keys: Sequence[NestedKey], value: Any = 0) -> TensorDictBase:
         """A TensorDict (``batch_size=[]``) with every key set to ``value``.
+
+        Args:
+            keys (sequence of NestedKey): the keys (nested keys create nested TensorDicts).
+            value (optional): the value of every key (a number becomes a tensor). Defaults to
+                ``0``.
 
         Examples:
             >>> from tensordict import TensorDict
@@ -1434,6 +1463,11 @@ class TensorDictBase(
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictBase:
         """A copy. ``recurse=False`` copies the structure but shares the tensors.
 
+        Args:
+            recurse (bool, optional): copy the tensors too (``False``: share them). Defaults
+                to ``True``.
+            **kwargs: accepted for compatibility with tensordict (ignored).
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -1497,7 +1531,13 @@ class TensorDictBase(
         return _classes.TensorDict._new_unsafe(source, self.batch_size, self.device, self.names if self._has_names() else None)
 
     def to_dict(self, *, retain_none: bool = True, convert_tensors: bool = False) -> dict:
-        """A nested ``dict`` of the leaves (tensors, or Python objects for non-tensor data)."""
+        """A nested ``dict`` of the leaves (tensors, or Python objects for non-tensor data).
+
+        Args:
+            retain_none (bool, optional): keep the ``None`` fields of tensorclass entries
+                (keyword only). Defaults to ``True``.
+            convert_tensors (bool, optional): turn tensors into Python lists (keyword only).
+        """
         out: dict[str, Any] = {}
         for key, value in self._items_raw():
             if isinstance(value, TensorDictBase):
@@ -1541,6 +1581,10 @@ class TensorDictBase(
 
         Nested TensorDicts are renamed too (their first ``batch_dims`` names follow).
 
+        Args:
+            *names (str or None): the new name of every batch dim, in order.
+            **rename_map (str): ``old=new`` renames of some batch dims.
+
         Returns:
             ``self``.
 
@@ -1558,6 +1602,10 @@ class TensorDictBase(
 
     def rename(self, *names: Any, **rename_map: Any) -> TensorDictBase:
         """A shallow copy (leaves shared) with renamed batch dims; see :meth:`rename_`.
+
+        Args:
+            *names (str or None): the new name of every batch dim, in order.
+            **rename_map (str): ``old=new`` renames of some batch dims.
 
         Examples:
             >>> from tensordict import TensorDict
