@@ -187,6 +187,13 @@ def _is_non_tensor(value: Any) -> bool:
     return isinstance(value, (NonTensorData, NonTensorStack))
 
 
+def _is_shared(td: Any) -> bool:
+    try:
+        return bool(td.is_shared())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _shared_source(td: Any) -> tuple[Any, bool]:
     """``(source, copied)``: what the workers read (and write in place)."""
     if _is_memmap(td):
@@ -334,8 +341,9 @@ class _Job:
         if (
             self.user_pool is None
             and mp.get_context(self._start_method()).get_start_method() == "fork"
-            and not _is_memmap(self.td)
             and _inheritable(self.td)
+            and not _is_memmap(self.td)
+            and not _is_shared(self.td)  # shared memory is mapped by every process already
         ):
             self.source, self.copied, self.inherited = self.td, False, True
             return
