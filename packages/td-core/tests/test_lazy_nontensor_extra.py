@@ -348,3 +348,37 @@ class TestLazyListWritesAndMixedBatch:
         assert s[0].shape == torch.Size([2, -1])
         assert s[:, :, :2].shape == torch.Size([3, 2, 2])
         assert s[:, 0, :].shape == torch.Size([3, 4])
+
+
+class TestMaybeDenseStackOfLazyStacks:
+    def _pair(self) -> tuple:
+        from tensordict import maybe_dense_stack
+
+        td0 = TensorDict(a=torch.zeros(3), b=torch.zeros(4), s="x")
+        td1 = TensorDict(b=torch.zeros(5), a=torch.zeros(3), s="x")
+        return maybe_dense_stack([td0, td1]), td0, td1
+
+    def test_same_keys_give_dense_parts(self) -> None:
+        from tensordict import maybe_dense_stack
+
+        a, _, _ = self._pair()
+        b = a.clone()
+        out = maybe_dense_stack([a, b])
+        assert isinstance(out, LazyStackedTensorDict) and out.stack_dim == 1
+        assert all(type(t) is TensorDict for t in out.tensordicts)
+        assert out.tensordicts[1]["b"].shape == (2, 5)
+
+    def test_different_keys_keep_every_part_lazy(self) -> None:
+        from tensordict import maybe_dense_stack
+
+        a, td0, _ = self._pair()
+        b = a.clone()
+        del td0["a"]  # now a's keys differ from b's
+        out = maybe_dense_stack([a, b])
+        assert all(isinstance(t, LazyStackedTensorDict) for t in out.tensordicts)
+
+    def test_keys_of_a_nested_heterogeneous_stack_stack_no_leaf(self) -> None:
+        s = lazy_stack([TensorDict(x=torch.zeros(3), y={"z": torch.zeros(2)}), TensorDict(x=torch.zeros(4), y={"z": torch.zeros(2)})])
+        td = TensorDict(a=s, b=torch.zeros(()))
+        assert list(td.keys(True)) == ["a", ("a", "x"), ("a", "y"), ("a", "y", "z"), "b"]
+        assert len(td.keys(True, True)) == 3

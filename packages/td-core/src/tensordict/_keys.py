@@ -210,6 +210,13 @@ class _KeysView:
                     ):
                         _extend_tensors(value, sub, out, keys_only)
                         continue
+                    if keys_only:
+                        inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
+                        if inner.__class__ is _classes.LazyStackedTensorDict:
+                            # its keys, without stacking a leaf (they may be heterogeneous)
+                            for k in inner.keys(True, leaves_only, is_leaf=is_leaf):
+                                append(sub + k if k.__class__ is tuple else (*sub, k))
+                            continue
                     stack.append((sub, iter(value._items_raw())))
                     break
             else:
@@ -256,7 +263,12 @@ class _KeysView:
                 if not self.leaves_only or leaf:
                     n += 1
                 if self.include_nested and is_coll:
-                    todo.append(value)
+                    inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
+                    if inner.__class__ is _classes.LazyStackedTensorDict:
+                        # counted without stacking a leaf (they may be heterogeneous)
+                        n += len(inner.keys(True, self.leaves_only, is_leaf=is_leaf))
+                    else:
+                        todo.append(value)
         return n
 
     def __contains__(self, key: object) -> bool:

@@ -58,6 +58,12 @@ def _swap_lazy(values: list, dim: int, maybe_dense_stack: bool) -> Any:
     if not n or not all(v.__class__ is lazy_cls and v.stack_dim == sd and len(v.tensordicts) == n for v in values):
         return None
     new_sd, inner_dim = (sd + 1, dim) if dim <= sd else (sd, dim - 1)
+    if maybe_dense_stack:
+        keys = set(first.keys(True, True))
+        if any(set(v.keys(True, True)) != keys for v in values[1:]):
+            # the stacks hold different keys: every part stays lazy
+            parts = [lazy_cls._from_list([v.tensordicts[i] for v in values], inner_dim) for i in range(n)]
+            return lazy_cls._from_list(parts, new_sd)
     try:
         parts = [
             stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)
