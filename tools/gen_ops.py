@@ -172,6 +172,20 @@ SEAM_RETURNS = {
     "MemoryMappedTensor": "torch.Tensor",
     "PersistentTensorDict": "TensorDictBase",
 }
+#: what a seam returns when called on a TensorDictBase, where the sibling function (which
+#: may serve other callers, e.g. tensorclasses) is annotated ``Any``
+SEAM_RETURNS_ON_TD = {
+    "memmap": "TensorDictBase",
+    "memmap_like": "TensorDictBase",
+    "load_memmap": "TensorDictBase",
+    "save": "TensorDictBase",
+    "dumps": "TensorDictBase",
+    "load": "TensorDictBase",
+    "memmap_": "Self",
+    "load_memmap_": "Self",
+    "memmap_refresh_": "Self",
+    "load_": "Self",
+}
 
 
 def generate_seams() -> str:
@@ -181,7 +195,7 @@ def generate_seams() -> str:
     parts = [HEADER.format(what="Methods of TensorDictBase served by sibling distributions (``GeneratedSiblingMixin``).", source="``_seams._SIBLING_METHODS`` and the siblings' ``_td_methods.py``")]
     parts.append(
         "from typing import TYPE_CHECKING, Any\n\nfrom tensordict._seams import SiblingMixin, forward_to_sibling\n\n"
-        "if TYPE_CHECKING:\n    from collections.abc import Iterator\n\n    import torch\n\n"
+        "if TYPE_CHECKING:\n    from collections.abc import Iterator\n\n    import torch\n    from typing_extensions import Self\n\n"
         "    from tensordict._base import TensorDictBase\n\n"
     )
     parts.append('__all__ = ["GeneratedSiblingMixin"]\n\n\nclass GeneratedSiblingMixin(SiblingMixin):\n')
@@ -192,6 +206,8 @@ def generate_seams() -> str:
         fn = _sibling_function(sub, name)
         doc = ast.get_docstring(fn, clean=True) if fn is not None else None
         returns = SEAM_RETURNS.get(ast.unparse(fn.returns) if fn is not None and fn.returns is not None else "", "Any")
+        if returns == "Any":
+            returns = SEAM_RETURNS_ON_TD.get(name, "Any")
         note = f"Provided by the ``{dist}`` distribution (``tensordict.{sub}``).\n\nRaises:\n    ImportError: ``{dist}`` is not installed."
         if doc:
             doc = doc + f"\n\n.. note:: Served by the ``{dist}`` distribution (``tensordict.{sub}``);\n   without it the call raises ``ImportError``."

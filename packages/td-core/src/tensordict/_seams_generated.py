@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     import torch
+    from typing_extensions import Self
 
     from tensordict._base import TensorDictBase
 
@@ -24,7 +25,7 @@ __all__ = ["GeneratedSiblingMixin"]
 class GeneratedSiblingMixin(SiblingMixin):
     """Methods that forward to ``tensordict.<sub>._td_methods.<name>`` (imported on first call)."""
 
-    def memmap(self, *args: Any, **kwargs: Any) -> Any:
+    def memmap(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Writes every leaf to a memory-mapped file and returns a new, locked TensorDict of them.
 
         The folder tree under ``prefix`` mirrors the key tree: each (nested)
@@ -45,9 +46,12 @@ class GeneratedSiblingMixin(SiblingMixin):
             num_threads (int): threads writing the files (``0``/``1``: this thread).
             return_early (bool): with ``num_threads > 0``, return a
                 ``concurrent.futures.Future`` of the result immediately.
-            share_non_tensor (bool): accepted for API compatibility; non-tensor values
-                are stored in the metadata (JSON) or pickled, and are not shared
-                between processes after loading.
+            share_non_tensor (bool): keep each non-tensor value (``NonTensorData``) of
+                the result in shared memory (:class:`~tensordict.memmap.SharedNonTensorData`):
+                the TensorDict sent to other processes shares them, and an in-place write
+                (``td.set_(key, value)``, ``td.get(key).update_(...)``) in any process is
+                seen by all. ``NonTensorStack`` values are not shared. The store on disk is
+                the same either way. Defaults to ``False``.
             existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
             robust_key (bool, optional): accepted for compatibility: keys are always
                 encoded into safe, unique file names (the key is kept in ``meta.json``).
@@ -84,7 +88,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "memmap", self, args, kwargs)
 
-    def memmap_(self, *args: Any, **kwargs: Any) -> Any:
+    def memmap_(self, *args: Any, **kwargs: Any) -> Self:
         """Like :func:`memmap`, but replaces ``td``'s leaves in place and returns ``td`` (locked).
 
         With ``prefix=None`` a TensorDict already saved to a folder is written there
@@ -102,7 +106,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "memmap_", self, args, kwargs)
 
-    def memmap_like(self, *args: Any, **kwargs: Any) -> Any:
+    def memmap_like(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """A locked, memory-mapped TensorDict with ``td``'s structure, shapes and dtypes, and zeros.
 
         No value is copied or written: each file is created sparse at its full size,
@@ -126,7 +130,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         return forward_to_sibling("memmap", "memmap_like", self, args, kwargs)
 
     @classmethod
-    def load_memmap(cls, *args: Any, **kwargs: Any) -> Any:
+    def load_memmap(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Loads a TensorDict that :func:`memmap`/:func:`save` wrote (``cls`` is ignored:
         the stored type is returned).
 
@@ -182,7 +186,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "load_memmap", cls, args, kwargs)
 
-    def load_memmap_(self, *args: Any, **kwargs: Any) -> Any:
+    def load_memmap_(self, *args: Any, **kwargs: Any) -> Self:
         """Loads the store at ``prefix`` into ``td`` (``load_memmap(prefix, out=td)``) and returns ``td``.
 
         Nested TensorDicts are kept; leaves are rebound to the loaded memory maps;
@@ -193,7 +197,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "load_memmap_", self, args, kwargs)
 
-    def memmap_refresh_(self, *args: Any, **kwargs: Any) -> Any:
+    def memmap_refresh_(self, *args: Any, **kwargs: Any) -> Self:
         """Re-reads ``td``'s folder (``saved_path``), e.g. after another process re-saved it.
 
         Raises:
@@ -204,7 +208,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "memmap_refresh_", self, args, kwargs)
 
-    def save(self, *args: Any, **kwargs: Any) -> Any:
+    def save(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Saves ``td`` to ``prefix``: a proxy of :func:`memmap` (returns its result).
 
         With ``archive=True``, or a ``prefix`` ending in ``.tdz``, the store is one zip
@@ -219,7 +223,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "save", self, args, kwargs)
 
-    def dumps(self, *args: Any, **kwargs: Any) -> Any:
+    def dumps(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Provided by the ``td-memmap`` distribution (``tensordict.memmap``).
 
         Raises:
@@ -228,7 +232,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         return forward_to_sibling("memmap", "dumps", self, args, kwargs)
 
     @classmethod
-    def load(cls, *args: Any, **kwargs: Any) -> Any:
+    def load(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Loads a saved TensorDict: a proxy of :func:`load_memmap`.
 
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
@@ -236,7 +240,7 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "load", cls, args, kwargs)
 
-    def load_(self, *args: Any, **kwargs: Any) -> Any:
+    def load_(self, *args: Any, **kwargs: Any) -> Self:
         """Loads a saved TensorDict into ``td``: a proxy of :func:`load_memmap_`.
 
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);

@@ -66,7 +66,7 @@ def _swap_lazy(values: list, dim: int, maybe_dense_stack: bool) -> Any:
             return lazy_cls._from_list(parts, new_sd)
     try:
         parts = [
-            stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)
+            stack([v.tensordicts[i] for v in values], inner_dim, maybe_dense_stack=maybe_dense_stack)  # type: ignore[misc]
             for i in range(n)
         ]
     except (RuntimeError, KeyError):

@@ -497,7 +497,7 @@ class TensorDict(TensorDictBase):
             if _STR_ONLY.issuperset(map(type, keys)):  # str keys only (one C-speed pass)
                 store = self._tensordict
                 try:
-                    source = dict(zip(keys, map(store.__getitem__, keys)))
+                    source = dict(zip(keys, map(store.__getitem__, keys)))  # type: ignore[arg-type]
                 except KeyError:
                     if strict:
                         missing = next(k for k in keys if k not in store)

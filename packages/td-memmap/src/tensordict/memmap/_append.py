@@ -92,14 +92,14 @@ def _plan_non_tensor(folder: str, entry: dict, value: Any, bs: list[int], plan: 
             raise _error(folder, msg)
         old_path = member_path(folder, entry.get("file"), plan.root, "pickle file")
         old = load_pickle(old_path, key, True)
-        old_items = old if entry["kind"] == "non_tensor_stack" else [old] * math.prod(old_bs)
+        old_items = old if entry["kind"] == "non_tensor_stack" else [old] * math.prod(old_bs)  # type: ignore[arg-type]
         plan.obsolete.append(old_path)
     else:
         old = entry.get("value")
         if entry["kind"] == "non_tensor" and isinstance(value, NonTensorData) and value.data == old \
                 and type(value.data) is type(old):
             return new  # one value for every row, the new ones included
-        old_items = old if entry["kind"] == "non_tensor_stack" else [old] * math.prod(old_bs)
+        old_items = old if entry["kind"] == "non_tensor_stack" else [old] * math.prod(old_bs)  # type: ignore[arg-type]
     items = list(old_items) + _flat_items(value)
     new["kind"] = "non_tensor_stack"
     new.pop("value", None)
@@ -124,8 +124,8 @@ def _plan_tensor(folder: str, entry: dict, value: Any, plan: _Plan, stems: dict)
         raise _error(folder, f"key {key!r} is a nested tensor, which has no batch dimension to grow.")
     dtype = dtype_from_name(entry.get("dtype"), os.path.join(folder, META))
     shape = entry.get("shape")
-    if value.dtype != dtype or list(value.shape[1:]) != shape[1:]:
-        msg = (f"key {key!r} is stored as {dtype} of shape {tuple(shape)}; the rows give {value.dtype} of shape "
+    if value.dtype != dtype or list(value.shape[1:]) != shape[1:]:  # type: ignore[index]
+        msg = (f"key {key!r} is stored as {dtype} of shape {tuple(shape)}; the rows give {value.dtype} of shape "  # type: ignore[arg-type]
                f"{tuple(value.shape)} (rows must match every dim but the first, and the dtype).")
         raise _error(folder, msg)
     value = value.detach()
@@ -149,7 +149,7 @@ def _plan_tensor(folder: str, entry: dict, value: Any, plan: _Plan, stems: dict)
                                  "damaged; nothing was appended.")
     plan.grow.append((path, value, size))
     new = dict(entry)
-    new["shape"] = [shape[0] + value.shape[0], *shape[1:]]
+    new["shape"] = [shape[0] + value.shape[0], *shape[1:]]  # type: ignore[index]
     new["nbytes"] = nbytes + value.numel() * value.element_size()
     new["file"] = name if new["nbytes"] else None
     return new

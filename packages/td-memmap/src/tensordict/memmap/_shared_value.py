@@ -99,7 +99,7 @@ class SharedNonTensorData(NonTensorData):
     def _header(self) -> torch.Tensor:
         return self._slot[:24].view(torch.int64)
 
-    @property  # type: ignore[override]
+    @property
     def data(self) -> Any:
         """The current value (read from the shared slot)."""
         header = self._header()
