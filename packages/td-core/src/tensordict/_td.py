@@ -23,7 +23,6 @@ __all__ = ["TensorDict"]
 _Tensor = torch.Tensor
 _Size = torch.Size
 _TENSOR_ONLY = frozenset((_Tensor,))
-_STR_ONLY = frozenset((str,))
 
 
 def _misfits(shape: torch.Size, bs: torch.Size) -> bool:
@@ -494,10 +493,13 @@ class TensorDict(TensorDictBase):
         self, *keys: NestedKey, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
     ) -> TensorDictBase:
         if not inplace:
-            if _STR_ONLY.issuperset(map(type, keys)):  # str keys only (one C-speed pass)
+            for k in keys:
+                if k.__class__ is not str:
+                    break
+            else:
                 store = self._tensordict
                 try:
-                    source = dict(zip(keys, map(store.__getitem__, keys)))  # type: ignore[arg-type]
+                    source = {k: store[k] for k in keys}  # type: ignore[index]
                 except KeyError:
                     if strict:
                         missing = next(k for k in keys if k not in store)
@@ -512,7 +514,10 @@ class TensorDict(TensorDictBase):
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         if not inplace:
-            if _STR_ONLY.issuperset(map(type, keys)):
+            for k in keys:
+                if k.__class__ is not str:
+                    break
+            else:
                 drop = set(keys)
                 source = {k: v for k, v in self._tensordict.items() if k not in drop}
                 if self.__class__ is not TensorDict:  # subclasses (TypedTensorDict) keep their class
