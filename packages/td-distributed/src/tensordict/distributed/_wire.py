@@ -308,7 +308,7 @@ class Plan:
 def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None, lazy: list | None = None) -> bytes:
     doc = {"root": root, "leaves": specs}
     if lazy is not None:
-        doc["lazy"] = lazy  # type: ignore[assignment]
+        doc["lazy"] = lazy
     if tensorclass is not None:
         doc["tensorclass"] = tensorclass  # type: ignore[assignment]
     try:
