@@ -168,3 +168,12 @@ def test_apply_inplace_writes_nested_entries_in_place(ptd, td):
     assert sorted(ptd.keys(True, True), key=str) == sorted(td.keys(True, True), key=str)
     assert torch.equal(ptd["nested", "idx"], td["nested", "idx"] + 1)
     assert torch.equal(ptd["obs"], td["obs"] + 1)
+
+
+def test_split_keys(ptd, td):
+    part, rest = ptd.split_keys(["obs", ("nested", "idx"), "label"])
+    assert type(part) is TensorDict and set(part.keys(True, True)) == {"obs", ("nested", "idx")}
+    assert part["label"] == b"experiment-1" and "label" not in rest.keys()
+    assert "obs" in ptd.keys() and "obs" not in rest.keys()
+    part, rest = ptd.split_keys(["reward"], inplace=True)
+    assert rest is ptd and "reward" not in ptd.keys() and torch.equal(part["reward"], td["reward"])

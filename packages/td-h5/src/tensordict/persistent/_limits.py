@@ -13,14 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict import lazy_legacy
+from tensordict import TensorDictBase, lazy_legacy
 
 if TYPE_CHECKING:  # the class the mixin is mixed into (type checkers only)
-    from tensordict import TensorDictBase as _MixinBase
+    _MixinBase = TensorDictBase
 else:
     _MixinBase = object
 
 __all__ = ["LimitsMixin"]
+
+
+def _not_a_tensordict(cls: type) -> bool:
+    """Leaves for ``keys(is_leaf=)``: tensors and non-tensor data alike."""
+    return not issubclass(cls, TensorDictBase)
 
 
 class LimitsMixin(_MixinBase):
@@ -49,6 +54,23 @@ class LimitsMixin(_MixinBase):
             "backed by the file. Copy the data first: td.to_tensordict().select(...)."
         )
         raise NotImplementedError(msg)
+
+    def split_keys(self, *key_sets: Any, inplace: bool = False, default: Any = None, strict: bool = True) -> tuple:
+        """``TensorDictBase.split_keys``: the selected parts are read into memory; the rest is
+        ``self`` with those keys deleted from the file (``inplace=True``) or an in-memory copy.
+
+        Raises:
+            KeyError: a key is missing and ``strict=True``.
+            RuntimeError: ``inplace=True`` and the file is read-only or the TensorDict locked.
+        """
+        if inplace and self.is_locked:
+            msg = "Cannot modify locked TensorDict: split_keys(inplace=True) deletes the selected keys."
+            raise RuntimeError(msg)
+        dense = self.to_tensordict()  # type: ignore[attr-defined]
+        *parts, _rest = dense.split_keys(*key_sets, inplace=False, default=default, strict=strict)
+        used = [key for part in parts for key in part.keys(True, True, is_leaf=_not_a_tensordict)]
+        rest = self.exclude(*used, inplace=inplace)  # type: ignore[misc]
+        return (*parts, rest)
 
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
         """``view(dtype)`` reinterprets every leaf (in memory); a shape view is not supported

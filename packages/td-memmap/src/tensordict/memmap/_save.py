@@ -436,6 +436,8 @@ def _save_now(obj: Any, prefix: Any, like: bool, inplace: bool, copy_existing: b
             if staging is not None:
                 staging.abort()
             raise
+    if inplace and getattr(obj, "is_locked", False):
+        obj.unlock_()  # its leaves are replaced by the mapped ones (a view may write through to its source)
     result = _build(folder, ctx, inplace)
     _lock(result)
     return result
