@@ -37,6 +37,14 @@ from tensordict._lazy_math import LazyMathMixin
 from tensordict._lazy_ops import LazyOpsMixin
 from tensordict._lazy_shape import LazyShapeMixin
 from tensordict._lazy_write import LazyWriteMixin, _td_has
+from tensordict._legacy_views import (  # noqa: F401 - upstream's module path for the legacy views
+    _CustomOpTensorDict,
+    _PermutedTensorDict,
+    _SqueezedTensorDict,
+    _TransposedTensorDict,
+    _UnsqueezedTensorDict,
+    _ViewedTensorDict,
+)
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
 from tensordict._td import TensorDict
