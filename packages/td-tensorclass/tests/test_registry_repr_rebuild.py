@@ -103,3 +103,52 @@ class TestFromDictInstance:
         assert out.batch_size == (3,) and out["b"].batch_size == (3,)
         with pytest.raises(TypeError, match="expects a mapping"):
             td.from_dict_instance([1, 2])
+
+
+class TestUpstreamFlagNames:
+    def test_option_flags_under_upstream_names(self):
+        @tensorclass(autocast=True)
+        class Cast:
+            x: torch.Tensor
+
+        class NoCast(TensorClass["nocast", "frozen"]):
+            x: torch.Tensor
+
+        class Child(NoCast):
+            y: torch.Tensor
+
+        assert Cast._autocast and not Cast._nocast and not Cast._frozen
+        assert NoCast._nocast and NoCast._frozen and not NoCast._autocast
+        assert Child._nocast and Child._frozen  # options are inherited
+
+
+class TestFieldBatchSize:
+    def test_tensordict_with_fewer_batch_dims_takes_the_instance_batch_size(self):
+        from tensordict import TensorDictBase
+
+        @tensorclass
+        class Holder:
+            z: TensorDictBase
+
+        h = Holder(z=TensorDict({}, [3, 4]), batch_size=[3, 4])
+        given = TensorDict({"smth": torch.zeros(3, 4, 1)}, [])
+        h.z = given
+        assert h.z.batch_size == (3, 4)
+        assert given.batch_size == ()  # the value passed in is left as it was
+        with pytest.raises(RuntimeError, match=r"the Tensor smth has shape torch\.Size\(\[1\]\) which"):
+            h.z = TensorDict({"smth": torch.zeros(1)}, [])
+        with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+            h.z = TensorDict({"smth": torch.zeros(2, 4)}, [2])
+
+    def test_unknown_attribute_wording(self):
+        obj = Shown(x=torch.zeros(2), batch_size=[2])
+        with pytest.raises(AttributeError, match="Cannot set the attribute 'nope': Shown has no field 'nope'"):
+            obj.nope = 1
+
+
+def test_flags_on_the_base_class_stay_false():
+    class Sub(TensorClass["autocast"]):
+        a: int
+
+    assert Sub._autocast
+    assert not TensorClass._autocast and not TensorClass._nocast and not TensorClass._frozen

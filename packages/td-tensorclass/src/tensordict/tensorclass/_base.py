@@ -89,6 +89,12 @@ class _TensorClassCore(_Slots):
     _tc_frozen = False
     _tc_shadow = False
     _tc_tensor_only = False
+    #: the same flags under upstream's names (set per class with the ``_tc_*`` ones)
+    _autocast = False
+    _nocast = False
+    _frozen = False
+    _shadow = False
+    _tensor_only = False
     #: the class (or a base below the tensorclass machinery) defines ``__setattr__``
     _tc_user_setattr = False
     #: dataclass-style hook, called at the end of the generated ``__init__``
@@ -137,6 +143,7 @@ class _TensorClassCore(_Slots):
             self.__dict__[name] = value
             return
         msg = (
+            f"Cannot set the attribute {name!r}: "
             f"{cls.__name__} has no field {name!r}; its fields are {list(cls._tc_fields)}. "
             f"Declare {name!r} as a field (an annotation in the class body) or as a property, "
             "or use a name starting with '_' for private state."

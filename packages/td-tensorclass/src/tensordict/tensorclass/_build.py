@@ -186,6 +186,9 @@ def _set_options(cls: type, options: dict[str, bool]) -> None:
     cls._tc_frozen = bool(options.get("frozen", False))  # type: ignore[attr-defined]
     cls._tc_shadow = bool(options.get("shadow", False))  # type: ignore[attr-defined]
     cls._tc_tensor_only = bool(options.get("tensor_only", False))  # type: ignore[attr-defined]
+    # upstream's names for the same flags (``cls._autocast``, ...), read by downstream code
+    for name in ("autocast", "nocast", "frozen", "shadow", "tensor_only"):
+        setattr(cls, f"_{name}", getattr(cls, f"_tc_{name}"))
 
 
 def build_tensorclass(cls: type, base: type, options: dict[str, bool]) -> type:

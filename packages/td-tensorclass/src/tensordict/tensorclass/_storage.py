@@ -466,6 +466,25 @@ def _tensor_only_cast(cls: type, name: str, value: Any, bs: torch.Size, device: 
 
 
 # ---------------------------------------------------------------------- conversion
+def _with_batch_size(cls: type, name: str, value: TensorDictBase, bs: torch.Size) -> TensorDictBase:
+    """A shallow copy of ``value`` with batch size ``bs``; a ``RuntimeError`` in upstream's
+    wording (naming the first leaf that does not fit) when its leaves do not allow it."""
+    n = len(bs)
+    for key, leaf in value.items(include_nested=True, leaves_only=True):
+        shape = getattr(leaf, "shape", None)
+        if isinstance(leaf, _Tensor) and shape is not None and shape[:n] != bs:
+            key_name = key if isinstance(key, str) else ".".join(key)
+            msg = (
+                f"the Tensor {key_name} has shape {shape} which is incompatible with the batch-size {bs} "
+                f"({cls.__name__}.{name}: a TensorDict with batch_size={tuple(value.batch_size)} takes the "
+                "instance's batch size only if its leaves start with it)."
+            )
+            raise RuntimeError(msg)
+    out = value.clone(recurse=False)
+    out.batch_size = bs
+    return out
+
+
 def _convert_field(cls: type[_Slots], name: str, value: Any, td: TensorDictBase, non_blocking: bool = False) -> tuple[bool, Any]:
     """Validates and converts one field value for ``td`` (whose batch_size and device
     apply). Returns ``(goes_in_td, value)``. Raises before anything is written."""
@@ -496,7 +515,12 @@ def _convert_field(cls: type[_Slots], name: str, value: Any, td: TensorDictBase,
     if is_tensor_collection(value):
         vbs = value.batch_size
         if vbs[: len(bs)] != bs:
-            raise _batch_error(cls, name, vbs, bs)
+            if isinstance(value, TensorDictBase) and len(vbs) < len(bs) and vbs == bs[: len(vbs)]:
+                # fewer batch dims than the instance (``TensorDict({...}, [])``): takes the
+                # instance's batch size when its leaves allow it, as TensorDict.set does
+                value = _with_batch_size(cls, name, value, bs)
+            else:
+                raise _batch_error(cls, name, vbs, bs)
         if device is not None and value.device != device:
             value = value.to(device)
         if isinstance(value, TensorDictBase):
