@@ -67,6 +67,57 @@ __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "se
 
 _GET_DEFAULTS_TO_NONE = [True]
 _TENSOR_ONLY = frozenset((torch.Tensor,))
+#: levels of plain TensorDicts that ``_map_tree`` rebuilds by recursion before it switches to
+#: an explicit stack (recursion is the cheapest per node; the stack has no depth limit)
+_MAP_RECURSION_DEPTH = 200
+
+
+def _map_tree(node: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: dict, depth: int) -> Any:
+    """``node`` rebuilt with ``fn`` applied to every tensor leaf (``_map_leaves``)."""
+    td_cls = _classes.TensorDict
+    source: dict[str, Any] = {}
+    for key, value in node._items_raw():
+        if isinstance(value, torch.Tensor):
+            source[key] = fn(value)
+        elif value.__class__ is td_cls:
+            if depth < _MAP_RECURSION_DEPTH:
+                source[key] = _map_tree(value, fn, keep_non_tensor, new_kwargs, depth + 1)
+            else:
+                source[key] = _map_tree_deep(value, fn, keep_non_tensor, new_kwargs)
+        elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
+            source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
+        elif keep_non_tensor:
+            source[key] = value
+        else:
+            source[key] = value.clone()
+    return node._new_like(source, **new_kwargs)
+
+
+def _map_tree_deep(root: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: dict) -> Any:
+    """``_map_tree`` with an explicit stack of the TensorDicts being rebuilt, not one Python
+    frame per level: any nesting depth works."""
+    td_cls = _classes.TensorDict
+    frames: list = [(root, iter(root._items_raw()), {}, None)]
+    while True:
+        node, items, source, node_key = frames[-1]
+        for key, value in items:
+            if isinstance(value, torch.Tensor):
+                source[key] = fn(value)
+            elif value.__class__ is td_cls:
+                frames.append((value, iter(value._items_raw()), {}, key))
+                break
+            elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
+                source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
+            elif keep_non_tensor:
+                source[key] = value
+            else:
+                source[key] = value.clone()
+        else:
+            frames.pop()
+            out = node._new_like(source, **new_kwargs)
+            if not frames:
+                return out
+            frames[-1][2][node_key] = out
 _ABSENT: Any = object()
 
 
@@ -1480,30 +1531,7 @@ class TensorDictBase(
         return self._map_leaves(torch.Tensor.clone)
 
     def _map_leaves(self, fn: Callable, keep_non_tensor: bool = False, **new_kwargs: Any) -> TensorDictBase:
-        # an explicit stack of the TensorDicts being rebuilt, not one Python frame per
-        # level: any nesting depth works (nodes that map their own way are called)
-        frames: list = [(self, iter(self._items_raw()), {}, None)]
-        own = TensorDictBase._map_leaves
-        while True:
-            node, items, source, node_key = frames[-1]
-            for key, value in items:
-                if isinstance(value, torch.Tensor):
-                    source[key] = fn(value)
-                elif isinstance(value, TensorDictBase) or getattr(value, "_is_tensorclass", False):
-                    if getattr(type(value), "_map_leaves", None) is own:
-                        frames.append((value, iter(value._items_raw()), {}, key))
-                        break
-                    source[key] = value._map_leaves(fn, keep_non_tensor, **new_kwargs)
-                elif keep_non_tensor:
-                    source[key] = value
-                else:
-                    source[key] = value.clone()
-            else:
-                frames.pop()
-                out = node._new_like(source, **new_kwargs)
-                if not frames:
-                    return out
-                frames[-1][2][node_key] = out
+        return _map_tree(self, fn, keep_non_tensor, new_kwargs, 0)
 
     def copy_(self, tensordict: TensorDictBase, non_blocking: bool = False) -> TensorDictBase:
         """Copies ``tensordict``'s leaves into ``self`` in place (``update_``).
