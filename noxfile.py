@@ -210,8 +210,11 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
 
 
-#: mypy's verdict changes between releases (new checks, stale ``type: ignore`` comments)
-MYPY = "mypy==2.4.1"
+#: mypy's verdict changes between releases (new checks, stale ``type: ignore`` comments),
+#: and with the stubs of the packages it reads: all pinned to the versions it was run with
+TYPECHECK_DEPS = (
+    "mypy==2.4.1", "numpy==2.4.6", "h5py==3.16.0", "hypothesis==6.170.17", "typing_extensions==4.16.0",
+)
 
 
 @nox.session(tags=["tests"])
@@ -222,7 +225,7 @@ def typecheck(session: nox.Session) -> None:
     real types (torch from the shared install).
     """
     _install_torch(session)
-    session.install(*CONSTRAINTS, MYPY, "numpy", "h5py", "hypothesis", "typing_extensions")
+    session.install(*CONSTRAINTS, *TYPECHECK_DEPS)
     session.run("mypy", "--config-file", str(ROOT / "pyproject.toml"))
 
 
