@@ -395,3 +395,13 @@ def test_to_module_shared_submodule_restored():
     with params.to_module(model, inplace=True):
         assert (shared.weight == 0).all()
     assert shared.weight is original and not (shared.weight == 0).all()
+
+
+def test_a_tensordict_is_a_mapping_modules_load_from():
+    from collections.abc import Mapping
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.ReLU(), nn.Linear(4, 2)))
+    td = TensorDict.from_module(net, filter_empty=False).detach().clone().zero_()
+    assert isinstance(td, Mapping)
+    net.load_state_dict(td.flatten_keys("."))
+    assert all((p == 0).all() for p in net.parameters())

@@ -1660,6 +1660,11 @@ class TensorDictBase(
 
 _classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)
 
+# A TensorDict is a mapping of keys to values (tensordict 0.15's TensorDictBase is a
+# MutableMapping): APIs that take "a dict-like", such as nn.Module.load_state_dict,
+# accept one. Registered (not inherited) so the ABC adds no method to the class.
+Mapping.register(TensorDictBase)
+
 
 def _refuse_cycle(parent: Any, key: str, value: Any) -> None:
     """Refuses ``parent[key] = value`` when ``value`` is ``parent`` or holds it: a TensorDict
