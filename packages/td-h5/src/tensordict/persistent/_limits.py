@@ -66,10 +66,10 @@ class LimitsMixin(_MixinBase):
         if inplace and self.is_locked:
             msg = "Cannot modify locked TensorDict: split_keys(inplace=True) deletes the selected keys."
             raise RuntimeError(msg)
-        dense = self.to_tensordict()  # type: ignore[attr-defined]
+        dense = self.to_tensordict()
         *parts, _rest = dense.split_keys(*key_sets, inplace=False, default=default, strict=strict)
         used = [key for part in parts for key in part.keys(True, True, is_leaf=_not_a_tensordict)]
-        rest = self.exclude(*used, inplace=inplace)  # type: ignore[misc]
+        rest = self.exclude(*used, inplace=inplace)
         return (*parts, rest)
 
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
