@@ -24,7 +24,7 @@ import torch
 
 from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.ext import lookup_memmap_name as lookup_name
-from tensordict.memmap._fileio import check_file, dtype_from_name
+from tensordict.memmap._fileio import check_file, dtype_from_name, tensor_on
 from tensordict.memmap._names import _VALID, member_path
 from tensordict.memmap._save import VERSION, make_lazy_stack
 from tensordict.memmap._store import (
@@ -209,15 +209,15 @@ def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nby
         raise _bad(where, f"nested_shape of key {entry['key']!r} must be {shape[:1]} lists of equal length")
     for s in sizes:
         _ints(s, where, f"an element shape of key {entry['key']!r}")
-    if bs:
-        raise _bad(where, f"nested leaf {entry['key']!r} in a TensorDict of batch size {bs}")
+    if bs and bs != [len(sizes)]:  # only the dim of the elements can be a batch dim
+        raise _bad(where, f"nested leaf {entry['key']!r} of {len(sizes)} elements in a TensorDict of batch size {bs}")
     expected = sum(math.prod(s) for s in sizes) * dtype.itemsize
     if type(nbytes) is not int or nbytes != expected:
         raise _bad(where, f"nested leaf {entry['key']!r} needs {expected} bytes, the metadata records {nbytes!r}")
     if ctx.meta_device or ctx.fake:
         msg = f"{where}: nested leaf {entry['key']!r} loads only on the CPU (not on 'meta' nor under fake tensors)."
         raise RuntimeError(msg)
-    from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _nested_on
+    from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF
 
     shapes = torch.tensor(sizes, dtype=torch.int64)
     if ctx.zfs is not None:
@@ -226,10 +226,12 @@ def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nby
                    "nested tensor. Load with mode='r' (writes stay in memory), or unpack the archive.")
             raise RuntimeError(msg)
         flat = _fs_tensor(path, nbytes, dtype, (expected // dtype.itemsize,), ctx)
+        # copied into a segment of its own (archives load copy-on-write): a nested view into the
+        # archive's map would not start at offset 0, which a nested tensor needs to be contiguous
+        out = MemoryMappedTensor.empty(shapes, dtype=dtype)
         with _DisableTF():
-            storage, offset = flat.untyped_storage(), flat.storage_offset() * dtype.itemsize
-        return _nested_on(MemoryMappedTensor, storage, dtype, shapes, offset, getattr(flat, "_filename", None),  # type: ignore[arg-type]
-                          getattr(flat, "_shm", None))
+            tensor_on(out.untyped_storage(), dtype, (expected // dtype.itemsize,)).copy_(flat)
+        return out
     check_file(path, nbytes, exact=True)
     return MemoryMappedTensor.from_filename(path, dtype, shapes)
 

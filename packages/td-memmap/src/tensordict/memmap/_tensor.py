@@ -322,10 +322,15 @@ def _nested_on(cls: type, storage: torch.UntypedStorage, dtype: torch.dtype, siz
 def _nested_empty(cls: type, sizes: torch.Tensor, dtype: torch.dtype, filename: Any, existsok: bool) -> MemoryMappedTensor:
     _, _, _, numel = _nested_layout(sizes)
     if filename is None:
-        with _DisableTF():
-            flat, shm = _anonymous((numel,), dtype)
-        storage = flat.untyped_storage()
-        return _nested_on(cls, storage, dtype, sizes, flat.storage_offset() * dtype.itemsize, None, shm)  # type: ignore[arg-type]
+        # a segment of its own (not a slab of the pool): a nested tensor is contiguous
+        # (fill_, copy_...) only when its elements start at offset 0 of the storage
+        nbytes = numel * dtype.itemsize
+        if nbytes == 0:
+            with _DisableTF():
+                flat, shm = _anonymous((numel,), dtype)
+            return _nested_on(cls, flat.untyped_storage(), dtype, sizes, 0, None, shm)  # type: ignore[arg-type]
+        shm = _Shm(nbytes)
+        return _nested_on(cls, shm.storage, dtype, sizes, 0, None, shm)
     path = _abs(filename)
     allocate(path, numel * dtype.itemsize, existsok=existsok)
     return _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, sizes, 0, path, None)
