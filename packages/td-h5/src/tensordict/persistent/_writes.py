@@ -16,7 +16,9 @@ it in place once complete.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -632,10 +634,18 @@ def _inplace_writeback(name: str) -> Any:
 
     method.__name__ = name
     method.__qualname__ = f"PersistentTensorDict.{name}"
+    # help() shows td-core's signature and arguments
+    base = getattr(TensorDictBase, name)
+    try:
+        method.__signature__ = inspect.signature(base)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+        pass
+    found = re.search(r"^Args:\n(?:(?:    .*)?\n)*", (inspect.getdoc(base) or "") + "\n", re.M)
+    args = found.group(0).rstrip() + "\n\n" if found else ""
     method.__doc__ = (
         f"``TensorDictBase.{name}`` on the rows this PersistentTensorDict (view) holds: "
         "reads them, applies the in-place op, and writes every tensor back to the file.\n\n"
-        "Raises:\n    RuntimeError: the file is read-only."
+        f"{args}Raises:\n    RuntimeError: the file is read-only."
     )
     return method
 
