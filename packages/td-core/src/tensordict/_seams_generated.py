@@ -94,6 +94,14 @@ class GeneratedSiblingMixin(SiblingMixin):
         With ``prefix=None`` a TensorDict already saved to a folder is written there
         again (``saved_path``); otherwise anonymous shared memory is used.
 
+        Args:
+            prefix (str or Path, optional): the folder to write (``None``: ``td``'s ``saved_path``, else anonymous shared memory).
+            copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+                whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+        Keyword Args:
+            num_threads, return_early, share_non_tensor, existsok, robust_key, fsync: as in :func:`memmap`.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
@@ -113,6 +121,14 @@ class GeneratedSiblingMixin(SiblingMixin):
         so ``td.expand(1_000_000).memmap_like(path)`` takes no time, RAM or disk
         blocks until the result is filled (``result[i] = ...``, ``update_``...).
         Non-tensor values are copied. Arguments as in :func:`memmap`.
+
+        Args:
+            prefix (str or Path, optional): the folder to write (``None``: anonymous shared memory).
+            copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+                whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+        Keyword Args:
+            existsok, num_threads, return_early, share_non_tensor, robust_key, fsync, archive: as in :func:`memmap`.
 
         Examples:
             >>> import tempfile, torch
@@ -192,6 +208,14 @@ class GeneratedSiblingMixin(SiblingMixin):
         Nested TensorDicts are kept; leaves are rebound to the loaded memory maps;
         keys missing on disk are removed. The lock state of ``td`` is kept.
 
+        Args:
+            prefix (str or Path): the store folder.
+
+        Keyword Args:
+            allow_pickle (bool): allow loading pickled non-tensor values (only for stores
+                you trust). Defaults to ``False``.
+            **kwargs: the other keywords of :func:`load_memmap`.
+
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
            without it the call raises ``ImportError``.
         """
@@ -199,6 +223,10 @@ class GeneratedSiblingMixin(SiblingMixin):
 
     def memmap_refresh_(self, *args: Any, **kwargs: Any) -> Self:
         """Re-reads ``td``'s folder (``saved_path``), e.g. after another process re-saved it.
+
+        Keyword Args:
+            allow_pickle (bool): allow loading pickled non-tensor values (only for stores
+                you trust). Defaults to ``False``.
 
         Raises:
             RuntimeError: ``td`` was not memory-mapped to a folder.
@@ -214,6 +242,14 @@ class GeneratedSiblingMixin(SiblingMixin):
         With ``archive=True``, or a ``prefix`` ending in ``.tdz``, the store is one zip
         file (see :func:`tensordict.memmap.pack_memmap`); ``compression`` (``"deflate"``,
         ``"lzma"``, ``"bzip2"``) applies to archives only.
+
+        Args:
+            prefix (str or Path, optional): the folder to write (``None``: anonymous shared memory).
+            copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+                whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+        Keyword Args:
+            num_threads, return_early, share_non_tensor, existsok, robust_key, fsync, compression, archive: as in :func:`memmap`.
 
         Raises:
             ValueError: ``compression`` is given for a folder store.
@@ -235,6 +271,10 @@ class GeneratedSiblingMixin(SiblingMixin):
     def load(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Loads a saved TensorDict: a proxy of :func:`load_memmap`.
 
+        Args:
+            prefix (str or Path): the store folder.
+            *args, **kwargs: the other arguments of :func:`load_memmap`.
+
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
            without it the call raises ``ImportError``.
         """
@@ -242,6 +282,10 @@ class GeneratedSiblingMixin(SiblingMixin):
 
     def load_(self, *args: Any, **kwargs: Any) -> Self:
         """Loads a saved TensorDict into ``td``: a proxy of :func:`load_memmap_`.
+
+        Args:
+            prefix (str or Path): the store folder.
+            *args, **kwargs: the other arguments of :func:`load_memmap_`.
 
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
            without it the call raises ``ImportError``.

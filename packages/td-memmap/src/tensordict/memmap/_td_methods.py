@@ -139,6 +139,14 @@ def memmap_(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fal
     With ``prefix=None`` a TensorDict already saved to a folder is written there
     again (``saved_path``); otherwise anonymous shared memory is used.
 
+    Args:
+        prefix (str or Path, optional): the folder to write (``None``: ``td``'s ``saved_path``, else anonymous shared memory).
+        copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+            whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+    Keyword Args:
+        num_threads, return_early, share_non_tensor, existsok, robust_key, fsync: as in :func:`memmap`.
+
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
@@ -166,6 +174,14 @@ def memmap_like(td: Any, prefix: str | Path | None = None, copy_existing: bool =
     so ``td.expand(1_000_000).memmap_like(path)`` takes no time, RAM or disk
     blocks until the result is filled (``result[i] = ...``, ``update_``...).
     Non-tensor values are copied. Arguments as in :func:`memmap`.
+
+    Args:
+        prefix (str or Path, optional): the folder to write (``None``: anonymous shared memory).
+        copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+            whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+    Keyword Args:
+        existsok, num_threads, return_early, share_non_tensor, robust_key, fsync, archive: as in :func:`memmap`.
 
     Examples:
         >>> import tempfile, torch
@@ -253,12 +269,24 @@ def load_memmap_(td: Any, prefix: str | Path, *, allow_pickle: bool = False, **k
 
     Nested TensorDicts are kept; leaves are rebound to the loaded memory maps;
     keys missing on disk are removed. The lock state of ``td`` is kept.
+
+    Args:
+        prefix (str or Path): the store folder.
+
+    Keyword Args:
+        allow_pickle (bool): allow loading pickled non-tensor values (only for stores
+            you trust). Defaults to ``False``.
+        **kwargs: the other keywords of :func:`load_memmap`.
     """
     return load_tree(prefix, out=td, allow_pickle=allow_pickle, **kwargs)
 
 
 def memmap_refresh_(td: Any, *, allow_pickle: bool = False) -> Any:
     """Re-reads ``td``'s folder (``saved_path``), e.g. after another process re-saved it.
+
+    Keyword Args:
+        allow_pickle (bool): allow loading pickled non-tensor values (only for stores
+            you trust). Defaults to ``False``.
 
     Raises:
         RuntimeError: ``td`` was not memory-mapped to a folder.
@@ -283,6 +311,14 @@ def save(td: Any, prefix: str | Path | None = None, copy_existing: bool = False,
     file (see :func:`tensordict.memmap.pack_memmap`); ``compression`` (``"deflate"``,
     ``"lzma"``, ``"bzip2"``) applies to archives only.
 
+    Args:
+        prefix (str or Path, optional): the folder to write (``None``: anonymous shared memory).
+        copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+            whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+    Keyword Args:
+        num_threads, return_early, share_non_tensor, existsok, robust_key, fsync, compression, archive: as in :func:`memmap`.
+
     Raises:
         ValueError: ``compression`` is given for a folder store.
     """
@@ -295,12 +331,22 @@ dumps = save
 
 
 def load(cls: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
-    """Loads a saved TensorDict: a proxy of :func:`load_memmap`."""
+    """Loads a saved TensorDict: a proxy of :func:`load_memmap`.
+
+    Args:
+        prefix (str or Path): the store folder.
+        *args, **kwargs: the other arguments of :func:`load_memmap`.
+    """
     return load_memmap(cls, prefix, *args, **kwargs)
 
 
 def load_(td: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
-    """Loads a saved TensorDict into ``td``: a proxy of :func:`load_memmap_`."""
+    """Loads a saved TensorDict into ``td``: a proxy of :func:`load_memmap_`.
+
+    Args:
+        prefix (str or Path): the store folder.
+        *args, **kwargs: the other arguments of :func:`load_memmap_`.
+    """
     return load_memmap_(td, prefix, *args, **kwargs)
 
 
