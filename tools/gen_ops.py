@@ -151,6 +151,11 @@ def _sibling_function(sub: str, name: str) -> ast.FunctionDef | None:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == name:
                 return node
+            if (  # an alias (``dumps = save``): the function it names
+                isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name and isinstance(node.value, ast.Name)
+            ):
+                return _sibling_function(sub, node.value.id)
             if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name for a in node.names):
                 target = src_root.joinpath(*node.module.split(".")).with_suffix(".py")
                 if target.is_file():

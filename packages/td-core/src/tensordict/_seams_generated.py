@@ -260,10 +260,25 @@ class GeneratedSiblingMixin(SiblingMixin):
         return forward_to_sibling("memmap", "save", self, args, kwargs)
 
     def dumps(self, *args: Any, **kwargs: Any) -> TensorDictBase:
-        """Provided by the ``td-memmap`` distribution (``tensordict.memmap``).
+        """Saves ``td`` to ``prefix``: a proxy of :func:`memmap` (returns its result).
+
+        With ``archive=True``, or a ``prefix`` ending in ``.tdz``, the store is one zip
+        file (see :func:`tensordict.memmap.pack_memmap`); ``compression`` (``"deflate"``,
+        ``"lzma"``, ``"bzip2"``) applies to archives only.
+
+        Args:
+            prefix (str or Path, optional): the folder to write (``None``: anonymous shared memory).
+            copy_existing (bool): copy a leaf that is already a ``MemoryMappedTensor`` of a
+                whole file elsewhere (``False`` raises instead). Defaults to ``False``.
+
+        Keyword Args:
+            num_threads, return_early, share_non_tensor, existsok, robust_key, fsync, compression, archive: as in :func:`memmap`.
 
         Raises:
-            ImportError: ``td-memmap`` is not installed.
+            ValueError: ``compression`` is given for a folder store.
+
+        .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
+           without it the call raises ``ImportError``.
         """
         return forward_to_sibling("memmap", "dumps", self, args, kwargs)
 
@@ -338,6 +353,14 @@ class GeneratedSiblingMixin(SiblingMixin):
         A storage mapped from a file can only be used for that same file (the path the
         new leaf gets); anonymous storages are copied into the new file.
 
+        Args:
+            key (NestedKey): the new key; missing nested TensorDicts are created.
+            storage (torch.UntypedStorage): the bytes of the leaf.
+            shape (torch.Size): the leaf's shape (starting with the batch size).
+
+        Keyword Args:
+            dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
+
         Raises:
             RuntimeError: the storage maps another file, or ``key`` exists.
 
@@ -348,6 +371,14 @@ class GeneratedSiblingMixin(SiblingMixin):
 
     def make_memmap_from_tensor(self, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Adds the leaf ``key``: a copy of ``tensor`` in a new memory-mapped file (``copy_data=False``: zeros).
+
+        Args:
+            key (NestedKey): the new key; missing nested TensorDicts are created.
+            tensor (torch.Tensor): the leaf's values (its shape starts with the batch size).
+
+        Keyword Args:
+            copy_data (bool): copy the values (``False``: the file holds zeros). Defaults
+                to ``True``.
 
         Raises:
             RuntimeError: ``key`` exists.
@@ -395,6 +426,12 @@ class GeneratedSiblingMixin(SiblingMixin):
     @classmethod
     def from_h5(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
         """``TensorDict.from_h5(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_h5`.
+
+        Args:
+            filename (str or Path): the HDF5 file.
+            mode (str, optional): ``"r"`` (read only, the default), ``"r+"``, ``"a"``,
+                ``"w"``, ``"w-"`` or ``"x"``, as for ``h5py.File``.
+            **kwargs: the other keywords of :meth:`PersistentTensorDict.from_h5`.
 
         .. note:: Served by the ``td-h5`` distribution (``tensordict.persistent``);
            without it the call raises ``ImportError``.

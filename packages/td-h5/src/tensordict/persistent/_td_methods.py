@@ -78,5 +78,12 @@ def _refuse_exclusive_keys(td: Any, prefix: tuple = ()) -> None:
 
 
 def from_h5(cls: Any, filename: Any, mode: str = "r", **kwargs: Any) -> PersistentTensorDict:
-    """``TensorDict.from_h5(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_h5`."""
+    """``TensorDict.from_h5(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_h5`.
+
+    Args:
+        filename (str or Path): the HDF5 file.
+        mode (str, optional): ``"r"`` (read only, the default), ``"r+"``, ``"a"``,
+            ``"w"``, ``"w-"`` or ``"x"``, as for ``h5py.File``.
+        **kwargs: the other keywords of :meth:`PersistentTensorDict.from_h5`.
+    """
     return PersistentTensorDict.from_h5(filename, mode=mode, **kwargs)

@@ -162,6 +162,14 @@ def make_memmap_from_storage(td: Any, key: Any, storage: torch.UntypedStorage, s
     A storage mapped from a file can only be used for that same file (the path the
     new leaf gets); anonymous storages are copied into the new file.
 
+    Args:
+        key (NestedKey): the new key; missing nested TensorDicts are created.
+        storage (torch.UntypedStorage): the bytes of the leaf.
+        shape (torch.Size): the leaf's shape (starting with the batch size).
+
+    Keyword Args:
+        dtype (torch.dtype, optional): defaults to ``torch.get_default_dtype()``.
+
     Raises:
         RuntimeError: the storage maps another file, or ``key`` exists.
     """
@@ -195,6 +203,14 @@ def make_memmap_from_storage(td: Any, key: Any, storage: torch.UntypedStorage, s
 
 def make_memmap_from_tensor(td: Any, key: Any, tensor: torch.Tensor, *, copy_data: bool = True) -> MemoryMappedTensor:
     """Adds the leaf ``key``: a copy of ``tensor`` in a new memory-mapped file (``copy_data=False``: zeros).
+
+    Args:
+        key (NestedKey): the new key; missing nested TensorDicts are created.
+        tensor (torch.Tensor): the leaf's values (its shape starts with the batch size).
+
+    Keyword Args:
+        copy_data (bool): copy the values (``False``: the file holds zeros). Defaults
+            to ``True``.
 
     Raises:
         RuntimeError: ``key`` exists.
