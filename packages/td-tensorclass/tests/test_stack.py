@@ -67,7 +67,12 @@ def test_stack_non_tensor_fields():
 
 def test_stack_errors_name_the_problem():
     with pytest.raises(TypeError, match="one tensorclass"):
+        Item.stack([item(), Inner(x=torch.zeros(3), batch_size=[3])])
+    # through torch, as upstream: no __torch_function__ takes instances of two classes
+    with pytest.raises(TypeError, match="Multiple dispatch failed|no implementation found"):
         torch.stack([item(), Inner(x=torch.zeros(3), batch_size=[3])])
+    with pytest.raises(TypeError, match="Multiple dispatch failed|no implementation found"):
+        torch.cat([item(), Inner(x=torch.zeros(3), batch_size=[3])])
     with pytest.raises(RuntimeError, match="batch_size"):
         torch.stack([item(n=2), item(n=3)])
     with pytest.raises(RuntimeError, match="non-empty"):
@@ -114,3 +119,16 @@ def test_tensorclass_inside_tensordict():
     assert cloned["item"].a.data_ptr() != td["item"].a.data_ptr()
     with pytest.raises(RuntimeError, match="batch"):
         td["bad"] = item(n=3)
+
+
+def test_module_level_functions_keep_the_class():
+    import tensordict
+
+    items = [item(fill=i, name="same") for i in range(2)]
+    for fn in (tensordict.stack, tensordict.maybe_dense_stack, tensordict.lazy_stack):
+        out = fn(items, 0)
+        assert type(out) is Item and out.batch_size == (2, 3)
+        assert out.name == "same"
+    assert isinstance(tensordict.lazy_stack(items, 0)._tensordict, LazyStackedTensorDict)
+    joined = tensordict.cat(items, 0)
+    assert type(joined) is Item and joined.batch_size == (6,)

@@ -62,6 +62,9 @@ def lazy_stack(
         raise RuntimeError(msg)
     if isinstance(tds[0], _Tensor):
         return torch.stack(tds, dim, out=out)  # type: ignore[arg-type]
+    tc = _stack.tensorclass_of(tds)
+    if tc is not None:  # tensorclass instances: an instance over the lazy stack
+        return tc.lazy_stack(tds, dim, out=out, **kwargs)
 
     if kwargs:
         result = _classes.LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)

@@ -31,6 +31,16 @@ def _common_device(tds: Sequence[TensorDictBase]) -> torch.device | None:
     return device
 
 
+def tensorclass_of(items: list) -> Any:
+    """The class of ``items`` when they are tensorclass instances, else ``None``: the
+    module-level ``stack``/``cat``/``lazy_stack`` hand those to the class's own
+    classmethods, which keep the class and its non-tensor fields."""
+    first = items[0] if items else None
+    if first is None or isinstance(first, (torch.Tensor, _classes.TensorDictBase)):
+        return None
+    return type(first) if getattr(first, "_is_tensorclass", False) else None
+
+
 def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
     keys = list(tds[0]._keys_raw())
     ref = set(keys)
@@ -104,6 +114,9 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
     if not tds:
         msg = "stack expects a non-empty sequence of TensorDicts."
         raise RuntimeError(msg)
+    tc = tensorclass_of(tds)
+    if tc is not None:
+        return tc.maybe_dense_stack(tds, dim, out=out) if maybe_dense_stack else tc.stack(tds, dim, out=out)
     bs = tds[0].batch_size
     for i, td in enumerate(tds[1:], 1):
         if td.batch_size != bs:
@@ -198,6 +211,9 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
     if not tds:
         msg = "cat expects a non-empty sequence of TensorDicts."
         raise RuntimeError(msg)
+    tc = tensorclass_of(tds)
+    if tc is not None:
+        return tc.cat(tds, dim, out=out)
     lazy_cls = _classes.LazyStackedTensorDict
     for td in tds:
         if td.__class__ is lazy_cls:

@@ -142,9 +142,24 @@ def _template(args: tuple, kwargs: dict) -> Any:
     return None
 
 
+_JOINS = frozenset({torch.stack, torch.cat, torch.concat, torch.concatenate})
+
+
+def _mixed_classes(args: tuple, kwargs: dict) -> bool:
+    items = args[0] if args else kwargs.get("tensors", ())
+    if not isinstance(items, (list, tuple)) or not items:
+        return False
+    first = type(items[0])
+    return any(type(item) is not first for item in items[1:])
+
+
 def dispatch(func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
     impl = _OWN.get(func)
     if impl is not None:
+        if func in _JOINS and _mixed_classes(args, kwargs):
+            # instances of different classes (or a tensorclass with tensors): no
+            # implementation, as upstream (torch raises "no implementation found")
+            return NotImplemented
         return impl(*args, **kwargs)
     td_impl = TD_HANDLED_FUNCTIONS.get(func)
     if td_impl is None:
