@@ -293,8 +293,10 @@ def test_from_modules_structure_mismatch():
         from_modules(nn.Linear(3, 4), nn.Linear(3, 4, bias=False))
     with pytest.raises(ValueError):
         from_modules()
-    with pytest.raises(ValueError, match="as_module"):
+    with pytest.raises(RuntimeError, match="within a TensorDictParams.*as_module"):
         from_modules(nn.Linear(1, 1), as_module=True, lazy_stack=True)
+    with pytest.raises(RuntimeError, match="not compatible with lazy modules"):
+        from_modules(nn.LazyLinear(2), nn.LazyLinear(2), lazy_stack=True)
 
 
 def test_from_modules_expand_identical():
@@ -303,7 +305,10 @@ def test_from_modules_expand_identical():
     assert params["weight"].shape == (2, 4, 3)
     assert params["weight"].stride()[0] == 0  # expanded, not copied
     assert params["weight"].data_ptr() == shared.weight.data_ptr()
-    assert isinstance(params["weight"], nn.Parameter)
+    # a view of the shared parameter, not a new one: its gradient reaches `shared`
+    assert not isinstance(params["weight"], nn.Parameter)
+    params["weight"].sum().backward()
+    assert (shared.weight.grad == 2).all()
 
 
 def test_seed_003_from_modules_vmap_example():

@@ -74,3 +74,32 @@ def test_nested_number_lists_become_tensors_under_list_to_stack():
         td.update({"a": {"b": [[[1]] * 3] * 2}})
         assert td["a", "b"].shape == (2, 3, 1)
         assert ("a", "d") in td.keys(True)
+
+
+def test_a_tensorclass_with_a_shorter_batch_size_adopts_the_parents():
+    from tensordict import tensorclass
+
+    @tensorclass
+    class Point:
+        x: torch.Tensor
+
+    p = Point(x=torch.zeros(4, 5, 2))  # batch_size [] by default
+    td = TensorDict(p=p, batch_size=(4, 5))
+    assert td["p"].batch_size == (4, 5)
+    with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+        TensorDict(p=Point(x=torch.zeros(3)), batch_size=(4,))
+
+
+def test_repeat_keeps_dim_names():
+    td = TensorDict(a=torch.zeros(2, 3), batch_size=[2, 3], names=["x", "y"])
+    assert td.repeat(1, 2).names == ["x", "y"]
+    assert td.repeat(2, 1, 2).names == [None, None, None]
+
+
+def test_grad_and_data_of_a_locked_tensordict_are_locked():
+    td = TensorDict({"a": torch.ones(3, requires_grad=True)}, [3])
+    (td["a"] * 2).sum().backward()
+    assert not td.grad.is_locked and not td.data.is_locked
+    td.lock_()
+    assert td.grad.is_locked and td.data.is_locked
+    assert td.grad is not td.grad

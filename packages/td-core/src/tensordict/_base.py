@@ -585,7 +585,7 @@ class TensorDictBase(
         if is_tensor_collection(value):
             bs = self.batch_size
             if value.batch_size[: len(bs)] != bs:
-                raise batch_mismatch_error(key, value.batch_size, bs)
+                return _adopt_batch_size(key, value, bs)  # a shorter batch size is completed, as for TensorDicts
             return value
         if isinstance(value, (bool, numbers.Number)):
             tensor = torch.as_tensor(value, device=self.device)
@@ -1480,8 +1480,12 @@ class TensorDictBase(
 
     @property
     def data(self) -> TensorDictBase:
-        """A TensorDict of the leaves' ``.data`` (same storage, no autograd history)."""
-        return self._map_leaves(lambda t: t.data, keep_non_tensor=True)
+        """A TensorDict of the leaves' ``.data`` (same storage, no autograd history);
+        locked if ``self`` is."""
+        out = self._map_leaves(lambda t: t.data, keep_non_tensor=True)
+        if self.is_locked and not out.is_locked:
+            out.lock_()
+        return out
 
     def detach(self) -> TensorDictBase:
         """A TensorDict of detached leaves (same storage)."""

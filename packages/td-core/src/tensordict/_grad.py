@@ -190,8 +190,8 @@ class GradMixin(TensorDictHost):
         """A TensorDict of the leaves' ``.grad``; leaves without one are left out.
 
         Returns:
-            a TensorDict with the batch size of ``self``, or ``None`` when no leaf
-            has a gradient.
+            a TensorDict with the batch size of ``self`` (locked if ``self`` is), or
+            ``None`` when no leaf has a gradient.
 
         Examples:
             >>> import torch
@@ -203,7 +203,10 @@ class GradMixin(TensorDictHost):
             >>> td.grad["a"]
             tensor([2., 2., 2.])
         """
-        return self.apply(lambda t: _grad_like(t, t.grad), filter_empty=True)
+        out = self.apply(lambda t: _grad_like(t, t.grad), filter_empty=True)
+        if out is not None and self.is_locked and not out.is_locked:
+            out.lock_()  # as ``data``: the view of a locked TensorDict is locked
+        return out
 
     def zero_grad(self, set_to_none: bool = True) -> Self:
         """Resets the gradient of every tensor leaf.

@@ -132,7 +132,9 @@ def _stack_leaves(values: list, expand_identical: bool) -> torch.Tensor:
     is_param = any(isinstance(v, nn.Parameter) for v in values)
     requires_grad = any(v.requires_grad for v in values)
     if expand_identical and all(v is first for v in values[1:]):
-        stacked = first.detach().expand(n, *first.shape)
+        # one tensor shared by every module: an expanded view of it (no copy, not a new
+        # Parameter), so gradients flow back to the shared tensor itself
+        return first.expand(n, *first.shape)
     else:
         shapes = {tuple(v.shape) for v in values}
         if len(shapes) > 1:
@@ -210,15 +212,18 @@ def from_modules(
             original modules. Defaults to ``False``.
         expand_identical (bool, optional): when the same tensor object appears at a key
             in every module (shared parameter), store an expanded view of it instead
-            of ``n`` copies (as a new leaf parameter for parameters). Ignored with
+            of ``n`` copies (a view, not a new parameter: gradients reach the shared
+            tensor). Ignored with
             ``lazy_stack=True``. Defaults to ``False``.
 
     Returns:
         a ``TensorDict``, ``LazyStackedTensorDict`` or ``TensorDictParams``.
 
     Raises:
-        ValueError: no module was given, or ``as_module`` and ``lazy_stack`` are both set.
-        RuntimeError: the modules differ in structure or shapes (and ``lazy_stack=False``).
+        ValueError: no module was given.
+        RuntimeError: the modules differ in structure or shapes (and ``lazy_stack=False``);
+            ``as_module`` and ``lazy_stack`` are both set; ``lazy_stack`` with lazy
+            (uninitialized) modules.
 
     Examples:
         >>> import torch
@@ -236,11 +241,25 @@ def from_modules(
     if not modules:
         msg = "from_modules needs at least one module."
         raise ValueError(msg)
-    if as_module and lazy_stack:
-        msg = "from_modules: as_module=True and lazy_stack=True cannot be combined."
-        raise ValueError(msg)
     for i, module in enumerate(modules):
         _check_module(module, f"modules[{i}]")
+    if lazy_stack and any(
+        isinstance(p, nn.parameter.UninitializedTensorMixin)  # type: ignore[attr-defined]
+        for m in modules
+        for p in (*m.parameters(), *m.buffers())
+    ):
+        # tensordict 0.15's wording (sic), then ours
+        msg = (
+            "lasy_stack=True is not compatible with lazy modules. A lazy stack keeps each module's own "
+            "tensors, and an uninitialized parameter has no shape to stack yet: run the modules once first."
+        )
+        raise RuntimeError(msg)
+    if as_module and lazy_stack:
+        msg = (
+            "from_modules: using a LazyStackedTensorDict within a TensorDictParams isn't permitted "
+            "(as_module=True and lazy_stack=True cannot be combined)."
+        )
+        raise RuntimeError(msg)
     tds = [from_module(m, lock=False, use_state_dict=use_state_dict, filter_empty=False) for m in modules]
     if lazy_stack:
         out = _classes.LazyStackedTensorDict(*tds, stack_dim=0)

@@ -452,7 +452,11 @@ class ShapeMixin(TensorDictHost):
         if len(repeats) < nd:
             msg = f"repeat: {len(repeats)} repeats for {nd} batch dims."
             raise RuntimeError(msg)
-        return self._batch_transform(lambda t, n: t.repeat(*repeats, *([1] * (t.ndim - n))), nd)
+        return self._batch_transform(
+            lambda t, n: t.repeat(*repeats, *([1] * (t.ndim - n))),
+            nd,
+            names=_keep_names if len(repeats) == nd else None,  # same dims: same names
+        )
 
     def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Any:
         """Repeats each element along batch dim ``dim`` (``None``: the batch is flattened
