@@ -328,9 +328,9 @@ def _nested_empty(cls: type, sizes: torch.Tensor, dtype: torch.dtype, filename: 
         if nbytes == 0:
             with _DisableTF():
                 flat, shm = _anonymous((numel,), dtype)
-            return _nested_on(cls, flat.untyped_storage(), dtype, sizes, 0, None, shm)  # type: ignore[arg-type]
+            return _nested_on(cls, flat.untyped_storage(), dtype, sizes, 0, None, shm)
         shm = _Shm(nbytes)
-        return _nested_on(cls, shm.storage, dtype, sizes, 0, None, shm)
+        return _nested_on(cls, shm.storage, dtype, sizes, 0, None, shm)  # type: ignore[arg-type]
     path = _abs(filename)
     allocate(path, numel * dtype.itemsize, existsok=existsok)
     return _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, sizes, 0, path, None)
