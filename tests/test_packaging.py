@@ -52,3 +52,15 @@ def test_callable_survives_submodule_import(name):
         pytest.skip(f"tensordict.{name} not installed")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_typecheck_covers_every_distribution():
+    """``nox -s typecheck`` reads every distribution's src/ and exempts no module."""
+    import tomllib
+
+    mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    for pkg in PACKAGES:
+        assert f"packages/{pkg.name}/src/tensordict" in mypy["files"], pkg.name
+        assert f"packages/{pkg.name}/src" in mypy["mypy_path"], pkg.name
+    assert mypy["disallow_untyped_defs"] and mypy["check_untyped_defs"] and mypy["warn_unused_ignores"]
+    assert not any(o.get("ignore_errors") for o in mypy.get("overrides", []))

@@ -203,3 +203,13 @@ def test_no_late_binding_helpers_left():
         src = path.read_text(encoding="utf-8")
         for marker in (r"_bind_base_class", r"_td_cls\(\)", r"_TDB or _bind", r"\b_CLASSES: list"):
             assert not re.search(marker, src), f"{module} still uses {marker!r}"
+
+
+def test_mixin_hosts_are_plain_object_at_run_time():
+    """The declarations mypy reads (``_host.py``) add nothing to any class at run time."""
+    from tensordict import TensorDict, _host
+    from tensordict._lazy import LazyStackedTensorDict
+
+    assert _host.TensorDictHost is object and _host.LazyStackHost is object
+    for cls in (TensorDict, LazyStackedTensorDict):
+        assert not any(base.__module__ == "tensordict._host" for base in cls.__mro__)
