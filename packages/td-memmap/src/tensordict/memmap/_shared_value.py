@@ -3,9 +3,8 @@
 A :class:`SharedNonTensorData` keeps its value in a small shared-memory slot (an
 anonymous ``MemoryMappedTensor`` of bytes) instead of a Python attribute. The slot
 travels with the TensorDict to other processes (``torch.multiprocessing``, ``spawn``
-or ``fork``), and a write in any of them (``td["key"] = value`` on the locked
-TensorDict, ``td.get("key").update_(...)``, ``td.update_({...})``) is seen by every
-other one at its next read.
+or ``fork``), and an in-place write in any of them (``td.set_("key", value)``,
+``td.get("key").update_(...)``) is seen by every other one at its next read.
 
 Slot layout (little-endian ``int64`` header, then the payload)::
 
@@ -75,7 +74,7 @@ class SharedNonTensorData(NonTensorData):
         >>> td = TensorDict({"step": 0, "name": "run"}, []).memmap(share_non_tensor=True)
         >>> type(td.get("name")).__name__
         'SharedNonTensorData'
-        >>> td["name"] = "run-2"  # in place: every process sharing td sees it
+        >>> _ = td.set_("name", "run-2")  # in place: every process sharing td sees it
         >>> td["name"]
         'run-2'
     """
