@@ -234,3 +234,4 @@ def test_flatten_keys_of_a_lazy_stack_as_a_context_manager_writes_new_keys_back(
         assert (flat["new,data"] == 1).all()
     assert (stack["new", "data"] == 1).all()
     assert all((td["new", "data"] == 1).all() for td in stack.tensordicts)
+

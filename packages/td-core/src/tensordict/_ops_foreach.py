@@ -42,6 +42,42 @@ def _align(other: _Tensor, leaf: _Tensor) -> _Tensor:
     return other
 
 
+def _batch_broadcast_dims(td: Any, other: _Tensor) -> int | None:
+    """``td``'s number of batch dims when ``other`` is broadcast against the batch size
+    (its shape is not a prefix of it but broadcasts with it), else ``None``."""
+    bs = td.batch_size
+    nd = other.ndim
+    if not bs or not nd or bs[:nd] == other.shape:
+        return None
+    try:
+        torch.broadcast_shapes(other.shape, bs)
+    except RuntimeError:
+        return None
+    return len(bs)
+
+
+def _rebatch(out: Any, td: Any, *operands: Any) -> Any:
+    """Gives ``out`` the batch size of ``td`` broadcast with the operands': tensors lined
+    up with the batch dims (``td * torch.ones(2, *td.batch_size)``) and TensorDicts of
+    another batch size (``td * other`` with ``other.batch_size == (2, *td.batch_size)``)."""
+    new = bs = td.batch_size
+    for t in operands:
+        if isinstance(t, _Tensor):
+            if _batch_broadcast_dims(td, t) is not None:
+                new = torch.broadcast_shapes(t.shape, new)
+        elif isinstance(t, _classes.TensorDictBase) and t.batch_size != bs:
+            try:
+                new = torch.broadcast_shapes(t.batch_size, new)
+            except RuntimeError:
+                continue
+    if new != bs:
+        try:
+            out.batch_size = new
+        except (RuntimeError, ValueError):  # the leaves did not broadcast that way: keep it
+            pass
+    return out
+
+
 def _as_td(other: Mapping) -> Any:
     return _classes.TensorDict(other, batch_size=[])
 
@@ -56,6 +92,9 @@ def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, boo
     if isinstance(other, _Tensor):
         if other.ndim == 0 and leaves and other.device == leaves[0].device:
             return other, False
+        nb = _batch_broadcast_dims(spec[0], other)
+        if nb is not None:  # lined up with the batch dims (right-aligned), as tensordict 0.15
+            return [other.reshape(*other.shape, *([1] * (leaf.ndim - nb))) for leaf in leaves], True
         return [_align(other, leaf) for leaf in leaves], True
     if _is_td(other):
         out: list = []
@@ -244,6 +283,8 @@ def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool =
             else:
                 results = [eager(x, arg, **kw) for x in leaves]
     out = _unflatten_tensors(spec, results)[0]  # type: ignore[arg-type]
+    if is_list:
+        _rebatch(out, td, other)
     if not spec[2] and name in _NON_TENSOR_BINARY and not reflected:
         _non_tensor_binary(spec, out, other, _NON_TENSOR_BINARY[name])
     if td._is_locked:  # as tensordict: the result of a locked operand is locked
@@ -444,7 +485,7 @@ def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = 
             return td
         try:
             results = fe(leaves, a_arg, *extra)
-            return _unflatten_tensors(spec, results)[0]
+            return _rebatch(_unflatten_tensors(spec, results)[0], td, a, b)
         except (RuntimeError, TypeError):
             pass
     bs = b_arg if b_list or name != "lerp" else [b_arg] * len(leaves)
@@ -460,4 +501,4 @@ def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = 
     else:
         fn = getattr(torch, name)
         results = [fn(x, y, z, value=value) for x, y, z in zip(leaves, a_arg, bs)]
-    return _unflatten_tensors(spec, results)[0]
+    return _rebatch(_unflatten_tensors(spec, results)[0], td, a, b)
