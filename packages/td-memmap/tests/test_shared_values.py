@@ -38,7 +38,7 @@ def test_leaves_are_shared_and_the_store_is_unchanged(tmp_path, how):
         out = td.memmap(tmp_path / "s.tdz", share_non_tensor=True)
     for key in ("name", "cfg", ("nested", "tag")):
         assert isinstance(out.get(key), SharedNonTensorData), key
-    assert isinstance(out.get("stack"), NonTensorStack)  # stacks are not shared
+    assert isinstance(out.get("stack"), NonTensorStack) and out.get("stack").is_shared()
     assert out["cfg"] == {"lr": 0.1, "layers": [1, 2]}
     assert out.get(("nested", "tag")).batch_size == out["nested"].batch_size
     loaded = TensorDict.load_memmap(tmp_path / ("s.tdz" if how == "archive" else "s"))
@@ -83,3 +83,20 @@ def test_a_child_process_sees_and_writes_the_shared_value(method):
         proc.join(timeout=60)
     assert result == ("ok", "from-parent")
     assert out["name"] == "from-child"
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_a_child_process_writes_a_shared_stack(method):
+    if method not in mp.get_all_start_methods():
+        pytest.skip(f"no {method} start method here")
+    out = _td().memmap(share_non_tensor=True)
+    ctx = mp.get_context(method)
+    q = ctx.Queue()
+    proc = ctx.Process(target=write_shared_value, args=(out, "stack", NonTensorStack.from_list(["r", "s"]), q))
+    proc.start()
+    try:
+        result = q.get(timeout=120)
+    finally:
+        proc.join(timeout=60)
+    assert result == ("ok", ["p", "q"])
+    assert out["stack"] == ["r", "s"]

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from tensordict.ext import NonTensorData, TensorDictBase
+from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.ext import lookup_memmap_object as lookup_object
 from tensordict.memmap._tensor import MemoryMappedTensor
 from tensordict.memmap._values import json_faithful
@@ -159,7 +159,8 @@ def share_non_tensor_leaves(obj: Any) -> Any:
     stack or registered type such as a tensorclass, at any depth) by a
     :class:`SharedNonTensorData` holding the same value; returns ``obj``.
 
-    ``NonTensorStack`` leaves (one object per element) are left as they are.
+    ``NonTensorStack`` leaves (one object per element) are shared with their own
+    ``share_memory_()`` (one shared slot per element).
     A ``concurrent.futures.Future`` (``return_early=True``) gives a Future of the result.
     """
     if isinstance(obj, Future):
@@ -189,6 +190,8 @@ def share_non_tensor_leaves(obj: Any) -> Any:
         if isinstance(value, NonTensorData):
             if not isinstance(value, SharedNonTensorData):
                 td._set_raw(key, SharedNonTensorData(value.data, value.batch_size, value.device))
+        elif isinstance(value, NonTensorStack):
+            value.share_memory_()  # td-core's shared slots, one per element
         elif isinstance(value, TensorDictBase) or lookup_object(value) is not None:
             share_non_tensor_leaves(value)
     return obj

@@ -65,8 +65,9 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
             the result in shared memory (:class:`~tensordict.memmap.SharedNonTensorData`):
             the TensorDict sent to other processes shares them, and an in-place write
             (``td.set_(key, value)``, ``td.get(key).update_(...)``) in any process is
-            seen by all. ``NonTensorStack`` values are not shared. The store on disk is
-            the same either way. Defaults to ``False``.
+            seen by all; ``NonTensorStack`` values are shared element by element
+            (``share_memory_()``). The store on disk is the same either way. Defaults
+            to ``False``.
         existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
         robust_key (bool, optional): accepted for compatibility: keys are always
             encoded into safe, unique file names (the key is kept in ``meta.json``).
