@@ -394,3 +394,26 @@ def test_heterogeneous_lazy_stack_keeps_its_tensordicts():
             assert sorted(new.keys()) == sorted(old.keys())
             for key in old.keys():
                 assert torch.equal(new[key], old[key] + 1)
+
+
+def test_jacrev_of_a_tensordict_function_keeps_the_batch_size():
+    from torch.func import jacrev
+
+    td = TensorDict({"a": torch.randn(2, 2), "b": torch.randn(2, 2)}, batch_size=[2])
+
+    def f(x):
+        return TensorDict({"x": x["a"] ** 2, "y": x["b"] ** 3}, batch_size=x.batch_size)
+
+    jac = jacrev(f)(td)
+    assert jac.batch_size == td.batch_size
+    assert jac["x", "a"].shape == (2, 2, 2, 2)
+    assert torch.allclose(jac["x", "a"].flatten(-2).flatten(end_dim=-2), torch.diag(2 * td["a"].flatten()))
+
+
+def test_make_tensordict_of_a_tensordict_computes_the_batch_size_through_nested_ones():
+    from tensordict import make_tensordict
+
+    src = TensorDict({"a": {"b": torch.randn(3, 4), "c": torch.randn(3, 4, 5)}, "d": torch.randn(3)}, [])
+    out = make_tensordict(src, auto_batch_size=True)
+    assert out.batch_size == (3,)
+    assert out["a"].batch_size == (3, 4)

@@ -285,6 +285,11 @@ def _new_batch(values: list, ctx: _TDContext, loose: set | None) -> tuple[torch.
     out = None
     if ctx.ref_shape is not None and (not loose or ctx.ref_idx not in loose):
         ref = values[ctx.ref_idx]
+        if not isinstance(ref, _Tensor) and _fits(kept, bs):
+            # the reference leaf came back as a tensor collection (e.g. torch.func.jacrev
+            # puts a TensorDict of the inputs in place of each output leaf): its batch
+            # size is no trace of a dim removed or inserted, and the children still fit
+            return bs, names
         old, new = tuple(ctx.ref_shape), tuple(ref.shape)
         if len(new) == len(old) - 1:
             p = _removed_dim(ref, old, new)

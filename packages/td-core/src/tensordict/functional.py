@@ -253,6 +253,10 @@ def make_tensordict(
         torch.Size([])
     """
 
+    if isinstance(input_dict, TensorDictBase):
+        # its nested TensorDicts are read as the dicts they hold, so that the batch size
+        # is computed through them (as for a nested dict)
+        input_dict = input_dict.to_dict()
     data = dict(input_dict) if input_dict is not None else {}
     data.update(kwargs)
     if auto_batch_size is None:
