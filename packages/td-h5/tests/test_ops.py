@@ -177,3 +177,22 @@ def test_split_keys(ptd, td):
     assert "obs" in ptd.keys() and "obs" not in rest.keys()
     part, rest = ptd.split_keys(["reward"], inplace=True)
     assert rest is ptd and "reward" not in ptd.keys() and torch.equal(part["reward"], td["reward"])
+
+
+def test_a_nested_entry_of_a_locked_file_cannot_be_unlocked_alone(tmp_path):
+    import gc
+
+    p = TensorDict(a=torch.zeros(2), b={"c": torch.zeros(2)}, batch_size=[2]).to_h5(tmp_path / "l.h5")
+    p.lock_()
+    nested = p.get("b")
+    assert nested.is_locked
+    with pytest.raises(RuntimeError, match="locked graph"):
+        nested.unlock_()
+    p.unlock_()
+    nested.unlock_()  # the parent is unlocked: allowed
+    p.lock_()
+    again = p.get("b")
+    del p
+    gc.collect()
+    again.unlock_()  # the parent is gone
+    again.file.file.close()

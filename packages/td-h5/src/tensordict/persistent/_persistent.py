@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -287,6 +288,8 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
     def _child(self, group: h5py.Group) -> PersistentTensorDict:
         """The nested PersistentTensorDict of ``group``; its leading dim names are this one's."""
         child = self._derive(group, self._state.child_bs(group, self._orig_bs), self._sel)
+        if self._is_locked:  # as td-core's lock graph: a locked parent keeps its children locked
+            child._lock_parents = [*self._lock_parents, weakref.ref(self)]
         names = self._names
         if names is not None:
             extra = len(child._batch_size) - len(names)
