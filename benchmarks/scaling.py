@@ -89,10 +89,15 @@ def main() -> None:
         import matplotlib.pyplot as plt
 
         fig, (ax_keys, ax_depth) = plt.subplots(1, 2, figsize=(12, 5))
+        # a case and its hand-written ``dict:`` counterpart share a colour; the baseline is dashed
+        bases = sorted({op.removeprefix("dict: ") for op in rows})
+        palette = plt.get_cmap("tab20").colors
+        colour = {base: palette[i % len(palette)] for i, base in enumerate(bases)}
         for op, sizes in rows.items():
             ax = ax_depth if op.startswith("depth") else ax_keys
-            style = "--" if op.startswith("dict: ") else "-"  # hand-written baselines dashed
-            ax.plot(list(sizes), [t * 1e6 for t in sizes.values()], style, marker="o", label=op)
+            style = "--" if op.startswith("dict: ") else "-"
+            ax.plot(list(sizes), [t * 1e6 for t in sizes.values()], style, marker="o", label=op,
+                    color=colour[op.removeprefix("dict: ")])
         for ax, xlabel in ((ax_keys, "number of keys"), (ax_depth, "nesting depth")):
             ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="median time (us)")
             ax.grid(True, which="both", alpha=0.3)
