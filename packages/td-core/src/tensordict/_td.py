@@ -396,12 +396,14 @@ class TensorDict(TensorDictBase):
             node = self
             try:
                 for sub in key:
-                    if sub.__class__ is not str or node.__class__ is not TensorDict:
+                    # a name that is not a str (a nested tuple, an int) misses in the store
+                    # (KeyError) or cannot be hashed (TypeError): the general path handles it
+                    if node.__class__ is not TensorDict:
                         break
                     node = node._tensordict[sub]
                 else:
                     return node
-            except KeyError:
+            except (KeyError, TypeError):
                 pass
         return TensorDictBase.get(self, key, default)
 
