@@ -24,7 +24,7 @@ and ``_shape_context.py`` only read one flag.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -120,9 +120,9 @@ class _CustomOpTensorDict(TensorDictBase):
     def _keys_raw(self) -> Any:
         return self._source._keys_raw()
 
-    def _items_raw(self) -> Iterator[tuple[str, Any]]:
+    def _items_raw(self) -> list[tuple[str, Any]]:
         fwd = self._forward
-        return ((k, fwd(v)) for k, v in list(self._source._items_raw()))
+        return [(k, fwd(v)) for k, v in self._source._items_raw()]
 
     def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
         value = self._source._get_raw(key, _MISSING)
