@@ -432,16 +432,20 @@ class TensorDict(TensorDictBase):
                 item = item.to(dev, non_blocking=non_blocking)
             self._tensordict[key] = item
             return self
-        if key.__class__ is tuple and item.__class__ is _Tensor and not inplace and len(key) > 1:
+        if key.__class__ is tuple and item.__class__ is _Tensor and not inplace and len(key) > 1 and self.__class__ is TensorDict:
             node = self
-            for sub in key[:-1]:
-                if sub.__class__ is not str or node.__class__ is not TensorDict:
-                    break
-                nxt = node._tensordict.get(sub)
-                if nxt.__class__ is not TensorDict:
-                    break
-                node = nxt
-            else:
+            try:
+                # a name that is not a str misses in the store (None) or cannot be hashed
+                # (TypeError): either way the general path below handles the key
+                for sub in key[:-1]:
+                    nxt = node._tensordict.get(sub)
+                    if nxt.__class__ is not TensorDict:
+                        node = None
+                        break
+                    node = nxt
+            except TypeError:
+                node = None
+            if node is not None:
                 last = key[-1]
                 if last.__class__ is str and node.__class__ is TensorDict and not node._is_locked:
                     bs = node._batch_size
