@@ -382,3 +382,37 @@ class TestMaybeDenseStackOfLazyStacks:
         td = TensorDict(a=s, b=torch.zeros(()))
         assert list(td.keys(True)) == ["a", ("a", "x"), ("a", "y"), ("a", "y", "z"), "b"]
         assert len(td.keys(True, True)) == 3
+
+
+def _record_write(stack: NonTensorStack) -> None:
+    _WRITES.append(stack.tolist())
+
+
+_WRITES: list = []
+
+
+class TestWriteHook:
+    def test_hook_runs_after_element_writes(self) -> None:
+        from tensordict.ext import set_write_hook
+
+        _WRITES.clear()
+        td = TensorDict(s=NonTensorStack("a", "b", "c"), batch_size=[3])
+        set_write_hook(td.get("s"), _record_write)
+        td[1:] = TensorDict(s=NonTensorStack("y", "z"), batch_size=[2])
+        assert _WRITES == [["a", "y", "z"]]
+        set_write_hook(td.get("s"), None)
+        td[0] = TensorDict(s="q")
+        assert len(_WRITES) == 1
+
+    def test_hook_travels_with_pickle_not_with_copies(self) -> None:
+        import pickle
+
+        from tensordict.ext import set_write_hook
+
+        _WRITES.clear()
+        s = set_write_hook(NonTensorStack("a", "b"), _record_write)
+        back = pickle.loads(pickle.dumps(s))
+        back[0] = "x"
+        assert _WRITES == [["x", "b"]]
+        s.clone()[0] = "no hook"
+        assert len(_WRITES) == 1

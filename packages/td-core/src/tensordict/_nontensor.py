@@ -496,7 +496,9 @@ class NonTensorStack(_NonTensorShapeOps):
         'b'
     """
 
-    __slots__ = ("_items", "_batch_size", "_device", "_names")
+    # ``_hook``: called with the stack after each in-place element write (see
+    # :func:`set_write_hook`); unset on most stacks, read with ``getattr``
+    __slots__ = ("_items", "_batch_size", "_device", "_names", "_hook")
 
     def __init__(self, *items: Any, stack_dim: int = 0, batch_size: Any = None, device: Any = None) -> None:
         parts = [it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it) for it in items]
@@ -650,6 +652,9 @@ class NonTensorStack(_NonTensorShapeOps):
             raise RuntimeError(msg)
         for i, v in zip(idx, values):
             self._items[i] = v
+        hook = getattr(self, "_hook", None)
+        if hook is not None:
+            hook(self)
 
     def clone(self, recurse: bool = True) -> NonTensorStack:
         return NonTensorStack._from_flat(list(self._items), self._batch_size, self._device)
@@ -701,10 +706,46 @@ class NonTensorStack(_NonTensorShapeOps):
         items = self._items
         if not isinstance(items, SharedItems):  # a shared store travels as its shared tensors
             items = list(items)
+        hook = getattr(self, "_hook", None)
+        if hook is not None:  # the write hook travels too (it must be picklable)
+            return (_rebuild_hooked, (items, tuple(self._batch_size), self._device, hook))
         return (NonTensorStack._from_flat, (items, tuple(self._batch_size), self._device))
 
     def __repr__(self) -> str:
         return f"NonTensorStack({self.tolist()!r}, batch_size={self._batch_size}, device={self._device})"
+
+
+def _rebuild_hooked(items: Any, batch_size: tuple, device: Any, hook: Any) -> NonTensorStack:
+    out = NonTensorStack._from_flat(items, batch_size, device)
+    out._hook = hook
+    return out
+
+
+def set_write_hook(stack: NonTensorStack, hook: Callable[[NonTensorStack], None] | None) -> NonTensorStack:
+    """Makes ``hook(stack)`` run after each in-place element write into ``stack``
+    (``stack[idx] = ...``, also through a TensorDict: ``td[idx] = other``).
+
+    Sibling-facing (re-exported by :mod:`tensordict.ext`): td-memmap persists the
+    writes into a memory-mapped TensorDict's stacks with it. The hook travels with
+    the stack when it is pickled (it must be picklable); copies made by shape ops or
+    ``clone`` do not carry it.
+
+    Args:
+        stack (NonTensorStack): the stack.
+        hook (callable or None): ``None`` removes the hook.
+
+    Returns:
+        ``stack``.
+
+    Examples:
+        >>> seen = []
+        >>> s = set_write_hook(NonTensorStack("a", "b"), lambda st: seen.append(st.tolist()))
+        >>> s[0] = "z"
+        >>> seen
+        [['z', 'b']]
+    """
+    stack._hook = hook
+    return stack
 
 
 def is_non_tensor(value: Any) -> bool:

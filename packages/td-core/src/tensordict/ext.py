@@ -24,6 +24,9 @@ Containers and keys
     The normalisation TensorDict applies to a ``device`` / ``batch_size`` argument.
 ``same_value(a, b)``
     Equality of two non-tensor payloads as NonTensorStack compares them.
+``set_write_hook(stack, hook)``
+    ``hook(stack)`` runs after each in-place element write into a ``NonTensorStack``
+    (td-memmap persists memory-mapped stacks with it).
 ``batch_mismatch_error(key, shape, batch_size)``, ``locked_error(what)``, ``missing_key_error(key, keys)``
     The errors TensorDict raises, so a container raises the same type and wording.
 ``leaf_repr(value)`` / ``fields_repr(td)``
@@ -109,7 +112,7 @@ from tensordict._memmap_types import MemmapType, register_memmap_type, registere
 from tensordict._memmap_types import lookup_name as lookup_memmap_name
 from tensordict._memmap_types import lookup_object as lookup_memmap_object
 from tensordict._names import check_names
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData, NonTensorStack, set_write_hook
 from tensordict._nontensor import _same as same_value
 from tensordict._ops import MathMixin
 from tensordict._repr import fields_repr, leaf_repr
@@ -173,6 +176,7 @@ __all__ = [
     "run_views",
     "runs_from_specs",
     "same_value",
+    "set_write_hook",
     "skeleton",
     "skeleton_matches",
     "stack",

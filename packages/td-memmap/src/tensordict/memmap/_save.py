@@ -35,10 +35,11 @@ from typing import Any
 
 import torch
 
-from tensordict.ext import MemmapType, NonTensorData, NonTensorStack, TensorDictBase
+from tensordict.ext import MemmapType, NonTensorData, NonTensorStack, TensorDictBase, set_write_hook
 from tensordict.ext import lookup_memmap_object as lookup_object
 from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
 from tensordict.memmap._names import assign_names
+from tensordict.memmap._stack_sink import StackFileSink
 from tensordict.memmap._store import FORMAT, META, Staging, fsync_path, new_generation
 from tensordict.memmap._tensor import MemoryMappedTensor, _DisableTF, _map_file
 from tensordict.memmap._values import dump_pickle, json_faithful
@@ -326,7 +327,10 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
             elif isinstance(item, _Folder):
                 source[key] = _build(item, ctx, inplace)
             else:
-                source[key] = item if inplace else item.clone()
+                source[key] = value = item if inplace else item.clone()
+                if folder.final is not None and isinstance(value, NonTensorStack):
+                    # in-place element writes are persisted into this folder's meta.json
+                    set_write_hook(value, StackFileSink(folder.final, key, _non_tensor_entry))
         if inplace:
             for key, value in source.items():
                 inner._set_raw(key, value)
