@@ -397,3 +397,5 @@ def test_metadata_flag_and_layout(tmp_path):
     # use_buffer alone is accepted: the file is written and reads back
     filed = td.consolidate(tmp_path / "b.td", use_buffer=True)
     assert_same(from_consolidated(tmp_path / "b.td"), filed)
+    # a file-backed result is on the CPU, where the file is mapped, at every level
+    assert td.device is None and filed.device == torch.device("cpu") and filed["nested"].device == torch.device("cpu")

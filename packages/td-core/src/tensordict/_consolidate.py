@@ -771,7 +771,8 @@ class ConsolidateMixin(TensorDictHost):
         Args:
             filename (str or os.PathLike, optional): write the storage to this file
                 (format in :mod:`tensordict._consolidate`) and back the result by a
-                memory map of it; read it later with :func:`tensordict.from_consolidated`.
+                memory map of it (the result's device is then ``cpu``); read it later
+                with :func:`tensordict.from_consolidated`.
                 The file is written next to ``filename`` and renamed into place, so
                 an earlier file is replaced only by a complete one. Non-tensor data
                 must then be JSON-serializable.
@@ -890,9 +891,9 @@ class ConsolidateMixin(TensorDictHost):
                     _copy(views, leaves, num_threads, non_blocking)
                     if non_blocking and storage_device.type == "cpu" and torch.cuda.is_available():
                         torch.cuda.synchronize()
-        # every level gets the storage's device when one was asked for, or when a file
-        # (on the CPU) replaces leaves that lived on a fixed device
-        move = device is not None or (path is not None and self.device is not None)
+        # every level gets the storage's device when one was asked for, or a file's (the
+        # CPU, where it is mapped), as tensordict 0.15 does
+        move = device is not None or path is not None
         if inplace:
             _assign_inplace(self, skeleton, views)
             if move:
