@@ -259,3 +259,18 @@ def test_indexed_write_of_mismatched_batch_reports_the_batch_sizes():
     params = TensorDictParams(TensorDict({"w": torch.zeros(4, 2)}, [4]))
     with pytest.raises(RuntimeError, match="batch dimension mismatch"):
         params[torch.tensor([0, 1])] = TensorDict({"w": torch.ones(4, 2)}, [4])
+
+
+def test_out_writes_into_parameters_work():
+    params = TensorDictParams(TensorDict({"w": torch.randn(4, 2)}, [4]))
+    out = params.clone()
+    mask = torch.tensor([True, False, True, False])
+    torch.where(mask, params, torch.ones_like(params), out=out)
+    assert (out["w"][~mask] == 1).all() and isinstance(out["w"], nn.Parameter)
+    from tensordict import lazy_stack
+
+    parts = [TensorDict({"w": torch.ones(2)}, []) for _ in range(4)]
+    lazy_stack(parts, 0, out=params)
+    assert (params["w"] == 1).all() and params["w"].requires_grad
+    with pytest.raises(RuntimeError, match="out.batch_size and stacked"):
+        lazy_stack(parts[:2], 0, out=params)

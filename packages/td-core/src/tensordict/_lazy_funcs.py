@@ -71,6 +71,12 @@ def lazy_stack(
     else:
         result = _classes.LazyStackedTensorDict._from_list(tds, dim)
     if out is not None:
+        if tuple(out.batch_size) != tuple(result.batch_size):
+            msg = (
+                f"lazy_stack(out=...): out.batch_size and stacked batch size must match, got "
+                f"{tuple(out.batch_size)} and {tuple(result.batch_size)}."
+            )
+            raise RuntimeError(msg)
         # written TensorDict by TensorDict, so heterogeneous nested stacks are never stacked
         lead = (slice(None),) * result.stack_dim
         for i, td in enumerate(tds):

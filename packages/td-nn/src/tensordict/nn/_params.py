@@ -208,23 +208,44 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
         return TensorDictBase._create_nested(self, key)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
-        # The data writes (set_, update_, copy_, zero_, apply_, ...) run under no_grad
-        # (see _DATA_WRITES below); any other in-place write into a parameter that
-        # requires grad (``apply(fn, inplace=True)``, ``set(key, v, inplace=True)``)
-        # is refused, as autograd refuses it, with tensordict 0.15's ValueError.
-        if (
-            isinstance(existing, torch.Tensor)
-            and existing.requires_grad
-            and existing.is_leaf
-            and torch.is_grad_enabled()
-        ):
-            msg = (
-                f"Failed to update {key!r} in place: it is a parameter that requires grad (a leaf of the "
-                "autograd graph). Write through `params.data`, an in-place method such as `apply_`/`update_`, "
-                "or under `torch.no_grad()`."
-            )
-            raise ValueError(msg)
+        if isinstance(existing, torch.Tensor) and existing.requires_grad and existing.is_leaf:
+            with torch.no_grad():
+                TensorDictBase._write_inplace(self, key, existing, value)
+            return
         TensorDictBase._write_inplace(self, key, existing, value)
+
+    def _setitem_index(self, index: Any, value: Any) -> None:
+        # ``params[idx] = value`` (and ``lazy_stack(..., out=params)``) rewrites the
+        # parameters' data, as an optimiser does: under no_grad, as the data writes below
+        with torch.no_grad():
+            TensorDictBase._setitem_index(self, index, value)
+
+    def _refuse_inplace_apply(self) -> None:
+        """``apply(fn, inplace=True)`` would rewrite parameters that require grad through
+        autograd, which autograd refuses: tensordict 0.15's ValueError, before anything is
+        written. (``apply_``, the optimiser-style data write, runs under no_grad.)"""
+        if torch.is_grad_enabled():
+            for key, value in self.items(include_nested=True, leaves_only=True):
+                if isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
+                    msg = (
+                        f"Failed to update {key!r} in place: it is a parameter that requires grad (a leaf "
+                        "of the autograd graph). Use `params.apply_(fn)`, write through `params.data`, "
+                        "or call it under `torch.no_grad()`."
+                    )
+                    raise ValueError(msg)
+
+    def apply(self, fn: Any, *others: Any, inplace: bool = False, **kwargs: Any) -> Any:
+        """:meth:`TensorDictBase.apply`; with ``inplace=True`` and grad enabled, refused
+        (ValueError) when a parameter requires grad."""
+        if inplace:
+            self._refuse_inplace_apply()
+        return TensorDictBase.apply(self, fn, *others, inplace=inplace, **kwargs)
+
+    def named_apply(self, fn: Any, *others: Any, inplace: bool = False, **kwargs: Any) -> Any:
+        """:meth:`TensorDictBase.named_apply`; ``inplace=True`` as for :meth:`apply`."""
+        if inplace:
+            self._refuse_inplace_apply()
+        return TensorDictBase.named_apply(self, fn, *others, inplace=inplace, **kwargs)
 
     def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
         bs = self.batch_size if batch_size is None else torch.Size(batch_size)
