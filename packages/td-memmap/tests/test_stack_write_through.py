@@ -50,3 +50,15 @@ def test_switching_to_pickle_and_back_leaves_no_stale_file(tmp_path) -> None:
     td[0] = TensorDict(s="c")
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".pkl")]
     assert TensorDict.load_memmap(tmp_path).get("s").tolist() == ["c", "b"]
+
+
+def test_a_write_after_the_store_grew_is_refused_and_the_store_kept(tmp_path) -> None:
+    from tensordict import append_memmap
+
+    td = _td().memmap_(tmp_path)
+    append_memmap(tmp_path, _td()[:2])
+    with pytest.raises(RuntimeError, match="appended to since this TensorDict was mapped"):
+        _write(td, 5)
+    reloaded = TensorDict.load_memmap(tmp_path)
+    assert reloaded.batch_size == (8,)
+    assert reloaded.get("val").tolist() == [0, 1] * 4

@@ -330,7 +330,7 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
                 source[key] = value = item if inplace else item.clone()
                 if folder.final is not None and isinstance(value, NonTensorStack):
                     # in-place element writes are persisted into this folder's meta.json
-                    set_write_hook(value, StackFileSink(folder.final, key, _non_tensor_entry))
+                    set_write_hook(value, StackFileSink(folder.final, key, _non_tensor_entry, ctx.generation))
         if inplace:
             for key, value in source.items():
                 inner._set_raw(key, value)

@@ -11,6 +11,12 @@ The folder's ``meta.json`` is replaced atomically (written to a temporary file i
 the same folder, then renamed over it), keeping every other field (its
 ``generation`` included), so a reader sees the old or the new entry, never a mix.
 A ``.pkl`` file the new entry no longer uses is removed after the rename.
+
+The sink remembers the ``generation`` id of the save that made it. When the folder's
+``meta.json`` names another generation (the store was re-saved, or grown by
+``append_memmap``, since this TensorDict was mapped), the write is refused with a
+``RuntimeError`` and the store is left as it is: rewriting the entry from this stale
+stack would put back the old row count under the new metadata.
 """
 
 from __future__ import annotations
@@ -36,19 +42,36 @@ class StackFileSink:
             metadata entry (and writes a ``.pkl`` file into ``folder`` when the
             objects are not JSON-faithful); a module-level function, so the sink
             pickles.
+        generation (str, optional): the generation id of the save that wrote
+            ``folder``; ``None`` skips the check.
+
+    Raises:
+        RuntimeError: on a call, when ``folder``'s ``meta.json`` names another
+            generation than ``generation``.
+        KeyError: on a call, when the entry of ``key`` is gone from the store.
     """
 
-    __slots__ = ("folder", "key", "make_entry")
+    __slots__ = ("folder", "key", "make_entry", "generation")
 
-    def __init__(self, folder: str, key: str, make_entry: Callable[..., dict]) -> None:
+    def __init__(self, folder: str, key: str, make_entry: Callable[..., dict],
+                 generation: str | None = None) -> None:
         self.folder = folder
         self.key = key
         self.make_entry = make_entry
+        self.generation = generation
 
     def __call__(self, stack: Any) -> None:
         path = os.path.join(self.folder, META)
         with open(path, encoding="ascii") as f:
             meta = json.load(f)
+        found = meta.get("generation")
+        if self.generation is not None and found != self.generation:
+            msg = (
+                f"cannot persist a write into key {self.key!r}: the store {self.folder!r} was re-saved or "
+                f"appended to since this TensorDict was mapped (generation {found!r}, expected "
+                f"{self.generation!r}); the store was left unchanged. Load it again with load_memmap."
+            )
+            raise RuntimeError(msg)
         entries = meta.get("entries", [])
         positions = [i for i, e in enumerate(entries) if e.get("key") == self.key]
         if not positions:
@@ -71,4 +94,4 @@ class StackFileSink:
                 pass
 
     def __reduce__(self) -> tuple:
-        return (StackFileSink, (self.folder, self.key, self.make_entry))
+        return (StackFileSink, (self.folder, self.key, self.make_entry, self.generation))
