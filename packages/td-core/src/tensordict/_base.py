@@ -1116,21 +1116,13 @@ class TensorDictBase(
             return self
         if input_dict_or_td is self:
             return self
-        if isinstance(input_dict_or_td, TensorDictBase):
-            other_bs = input_dict_or_td.batch_size
-            if update_batch_size:
-                return self._update_resize(input_dict_or_td, clone, inplace, non_blocking, keys_to_update, is_leaf, ignore_lock)
-            n = min(len(other_bs), len(self.batch_size))
-            if other_bs[:n] != self.batch_size[:n]:
-                msg = (
-                    f"batch dimension mismatch: cannot update a TensorDict of batch_size "
-                    f"{tuple(self.batch_size)} with one of batch_size {tuple(other_bs)}. Pass "
-                    "update_batch_size=True to take the batch size of the source."
-                )
-                raise RuntimeError(msg)
+        if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
+            return self._update_resize(input_dict_or_td, clone, inplace, non_blocking, keys_to_update, is_leaf, ignore_lock)
         if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
             if self._update_fast(input_dict_or_td, non_blocking):
                 return self
+        if isinstance(input_dict_or_td, TensorDictBase):
+            self._check_update_batch(input_dict_or_td)
         ktu = None if keys_to_update is None else [_as_tuple(k) for k in keys_to_update]
         plan = self._plan_update(input_dict_or_td, ktu)
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
@@ -1251,10 +1243,26 @@ class TensorDictBase(
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
             staged.append((key, value))
+        if not staged and isinstance(source, TensorDictBase):
+            self._check_update_batch(source)  # (a non-empty source was checked key by key)
         set_raw = self._set_raw
         for key, value in staged:
             set_raw(key, value)
         return True
+
+    def _check_update_batch(self, source: TensorDictBase) -> None:
+        """Raises if the batch sizes of ``self`` and of the TensorDict ``source`` are
+        incompatible (neither is a prefix of the other)."""
+        other_bs = source.batch_size
+        my_bs = self.batch_size
+        n = min(len(other_bs), len(my_bs))
+        if other_bs != my_bs and other_bs[:n] != my_bs[:n]:
+            msg = (
+                f"batch dimension mismatch: cannot update a TensorDict of batch_size "
+                f"{tuple(my_bs)} with one of batch_size {tuple(other_bs)}. Pass "
+                "update_batch_size=True to take the batch size of the source."
+            )
+            raise RuntimeError(msg)
 
     def update_(
         self,
