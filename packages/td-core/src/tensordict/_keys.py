@@ -185,7 +185,7 @@ class _KeysView:
         only_tensors = _TENSOR_ONLY.issuperset
         # depth-first, parents before children, with an explicit stack: no recursion limit
         # on the nesting depth
-        if is_leaf is None and _all_tensors(td):
+        if td.__class__ is td_cls and len(td._tensordict) > 8 and _all_tensors(td):
             _extend_tensors(td, prefix, out, keys_only)
             return
         stack = [(prefix, iter(td._items_raw()))]
@@ -203,13 +203,13 @@ class _KeysView:
                 if nested and is_coll:
                     # the key tuple is built once per node (keys at depth d cost O(d) each)
                     sub = full if pre else (key,)
-                    if (
-                        value.__class__ is td_cls
-                        and len(value._tensordict) > 8
-                        and only_tensors(map(type, value._tensordict.values()))
-                    ):
-                        _extend_tensors(value, sub, out, keys_only)
-                        continue
+                    if value.__class__ is td_cls:  # a dense TensorDict: its store directly
+                        store = value._tensordict
+                        if len(store) > 8 and only_tensors(map(type, store.values())):
+                            _extend_tensors(value, sub, out, keys_only)
+                            continue
+                        stack.append((sub, iter(store.items())))
+                        break
                     if keys_only:
                         inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
                         if inner.__class__ is _classes.LazyStackedTensorDict:
@@ -247,14 +247,15 @@ class _KeysView:
         td_cls = _classes.TensorDict if is_leaf is None else None
         while todo:
             node = todo.pop()
-            if (  # a node of many plain tensors: every one counts
-                node.__class__ is td_cls
-                and len(node._tensordict) > 8
-                and _TENSOR_ONLY.issuperset(map(type, node._tensordict.values()))
-            ):
-                n += len(node._tensordict)
-                continue
-            for _, value in node._items_raw():
+            if node.__class__ is td_cls:  # a dense TensorDict: its store directly
+                store = node._tensordict
+                if len(store) > 8 and _TENSOR_ONLY.issuperset(map(type, store.values())):
+                    n += len(store)  # plain tensors only: every one counts
+                    continue
+                items = store.items()
+            else:
+                items = node._items_raw()
+            for _, value in items:
                 is_coll = isinstance(value, tdb)
                 if is_leaf is None:  # default: not TensorDicts, not non-tensor data
                     leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
@@ -263,6 +264,9 @@ class _KeysView:
                 if not self.leaves_only or leaf:
                     n += 1
                 if self.include_nested and is_coll:
+                    if value.__class__ is td_cls:  # dense: no tensorclass / lazy-stack lookups
+                        todo.append(value)
+                        continue
                     inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
                     if inner.__class__ is _classes.LazyStackedTensorDict:
                         # counted without stacking a leaf (they may be heterogeneous)
