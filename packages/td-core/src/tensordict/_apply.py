@@ -37,20 +37,36 @@ _Size = torch.Size
 _NESTED = 1
 _PASS = 2
 _TC = 3  # a tensorclass instance: its ``_tensordict`` is walked, the class rebuilt
+_PART = 4  # (pointwise walk) stacked TensorDict ``i`` of a lazy stack: ``(i, _PART, child_spec)``
 
 _new_td = object.__new__
 
 
 # ---------------------------------------------------------------------- tree helpers
-def _flatten_tensors(td: Any, leaves: list) -> tuple:
+def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
     """Appends every tensor leaf of ``td`` (depth first, in key order) to ``leaves``.
+
+    A lazy stack is walked in one of two ways:
+
+    * ``pointwise=True`` (the element-wise math): through each stacked TensorDict, so
+      the leaves are the stacked TensorDicts' own tensors (in-place ops write into
+      them), keys held by only some stacked TensorDicts are kept, and
+      :func:`_unflatten_tensors` rebuilds a lazy stack;
+    * otherwise (reductions, cumulative ops, which act along batch dims): through its
+      stacked leaves (``torch.stack`` of the shared keys).
 
     Returns:
         the spec ``(td, entries, simple)``: ``entries`` holds, in key order, a str for
         a tensor leaf, ``(key, _NESTED, child_spec)`` for a nested TensorDict and
         ``(key, _TC, (instance, child_spec))`` for a tensorclass instance and
         ``(key, _PASS, value)`` for anything else (non-tensor data), which the math
-        passes through unchanged. ``simple`` is ``True`` when every entry is a tensor.
+        passes through unchanged; for a lazy stack walked pointwise, one
+        ``(i, _PART, child_spec)`` per stacked TensorDict. ``simple`` is ``True`` when
+        every entry is a tensor.
+
+    Raises:
+        KeyError: (``pointwise=False``) a lazy stack holds a key that only some of its
+            stacked TensorDicts have: the stacked walk would drop it.
     """
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
@@ -63,6 +79,13 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
         else:
             leaves.extend(values)
             return (td, list(store), True)
+    elif isinstance(td, _classes.LazyStackedTensorDict) and td.tensordicts:
+        if pointwise:
+            parts = [
+                (i, _PART, _flatten_tensors(sub, leaves, True)) for i, sub in enumerate(td.tensordicts)
+            ]
+            return (td, parts, False)
+        _refuse_exclusive(td)
     entries: list = []
     simple = True
     append = leaves.append
@@ -73,14 +96,40 @@ def _flatten_tensors(td: Any, leaves: list) -> tuple:
             append(value)
         elif isinstance(value, tdb):
             simple = False
-            add((key, _NESTED, _flatten_tensors(value, leaves)))
+            add((key, _NESTED, _flatten_tensors(value, leaves, pointwise)))
         elif _is_tensorclass(value, tdb):
             simple = False
-            add((key, _TC, (value, _flatten_tensors(value._tensordict, leaves))))
+            add((key, _TC, (value, _flatten_tensors(value._tensordict, leaves, pointwise))))
         else:
             simple = False
             add((key, _PASS, value))
     return (td, entries, simple)
+
+
+def _exclusive_keys(stack: Any) -> list:
+    """``(index, key)`` of each key that only some stacked TensorDicts of ``stack`` hold."""
+    shared = stack._keys_raw()
+    out = []
+    for i, sub in enumerate(stack.tensordicts):
+        keys = sub._keys_raw()
+        if len(keys) != len(shared) or keys != shared:
+            out.extend((i, k) for k in keys if k not in shared)
+    return out
+
+
+def _refuse_exclusive(stack: Any) -> None:
+    """Raises the KeyError of a stacked walk of a lazy stack that would drop keys."""
+    lone = _exclusive_keys(stack)
+    if lone:
+        i, key = lone[0]
+        msg = (
+            f"key {key!r} is held by stacked TensorDict {i} of a lazy stack (batch_size "
+            f"{tuple(stack.batch_size)}, stack_dim {stack.stack_dim}) but not by all of them "
+            f"(keys held by some only: {[k for _, k in lone]}); a reduction or cumulative op "
+            "over the stack cannot combine it. Select the shared keys first, or reduce each "
+            "stacked TensorDict (`stack.tensordicts`)."
+        )
+        raise KeyError(msg)
 
 
 def _is_tensorclass(value: Any, tdb: type) -> bool:
@@ -108,6 +157,7 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
             return td._new_like(dict(zip(entries, results))), n
         return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
     source = {}
+    parts = None
     for entry in entries:
         if entry.__class__ is str:
             source[entry] = results[start]
@@ -117,8 +167,15 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
         elif entry[1] == _TC:
             sub, start = _unflatten_tensors(entry[2][1], results, start)
             source[entry[0]] = _rewrap(entry[2][0], sub)
+        elif entry[1] == _PART:
+            sub, start = _unflatten_tensors(entry[2], results, start)
+            if parts is None:
+                parts = []
+            parts.append(sub)
         else:
             source[entry[0]] = entry[2]
+    if parts is not None:  # a lazy stack walked pointwise stays a lazy stack
+        return td._new_lazy(parts), start
     return td._new_like(source), start
 
 
@@ -132,6 +189,8 @@ def _spec_keys(spec: tuple, prefix: tuple = ()) -> list:
             out.extend(_spec_keys(entry[2], prefix + (entry[0],)))
         elif entry[1] == _TC:
             out.extend(_spec_keys(entry[2][1], prefix + (entry[0],)))
+        elif entry[1] == _PART:
+            out.extend(_spec_keys(entry[2], prefix))
     return out
 
 
@@ -146,6 +205,10 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
     td, entries, simple = spec
+    if entries and entries[0].__class__ is tuple and entries[0][1] == _PART:
+        for entry, part in zip(entries, _other_parts(td, other, what, prefix)):
+            _collect_like(entry[2], part, out, what, prefix)
+        return
     if simple and other.__class__ is td_cls:
         store = other._tensordict
         if len(store) == len(entries):
@@ -203,6 +266,22 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
             "Pass `default=` to fill missing entries, or `default='intersection'`."
         )
         raise KeyError(msg)
+
+
+def _other_parts(stack: Any, other: Any, what: str, prefix: tuple = ()) -> list:
+    """``other`` (a TensorDict shaped like the lazy ``stack``) cut into one part per
+    stacked TensorDict: its own stacked TensorDicts when it is a lazy stack alike, else
+    its slices along ``stack_dim``.
+
+    Raises:
+        RuntimeError: ``other``'s batch size does not start with the stack's.
+    """
+    try:
+        return stack._parts_of(other, what)
+    except RuntimeError as err:
+        if prefix:
+            raise RuntimeError(f"{err} (at key {prefix if len(prefix) > 1 else prefix[0]!r})") from None
+        raise
 
 
 # ---------------------------------------------------------------------- apply engine

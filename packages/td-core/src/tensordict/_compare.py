@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes
+from tensordict._apply import _refuse_exclusive
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING
 from tensordict._nontensor import NonTensorData, NonTensorStack
@@ -104,6 +105,8 @@ class CompareMixin(TensorDictHost):
         return self._reduce_dim(lambda t: t.any(dim=dim), dim)
 
     def _reduce_dim(self, fn: Callable, dim: int) -> TensorDictBase:
+        if isinstance(self, _classes.LazyStackedTensorDict):
+            _refuse_exclusive(self)  # the stacked walk below would drop a key held by some only
         source = {}
         for key, value in self._items_raw():
             if _is_td(value):

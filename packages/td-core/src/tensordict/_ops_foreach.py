@@ -16,7 +16,15 @@ from typing import Any
 import torch
 
 from tensordict import _classes
-from tensordict._apply import _NESTED, _TC, _collect_like, _flatten_tensors, _unflatten_tensors
+from tensordict._apply import (
+    _NESTED,
+    _PART,
+    _TC,
+    _collect_like,
+    _flatten_tensors,
+    _other_parts,
+    _unflatten_tensors,
+)
 
 _Tensor = torch.Tensor
 _peek_interpreter = torch._C._functorch.peek_interpreter_stack
@@ -95,6 +103,10 @@ def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, boo
         nb = _batch_broadcast_dims(spec[0], other)
         if nb is not None:  # lined up with the batch dims (right-aligned), as tensordict 0.15
             return [other.reshape(*other.shape, *([1] * (leaf.ndim - nb))) for leaf in leaves], True
+        if not spec[2] and _has_parts(spec):
+            out = []
+            _split_tensor(spec, other, leaves, out, 0)
+            return out, True
         return [_align(other, leaf) for leaf in leaves], True
     if _is_td(other):
         out: list = []
@@ -107,6 +119,48 @@ def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, boo
         _collect_like(spec, _as_td(other), out, what)
         return out, True
     return NotImplemented, False
+
+
+def _has_parts(spec: tuple) -> bool:
+    """Whether ``spec`` walks a lazy stack through its stacked TensorDicts."""
+    for entry in spec[1]:
+        if entry.__class__ is str:
+            continue
+        kind = entry[1]
+        if kind == _PART:
+            return True
+        if (kind == _NESTED and _has_parts(entry[2])) or (kind == _TC and _has_parts(entry[2][1])):
+            return True
+    return False
+
+
+def _split_tensor(spec: tuple, other: _Tensor, leaves: list, out: list, pos: int) -> int:
+    """Appends ``other`` lined up with each leaf of ``spec`` (``leaves[pos:]``) to ``out``.
+
+    At a lazy stack walked through its stacked TensorDicts, a tensor that covers the
+    stack dim (its shape starts with the stack's batch size up to ``stack_dim``) is cut
+    along it, one slice per stacked TensorDict, as the leaves were. Returns the next
+    leaf position.
+    """
+    td, entries, _ = spec
+    split = None
+    for entry in entries:
+        if entry.__class__ is str:
+            out.append(_align(other, leaves[pos]))
+            pos += 1
+        elif entry[1] == _PART:
+            if split is None:
+                sd = td.stack_dim
+                bs = td.batch_size
+                covers = other.ndim > sd and other.shape[: sd + 1] == bs[: sd + 1]
+                split = other.unbind(sd) if covers else False
+            sub = split[entry[0]] if split else other
+            pos = _split_tensor(entry[2], sub, leaves, out, pos)
+        elif entry[1] == _NESTED:
+            pos = _split_tensor(entry[2], other, leaves, out, pos)
+        elif entry[1] == _TC:
+            pos = _split_tensor(entry[2][1], other, leaves, out, pos)
+    return pos
 
 
 def _as_tensor_like(value: Any, leaf: _Tensor) -> Any:
@@ -257,7 +311,7 @@ def _binary_method(td: Any, other: Any, name: str, default: Any = None) -> Any:
 def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool = False) -> Any:
     """Out-of-place binary op on every tensor leaf; ``NotImplemented`` for an unknown operand."""
     leaves: list = []
-    spec = _flatten_tensors(td, leaves)
+    spec = _flatten_tensors(td, leaves, True)
     arg, is_list = _operand(spec, leaves, other, name)
     if arg is NotImplemented:
         return NotImplemented
@@ -305,7 +359,14 @@ def _non_tensor_binary(spec: tuple, out: Any, other: Any, op: Callable[[Any, Any
     """Replaces, in ``out``, each ``NonTensorData`` passed through by ``spec`` with
     ``op(data, other's data)`` (``other`` a TensorDict with data at the same key, or a scalar)."""
     ntd = _classes.NonTensorData
-    for entry in spec[1]:
+    entries = spec[1]
+    if entries and entries[0].__class__ is tuple and entries[0][1] == _PART:  # a lazy stack
+        others = _other_parts(spec[0], other, "non-tensor op") if _is_td(other) else None
+        for entry, sub_out in zip(entries, out.tensordicts):
+            sub_other = other if others is None else others[entry[0]]
+            _non_tensor_binary(entry[2], sub_out, sub_other, op)
+        return
+    for entry in entries:
         if entry.__class__ is str or entry[1] == _TC:
             continue
         key = entry[0]
@@ -358,7 +419,7 @@ def _reflected(name: str, leaves: list, arg: Any, is_list: bool) -> Sequence[Any
 def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
     """In-place binary op on every tensor leaf; returns ``td``."""
     leaves: list = []
-    spec = _flatten_tensors(td, leaves)
+    spec = _flatten_tensors(td, leaves, True)
     arg, is_list = _operand(spec, leaves, other, name + "_")
     if arg is NotImplemented:
         msg = f"{name}_: unsupported operand of type {type(other).__name__}; pass a number, a tensor or a TensorDict."
@@ -389,7 +450,7 @@ def _binary_(td: Any, other: Any, name: str, alpha: Any = None) -> Any:
 
 def _unary(td: Any, name: str) -> Any:
     leaves: list = []
-    spec = _flatten_tensors(td, leaves)
+    spec = _flatten_tensors(td, leaves, True)
     results = None
     if leaves and _foreach_ok():
         try:
@@ -404,7 +465,7 @@ def _unary(td: Any, name: str) -> Any:
 
 def _unary_(td: Any, name: str) -> Any:
     leaves: list = []
-    _flatten_tensors(td, leaves)
+    _flatten_tensors(td, leaves, True)
     if not leaves:
         return td
     if _foreach_ok():
@@ -417,13 +478,13 @@ def _unary_(td: Any, name: str) -> Any:
 
 def _loop(td: Any, fn: Callable) -> Any:
     leaves: list = []
-    spec = _flatten_tensors(td, leaves)
+    spec = _flatten_tensors(td, leaves, True)
     return _unflatten_tensors(spec, [fn(x) for x in leaves])[0]
 
 
 def _loop_(td: Any, fn: Callable) -> Any:
     leaves: list = []
-    _flatten_tensors(td, leaves)
+    _flatten_tensors(td, leaves, True)
     for x in leaves:
         fn(x)
     return td
@@ -463,7 +524,7 @@ def _with_default(td: Any, other: Any, default: Any, fn: Callable) -> Any:
 def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = None) -> Any:
     """lerp / addcmul / addcdiv with one foreach kernel (loops inside functorch)."""
     leaves: list = []
-    spec = _flatten_tensors(td, leaves)
+    spec = _flatten_tensors(td, leaves, True)
     a_arg, a_list = _operand(spec, leaves, a, name)
     b_arg, b_list = _operand(spec, leaves, b, name)
     if a_arg is NotImplemented or b_arg is NotImplemented:

@@ -33,6 +33,7 @@ from tensordict._apply import (
     _TC,
     _flatten_tensors,
     _is_tensorclass,
+    _refuse_exclusive,
     _rewrap,
     _unflatten_tensors,
 )
@@ -113,6 +114,8 @@ def _reduce_tree(
     nd = len(bs)
     new_bs = _new_batch(bs, mode, dims, keepdim)
     sources: list[dict] = [{} for _ in range(nout)]
+    if td.__class__ is not _classes.TensorDict and isinstance(td, _classes.LazyStackedTensorDict):
+        _refuse_exclusive(td)  # the stacked walk below would drop a key held by some only
     for key, value in td._items_raw():
         if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
             for src in sources:
