@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict import _classes
+from tensordict import _classes, _json
 from tensordict._convert_build import (
     _check_options,
     _from_any,
@@ -576,6 +576,114 @@ class ConvertMixin(TensorDictHost):
             msg = "tolist: convert_tensors=True requires convert_nodes=True."
             raise TypeError(msg)
         return _tolist(self, convert_nodes, convert_tensors, tolist_first)
+
+    # -------------------------------------------------------------- JSON
+    def to_json(self, path: Any, *, separator: str | None = None, lines: bool = False, **kwargs: Any) -> None:
+        """Writes the TensorDict as JSON, one record per entry of the first batch dim.
+
+        Row ``i`` is ``{column: value of self[i]}``: a tensor leaf gives its
+        ``tolist()`` row (a number, or a nested list for a leaf with more dims),
+        ``NonTensorData`` its value on every row, a ``NonTensorStack`` one value per
+        row. Written with the standard-library :mod:`json` module (tensordict 0.15
+        goes through pandas; the document is pandas' ``orient="records"`` layout).
+
+        Args:
+            path (str, os.PathLike or text file object): where to write.
+
+        Keyword Args:
+            separator (str, optional): joins the parts of a nested key into a column
+                name (``("obs", "x")`` -> ``"obs.x"`` with ``"."``). Required when the
+                TensorDict has nested keys. Defaults to ``None``.
+            lines (bool): write JSON Lines (one record per line) instead of one JSON
+                array. Defaults to ``False``.
+            **kwargs: passed to :func:`json.dumps` (e.g. ``indent=2``).
+
+        Raises:
+            ValueError: ``batch_size`` is ``[]``, a nested key is present without
+                ``separator``, two keys give the same column name, or a lazy stack holds
+                a key only some of its stacked TensorDicts have.
+            TypeError: a column holds values that JSON cannot encode (column named).
+
+        Examples:
+            >>> import io, json, torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"x": torch.arange(2), "obs": {"y": torch.zeros(2)}}, [2])
+            >>> buf = io.StringIO()
+            >>> td.to_json(buf, separator=".")
+            >>> json.loads(buf.getvalue())
+            [{'x': 0, 'obs.y': 0.0}, {'x': 1, 'obs.y': 0.0}]
+        """
+        _json.to_json(self, path, separator=separator, lines=lines, **kwargs)
+
+    @classmethod
+    def from_json(
+        cls,
+        path: Any,
+        *,
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        device: Any = None,
+        batch_size: Any = None,
+        separator: str | None = None,
+        dtype: Any = None,
+        lines: bool = False,
+        **kwargs: Any,
+    ) -> TensorDictBase:
+        """Reads JSON records into a TensorDict whose first batch dim is the rows.
+
+        The document is a JSON array of records (objects), JSON Lines with
+        ``lines=True``, or a dict of columns (``{"a": [1, 2]}``, or pandas' default
+        ``{"a": {"0": 1, "1": 2}}``). A column of bools gives a ``torch.bool``
+        tensor, of ints ``torch.int64``, of numbers (``null`` as NaN)
+        ``torch.float64``, of equal-length numeric lists a tensor with the extra dims;
+        any other column (strings, mixed values) a ``NonTensorStack``. A nested JSON
+        object gives a nested TensorDict. Read with the standard-library :mod:`json`
+        module (tensordict 0.15 goes through pandas).
+
+        Args:
+            path (str, os.PathLike or text file object): what to read.
+
+        Keyword Args:
+            auto_batch_size (bool): after reading, extend the batch size over the
+                leading dims all leaves share (``auto_batch_size_``). Defaults to ``False``.
+            batch_dims (int, optional): the number of batch dims ``auto_batch_size``
+                keeps (passing it turns it on).
+            device (torch.device, optional): where the tensors go. Defaults to ``None``.
+            batch_size (torch.Size, optional): the batch size; it must start with the
+                number of rows. Defaults to ``[number of rows]``.
+            separator (str, optional): splits column names into nested keys
+                (``"obs.x"`` -> ``("obs", "x")`` with ``"."``). Defaults to ``None``.
+            dtype (torch.dtype, optional): the dtype of every tensor column.
+            lines (bool): read JSON Lines. Defaults to ``False``.
+            **kwargs: passed to :func:`json.loads`.
+
+        Returns:
+            a ``TensorDict`` of ``batch_size`` ``[number of rows]`` (or as asked).
+
+        Raises:
+            KeyError: the records do not all have the same keys (a key named).
+            TypeError: the document is not a list of records or a dict of columns.
+            ValueError: invalid JSON (the line named with ``lines=True``), or columns of
+                different lengths.
+
+        Examples:
+            >>> import io
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict.from_json(io.StringIO('[{"a": 1, "b": {"c": 0.5}}, {"a": 2, "b": {"c": 1.5}}]'))
+            >>> td.batch_size, td["a"].dtype, td["b", "c"]
+            (torch.Size([2]), torch.int64, tensor([0.5000, 1.5000], dtype=torch.float64))
+        """
+        return _json.from_json(
+            path,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            device=device,
+            batch_size=batch_size,
+            separator=separator,
+            dtype=dtype,
+            lines=lines,
+            **kwargs,
+        )
 
 
 def _element_dict(td: Any, convert_tensors: bool | str, tolist_first: bool) -> dict:
