@@ -3,7 +3,7 @@ filter_empty_, rename_key_, flatten_keys, unflatten_keys."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -286,6 +286,77 @@ class SelectMixin(TensorDictHost):
         self.set(new_key, value)
         return self  # type: ignore[return-value]
 
+    def rename_keys(self, mapping: Mapping, *, strict: bool = True) -> TensorDictBase:
+        """A TensorDict with several keys renamed at once; ``self`` is not modified.
+
+        The result is a new tree of TensorDicts sharing every leaf (tensors and
+        non-tensor data) with ``self``, with its batch size, device and names, unlocked.
+        Every source is read before any destination is written, so swaps
+        (``{"a": "b", "b": "a"}``) and chains (``{"a": "b", "b": "c"}``) work. A nested
+        TensorDict that the renaming leaves empty is removed; other empty nested
+        TensorDicts are kept. A lazy stack renames the keys of each stacked TensorDict
+        (a source only some of them hold is renamed where it is).
+
+        Args:
+            mapping (Mapping[NestedKey, NestedKey]): old key -> new key; both may be
+                nested, so an entry can move to another nested TensorDict and a whole
+                nested TensorDict can be renamed.
+
+        Keyword Args:
+            strict (bool): a source missing from the TensorDict raises ``KeyError``;
+                with ``False`` it is skipped. Defaults to ``True``.
+
+        Returns:
+            a new TensorDict (a lazy stack for a lazy stack) with the batch size of ``self``.
+
+        Raises:
+            TypeError: ``mapping`` is not a mapping.
+            KeyError: ``strict=True`` and a source key is missing (named).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])
+            >>> out = td.rename_keys({"a": ("b", "a"), ("b", "c"): "c"})
+            >>> sorted(out.keys(True, True), key=str)
+            [('b', 'a'), 'c']
+            >>> out["c"] is td["b", "c"], sorted(td.keys(True, True), key=str)
+            (True, [('b', 'c'), 'a'])
+        """
+        if not isinstance(mapping, Mapping):
+            msg = f"rename_keys: mapping must be a mapping of old keys to new keys, got a {type(mapping).__name__}."
+            raise TypeError(msg)
+        pairs = [(_as_tuple(unravel_key(old)), _as_tuple(unravel_key(new))) for old, new in mapping.items()]
+        lazy = _classes.LazyStackedTensorDict
+        if isinstance(self, lazy):
+            if strict:
+                for old, _ in pairs:
+                    if not any(_has_key(td, old) for td in self.tensordicts):
+                        raise KeyError(f"rename_keys: key {_shown(old)!r} is not in the lazy stack.")
+            parts = [td.rename_keys(mapping, strict=False) for td in self.tensordicts]
+            return self._new_lazy(parts)
+        out = self.copy()
+        found = []
+        for old, new in pairs:
+            if not _has_key(out, old):
+                if strict:
+                    raise KeyError(f"rename_keys: key {_shown(old)!r} is not in the TensorDict.")
+                continue
+            found.append((old, new, out._get_any_raw(old if len(old) > 1 else old[0])))
+        for old, _, _ in found:
+            if _has_key(out, old):  # a source inside another moved source went with it
+                out.del_(old if len(old) > 1 else old[0])
+        for _, new, value in found:
+            out.set(new if len(new) > 1 else new[0], value)
+        # nested TensorDicts emptied by the renaming go, deepest first
+        emptied = sorted({old[:i] for old, _, _ in found for i in range(1, len(old))}, key=len, reverse=True)
+        for prefix in emptied:
+            key = prefix if len(prefix) > 1 else prefix[0]
+            node = out._get_any_raw(key) if _has_key(out, prefix) else None
+            if isinstance(node, _classes.TensorDictBase) and not node._keys_raw():
+                out.del_(key)
+        return out
+
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
         """Flattens nested keys into single keys joined by ``separator``.
 
@@ -443,3 +514,19 @@ def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
 
 def _is_td(value: Any) -> bool:
     return isinstance(value, _classes.TensorDictBase)
+
+
+def _has_key(td: Any, key: tuple) -> bool:
+    """Whether ``td`` holds the nested key ``key`` (a tuple), leaf or node."""
+    node = td
+    for part in key:
+        if not isinstance(node, _classes.TensorDictBase):
+            return False
+        node = node._get_raw(part, _MISSING)
+        if node is _MISSING:
+            return False
+    return True
+
+
+def _shown(key: tuple) -> Any:
+    return key[0] if len(key) == 1 else key
