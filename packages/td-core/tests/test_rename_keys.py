@@ -70,3 +70,14 @@ def test_lazy_stack_renames_each_stacked_tensordict():
     assert [sorted(t.keys()) for t in stack.tensordicts] == [["a"], ["a", "b"]]
     with pytest.raises(KeyError, match="'q'"):
         stack.rename_keys({"q": "r"})
+
+
+def test_lazy_stack_removes_a_nested_tensordict_only_if_emptied_in_all():
+    stack = LazyStackedTensorDict(
+        TensorDict({"n": {"c": 1}}), TensorDict({"n": {"c": 2, "d": 3}})
+    )
+    out = stack.rename_keys({("n", "c"): "c"})
+    assert [sorted(t.keys(True, True), key=str) for t in out.tensordicts] == [["c"], [("n", "d"), "c"]]
+    assert "n" in out.tensordicts[0].keys()  # emptied there, kept: stacked TensorDict 1 still holds it
+    out = stack.rename_keys({("n", "c"): "c", ("n", "d"): "d"}, strict=False)
+    assert all("n" not in t.keys() for t in out.tensordicts)

@@ -327,34 +327,18 @@ class SelectMixin(TensorDictHost):
             msg = f"rename_keys: mapping must be a mapping of old keys to new keys, got a {type(mapping).__name__}."
             raise TypeError(msg)
         pairs = [(_as_tuple(unravel_key(old)), _as_tuple(unravel_key(new))) for old, new in mapping.items()]
-        lazy = _classes.LazyStackedTensorDict
-        if isinstance(self, lazy):
+        if isinstance(self, _classes.LazyStackedTensorDict):
             if strict:
                 for old, _ in pairs:
                     if not any(_has_key(td, old) for td in self.tensordicts):
                         raise KeyError(f"rename_keys: key {_shown(old)!r} is not in the lazy stack.")
-            parts = [td.rename_keys(mapping, strict=False) for td in self.tensordicts]
+            done = [_renamed(td, pairs, False) for td in self.tensordicts]
+            parts = [out for out, _ in done]
+            # a nested TensorDict goes only if the renaming empties it in every stacked one
+            _prune(parts, {p for _, emptied in done for p in emptied})
             return self._new_lazy(parts)
-        out = self.copy()
-        found = []
-        for old, new in pairs:
-            if not _has_key(out, old):
-                if strict:
-                    raise KeyError(f"rename_keys: key {_shown(old)!r} is not in the TensorDict.")
-                continue
-            found.append((old, new, out._get_any_raw(old if len(old) > 1 else old[0])))
-        for old, _, _ in found:
-            if _has_key(out, old):  # a source inside another moved source went with it
-                out.del_(old if len(old) > 1 else old[0])
-        for _, new, value in found:
-            out.set(new if len(new) > 1 else new[0], value)
-        # nested TensorDicts emptied by the renaming go, deepest first
-        emptied = sorted({old[:i] for old, _, _ in found for i in range(1, len(old))}, key=len, reverse=True)
-        for prefix in emptied:
-            key = prefix if len(prefix) > 1 else prefix[0]
-            node = out._get_any_raw(key) if _has_key(out, prefix) else None
-            if isinstance(node, _classes.TensorDictBase) and not node._keys_raw():
-                out.del_(key)
+        out, emptied = _renamed(self, pairs, strict)
+        _prune([out], emptied)
         return out
 
     def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> TensorDictBase:
@@ -530,3 +514,33 @@ def _has_key(td: Any, key: tuple) -> bool:
 
 def _shown(key: tuple) -> Any:
     return key[0] if len(key) == 1 else key
+
+
+def _renamed(td: Any, pairs: list, strict: bool) -> tuple[Any, set]:
+    """A shallow copy of ``td`` with the ``(old, new)`` tuple-key pairs renamed, and the
+    prefixes of the moved sources (nested TensorDicts the renaming may have emptied)."""
+    out = td.copy()
+    found = []
+    for old, new in pairs:
+        if not _has_key(out, old):
+            if strict:
+                raise KeyError(f"rename_keys: key {_shown(old)!r} is not in the TensorDict.")
+            continue
+        found.append((old, new, out._get_any_raw(_shown(old))))
+    for old, _, _ in found:
+        if _has_key(out, old):  # a source inside another moved source went with it
+            out.del_(_shown(old))
+    for _, new, value in found:
+        out.set(_shown(new), value)
+    return out, {old[:i] for old, _, _ in found for i in range(1, len(old))}
+
+
+def _prune(outs: list, prefixes: set) -> None:
+    """Deletes, deepest first, each prefix that is an empty TensorDict (or absent) in all ``outs``."""
+    tdb = _classes.TensorDictBase
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        nodes = [out._get_any_raw(_shown(prefix)) if _has_key(out, prefix) else None for out in outs]
+        if all(n is None or (isinstance(n, tdb) and not n._keys_raw()) for n in nodes):
+            for out, node in zip(outs, nodes):
+                if node is not None:
+                    out.del_(_shown(prefix))
