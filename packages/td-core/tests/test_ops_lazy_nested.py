@@ -147,3 +147,14 @@ def test_reductions_on_homogeneous_stack_still_work():
     td = hetero().exclude(("super", "b"))
     assert td.sum()["super", "a"] == -21
     torch.testing.assert_close(td.cumsum(0)["super", "a"][1], torch.tensor([-5.0, -7.0, -9.0]))
+
+
+@pytest.mark.parametrize("op", ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"])
+def test_comparisons_keep_exclusive_keys(op):
+    td = hetero()
+    out = getattr(td, op)(hetero() * 2)
+    assert isinstance(out["super"], LazyStackedTensorDict)
+    assert set(parts_of(out)[1].keys()) == {"a", "b"}
+    other = hetero()
+    parts_of(other)[1]["b"][0, 0] = 5.0  # only an exclusive key differs
+    assert not (td == other).all()
