@@ -109,7 +109,7 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
 def _exclusive_keys(stack: Any) -> list:
     """``(index, key)`` of each key that only some stacked TensorDicts of ``stack`` hold."""
     shared = stack._keys_raw()
-    out = []
+    out: list = []
     for i, sub in enumerate(stack.tensordicts):
         keys = sub._keys_raw()
         if len(keys) != len(shared) or keys != shared:

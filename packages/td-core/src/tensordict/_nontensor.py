@@ -499,6 +499,7 @@ class NonTensorStack(_NonTensorShapeOps):
     # ``_hook``: called with the stack after each in-place element write (see
     # :func:`set_write_hook`); unset on most stacks, read with ``getattr``
     __slots__ = ("_items", "_batch_size", "_device", "_names", "_hook")
+    _hook: Any
 
     def __init__(self, *items: Any, stack_dim: int = 0, batch_size: Any = None, device: Any = None) -> None:
         parts = [it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it) for it in items]

@@ -104,9 +104,9 @@ def _operand(spec: tuple, leaves: list, other: Any, what: str) -> tuple[Any, boo
         if nb is not None:  # lined up with the batch dims (right-aligned), as tensordict 0.15
             return [other.reshape(*other.shape, *([1] * (leaf.ndim - nb))) for leaf in leaves], True
         if not spec[2] and _has_parts(spec):
-            out = []
-            _split_tensor(spec, other, leaves, out, 0)
-            return out, True
+            parts: list = []
+            _split_tensor(spec, other, leaves, parts, 0)
+            return parts, True
         return [_align(other, leaf) for leaf in leaves], True
     if _is_td(other):
         out: list = []
@@ -143,7 +143,7 @@ def _split_tensor(spec: tuple, other: _Tensor, leaves: list, out: list, pos: int
     leaf position.
     """
     td, entries, _ = spec
-    split = None
+    split: tuple[_Tensor, ...] | None = None
     for entry in entries:
         if entry.__class__ is str:
             out.append(_align(other, leaves[pos]))
@@ -153,7 +153,7 @@ def _split_tensor(spec: tuple, other: _Tensor, leaves: list, out: list, pos: int
                 sd = td.stack_dim
                 bs = td.batch_size
                 covers = other.ndim > sd and other.shape[: sd + 1] == bs[: sd + 1]
-                split = other.unbind(sd) if covers else False
+                split = other.unbind(sd) if covers else ()
             sub = split[entry[0]] if split else other
             pos = _split_tensor(entry[2], sub, leaves, out, pos)
         elif entry[1] == _NESTED:

@@ -393,9 +393,10 @@ class TensorDict(TensorDictBase):
                 padding_side=padding_side,
             )
         if key.__class__ is tuple and key:
-            node = self
+            node: Any = self
+            names: tuple[Any, ...] = key  # a tuple here, by the check above
             try:
-                for sub in key:
+                for sub in names:
                     # a name that is not a str (a nested tuple, an int) misses in the store
                     # (KeyError) or cannot be hashed (TypeError): the general path handles it
                     if node.__class__ is not TensorDict:
@@ -433,7 +434,7 @@ class TensorDict(TensorDictBase):
             self._tensordict[key] = item
             return self
         if key.__class__ is tuple and item.__class__ is _Tensor and not inplace and len(key) > 1 and self.__class__ is TensorDict:
-            node = self
+            node: Any = self
             try:
                 # a name that is not a str misses in the store (None) or cannot be hashed
                 # (TypeError): either way the general path below handles the key
