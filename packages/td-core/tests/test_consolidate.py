@@ -399,3 +399,16 @@ def test_metadata_flag_and_layout(tmp_path):
     assert_same(from_consolidated(tmp_path / "b.td"), filed)
     # a file-backed result is on the CPU, where the file is mapped, at every level
     assert td.device is None and filed.device == torch.device("cpu") and filed["nested"].device == torch.device("cpu")
+
+
+def test_unbatched_leaf_keeps_its_class_through_consolidate(tmp_path):
+    from tensordict import UnbatchedTensor
+
+    td = TensorDict({"a": torch.arange(12.0).reshape(4, 3), "u": UnbatchedTensor(torch.ones(7, 11))}, [4, 3])
+    out = td.consolidate()
+    assert isinstance(out.get("u"), UnbatchedTensor)
+    assert out.get("u").shape == (7, 11)
+    assert (out["a"] == td["a"]).all()
+    with pytest.raises(TypeError, match="key 'u' holds an UnbatchedTensor"):
+        td.consolidate(filename=tmp_path / "f.td")
+    assert not (tmp_path / "f.td").exists()

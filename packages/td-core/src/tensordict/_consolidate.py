@@ -59,6 +59,7 @@ from tensordict._formats import (
 )
 from tensordict._host import TensorDictHost
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._unbatched import UnbatchedTensor
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -153,7 +154,13 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
     src: dict | None = None if slots is None else {}
     for key, value in items:
         cls = value.__class__
-        if cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
+        if cls is UnbatchedTensor:
+            # not packed: a storage view would lose the wrapper (and with it the exemption
+            # from the batch-size rule); it stays in the result as it is
+            append((key, _OTHER, value))
+            if src is not None:
+                src[key] = value
+        elif cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
             append((key, _TENSOR, len(leaves)))
             leaves.append(value)
             if src is not None:
@@ -354,6 +361,13 @@ def _json_node(node: tuple, path: tuple) -> dict:
         elif kind == _TD:
             out_entries.append([key, "td", _json_node(payload, (*path, key))])
         else:
+            if isinstance(payload, UnbatchedTensor):
+                msg = (
+                    f"consolidate(filename=...): key {'.'.join((*path, key))!r} holds an UnbatchedTensor "
+                    f"(shape {list(payload.shape)}), which the consolidated file format cannot record; "
+                    "consolidate without a filename (the leaf is kept as it is) or store it as a regular tensor."
+                )
+                raise TypeError(msg)
             if isinstance(payload, NonTensorStack):
                 flat = list(payload._items)
                 value: Any = {"shape": list(payload.batch_size), "items": flat}
