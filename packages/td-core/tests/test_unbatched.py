@@ -125,3 +125,20 @@ def test_update_cummin_pad_keep_it():
     assert filled.get("u").data_ptr() == td["u"].data_ptr()
     assert td.cummin(0).values.get("u").shape == (7, 2)
     assert pad(td, [0, 1]).get("u") is td.get("u")
+
+
+def test_equal_copies_of_an_unbatched_leaf_stack_without_a_warning():
+    import warnings
+
+    from tensordict import TensorDict, UnbatchedTensor
+
+    def make(fill: float) -> TensorDict:
+        return TensorDict({"x": torch.zeros(2), "u": UnbatchedTensor(torch.full((3, 4), fill))}, [2])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = torch.cat([make(1.0), make(1.0)])
+    assert out.batch_size == (4,) and out.get("u").shape == (3, 4)
+    with pytest.warns(UserWarning, match="only the first one is kept"):
+        out = torch.stack([make(1.0), make(0.0)])
+    assert (out.get("u") == 1).all()

@@ -329,10 +329,11 @@ def _cat_lazy(tds: list, dim: int, out: Any) -> Any:
 
 
 def _one_unbatched(key: str, values: list) -> Any:
-    """Stacking unbatched tensors keeps the first one whole; warns if the others differ."""
+    """Stacking unbatched tensors keeps the first one whole; warns if the others differ
+    (in storage and in value: equal copies, e.g. from worker processes, are silent)."""
     first = values[0]
     ptr = first.data_ptr()
-    if any(v.data_ptr() != ptr for v in values[1:]):
+    if any(v.data_ptr() != ptr and not _same_values(v, first) for v in values[1:]):
         warnings.warn(
             f"Stacking or concatenating UnbatchedTensor entries under key {key!r} that have different "
             "data storage: only the first one is kept.",
@@ -340,6 +341,11 @@ def _one_unbatched(key: str, values: list) -> Any:
             stacklevel=3,
         )
     return first
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    plain = torch.Tensor
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.as_subclass(plain), b.as_subclass(plain))
 
 
 def _rebatch_unbatched(source: dict, batch_size: torch.Size) -> None:
