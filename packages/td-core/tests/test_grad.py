@@ -118,6 +118,7 @@ def test_autograd_grad_missing_grad_output_entry_names_the_key():
 
 
 def test_backward_with_gradient_on_lazy_stack_and_nested_tensorclass():
+    pytest.importorskip("tensordict.tensorclass")  # a sibling distribution
     from tensordict import tensorclass
 
     @tensorclass
@@ -139,6 +140,7 @@ def test_backward_with_gradient_on_lazy_stack_and_nested_tensorclass():
 
 
 def test_zero_reaches_nested_tensorclass_leaves():
+    pytest.importorskip("tensordict.tensorclass")  # a sibling distribution
     from tensordict import tensorclass
 
     @tensorclass

@@ -101,6 +101,7 @@ def test_empty_nested_tensordicts_are_not_missing_nor_unexpected():
 
 
 def test_tensorclass_level_records_its_type():
+    pytest.importorskip("tensordict.tensorclass")  # a sibling distribution
     from tensordict import tensorclass
 
     @tensorclass

@@ -77,6 +77,7 @@ def test_nested_number_lists_become_tensors_under_list_to_stack():
 
 
 def test_a_tensorclass_with_a_shorter_batch_size_adopts_the_parents():
+    pytest.importorskip("tensordict.tensorclass")  # a sibling distribution
     from tensordict import tensorclass
 
     @tensorclass
