@@ -50,8 +50,9 @@ class GeneratedSiblingMixin(SiblingMixin):
                 the result in shared memory (:class:`~tensordict.memmap.SharedNonTensorData`):
                 the TensorDict sent to other processes shares them, and an in-place write
                 (``td.set_(key, value)``, ``td.get(key).update_(...)``) in any process is
-                seen by all. ``NonTensorStack`` values are not shared. The store on disk is
-                the same either way. Defaults to ``False``.
+                seen by all; ``NonTensorStack`` values are shared element by element
+                (``share_memory_()``). The store on disk is the same either way. Defaults
+                to ``False``.
             existsok (bool): allow replacing a non-empty ``prefix``. Defaults to ``True``.
             robust_key (bool, optional): accepted for compatibility: keys are always
                 encoded into safe, unique file names (the key is kept in ``meta.json``).
@@ -288,7 +289,8 @@ class GeneratedSiblingMixin(SiblingMixin):
 
         Args:
             prefix (str or Path): the store folder.
-            *args, **kwargs: the other arguments of :func:`load_memmap`.
+            *args: the other positional arguments of :func:`load_memmap`.
+            **kwargs: its keyword arguments.
 
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
            without it the call raises ``ImportError``.
@@ -300,7 +302,8 @@ class GeneratedSiblingMixin(SiblingMixin):
 
         Args:
             prefix (str or Path): the store folder.
-            *args, **kwargs: the other arguments of :func:`load_memmap_`.
+            *args: the other positional arguments of :func:`load_memmap_`.
+            **kwargs: its keyword arguments.
 
         .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
            without it the call raises ``ImportError``.

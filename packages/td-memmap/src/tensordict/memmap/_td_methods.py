@@ -336,7 +336,8 @@ def load(cls: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
 
     Args:
         prefix (str or Path): the store folder.
-        *args, **kwargs: the other arguments of :func:`load_memmap`.
+        *args: the other positional arguments of :func:`load_memmap`.
+        **kwargs: its keyword arguments.
     """
     return load_memmap(cls, prefix, *args, **kwargs)
 
@@ -346,7 +347,8 @@ def load_(td: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
 
     Args:
         prefix (str or Path): the store folder.
-        *args, **kwargs: the other arguments of :func:`load_memmap_`.
+        *args: the other positional arguments of :func:`load_memmap_`.
+        **kwargs: its keyword arguments.
     """
     return load_memmap_(td, prefix, *args, **kwargs)
 
