@@ -131,3 +131,18 @@ def test_from_dict(tmp_path):
         assert p["b", "c"].sum() == 4
     with PersistentTensorDict.from_dict({"a": torch.zeros(4, 2)}, tmp_path / "fd2.h5", batch_size=[4, 2]) as p:
         assert p.batch_size == torch.Size([4, 2])
+
+
+def test_an_open_file_inside_a_pytree_is_read_through_td_h5(tmp_path):
+    path = tmp_path / "inner.h5"
+    with h5py.File(path, "w") as f:
+        f["a"] = np.arange(4, dtype=np.float32)
+        f.create_group("g")["x"] = np.ones((4, 2), dtype=np.int64)
+    with h5py.File(path, "r") as f:
+        td = TensorDict.from_any(({"file": f}, torch.zeros(2)))
+        inner = td["0", "file"]
+        assert isinstance(inner, PersistentTensorDict)
+        assert set(td.keys(True, True)) == {("0", "file", "a"), ("0", "file", "g", "x"), "1"}
+        assert torch.equal(td["0", "file", "g", "x"], torch.ones(4, 2, dtype=torch.int64))
+        # a group alone is read, not the whole file
+        assert set(TensorDict.from_any({"g": f["g"]}).keys(True, True)) == {("g", "x")}

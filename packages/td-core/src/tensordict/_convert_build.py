@@ -164,6 +164,10 @@ def _value(key: str, value: Any, opts: _Opts) -> Any:
         return value
     if _is_collection(value):
         return _to_device(value, opts.device)
+    if opts.any_mode and type(value).__module__.startswith("h5py") and isinstance(value, Mapping):
+        # an open h5py file or group (a Mapping of datasets): read lazily through td-h5,
+        # as from_any does at the top level, instead of wrapping each dataset object
+        return import_sibling("persistent").PersistentTensorDict(group=value, device=opts.device)
     if isinstance(value, Mapping):
         return _build(_normalize_items(value), opts)
     if isinstance(value, (bool, numbers.Number)):
