@@ -25,7 +25,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("keys", "The dict API: keys, values, copies and locks",
      "Reading and writing entries by (nested) key, listing keys, selecting, excluding, "
      "renaming and flattening them, locking the structure.",
-     ("base", "select", "keys", "lock")),
+     ("base", "select", "keys", "lock", "update")),
     ("shape", "Indexing and shape",
      "Indexing along the batch dims and every batch-dim shape operation: ``reshape``, "
      "``view``, ``permute``, ``unsqueeze``, ``split``, ``unbind``, named dims, ... Each "

@@ -8,7 +8,8 @@ Each concern lives in its own module and is mixed in here: ``_shape_context.py``
 ``_reductions.py``), ``_convert.py``, ``_module_params.py``, ``_consolidate.py``,
 ``_seams.py`` (methods served by sibling distributions), ``_lazy_funcs.py``,
 ``_grad.py``, ``_cumulative.py``, ``_factories.py``, ``_entries.py``,
-``_shape_aliases.py``, ``_compat_methods.py`` and ``_nontensor_methods.py``. A concrete
+``_shape_aliases.py``, ``_compat_methods.py``, ``_nontensor_methods.py`` and ``_update.py``
+(``update``, ``update_``, ``update_at_``). A concrete
 container implements the storage primitives ``_keys_raw``, ``_items_raw``, ``_get_raw``,
 ``_set_raw``, ``_del_raw``, ``_index``, ``_batch_transform`` and ``_new_like``. The class
 is published to the mixins through ``_classes.py``; what the mixins read from it is
@@ -40,7 +41,6 @@ from tensordict._keys import (
     _MISSING,
     NO_DEFAULT,
     NestedKey,
-    _as_tuple,
     _ItemsView,
     _KeysView,
     _ValuesView,
@@ -62,11 +62,11 @@ from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._shape_context import ShapeContextMixin
 from tensordict._torch_fn import dispatch
 from tensordict._unbatched import UnbatchedTensor
+from tensordict._update import _ABSENT, UpdateMixin
 
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "set_get_defaults_to_none"]
 
 _GET_DEFAULTS_TO_NONE = [True]
-_TENSOR_ONLY = frozenset((torch.Tensor,))
 #: levels of plain TensorDicts that ``_map_tree`` rebuilds by recursion before it switches to
 #: an explicit stack (recursion is the cheapest per node; the stack has no depth limit)
 _MAP_RECURSION_DEPTH = 200
@@ -118,7 +118,6 @@ def _map_tree_deep(root: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: d
             if not frames:
                 return out
             frames[-1][2][node_key] = out
-_ABSENT: Any = object()
 
 
 def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
@@ -208,6 +207,7 @@ def _plan_lazy_write_at(dest: Any, index: tuple, value: Any, plan: list) -> bool
 
 
 class TensorDictBase(
+    UpdateMixin,
     ShapeContextMixin,
     SelectMixin,
     CompareMixin,
@@ -1008,337 +1008,6 @@ class TensorDictBase(
             raise locked_error("clear")
         for key in list(self._keys_raw()):
             self._del_raw(key)
-        return self
-
-    # ------------------------------------------------------------------ update
-    def _plan_update(self, source: Any, keys_to_update: Any, prefix: tuple = ()) -> list:
-        plan = []
-        items = source._items_raw() if isinstance(source, TensorDictBase) else source.items()
-        for key, value in items:
-            full = prefix + _as_tuple(key)
-            if keys_to_update is not None and not any(
-                full[: len(k)] == k or k[: len(full)] == full for k in keys_to_update
-            ):
-                continue
-            if isinstance(value, (TensorDictBase, Mapping)) and not is_tensor_collection(type(value)) or (
-                isinstance(value, TensorDictBase)
-            ):
-                existing = self._get_any_raw(full, None) if len(full) > 0 else None
-                lazy_cls = _classes.LazyStackedTensorDict
-                if (
-                    isinstance(value, lazy_cls)
-                    and isinstance(existing, TensorDictBase)
-                    and not isinstance(existing, lazy_cls)
-                    and value.stack_dim < existing.batch_dims
-                    and existing.batch_size == value.batch_size[: existing.batch_dims]
-                    and keys_to_update is None
-                ):
-                    # a lazy stack merged into a dense TensorDict: the result is a lazy stack
-                    # (its TensorDicts may be heterogeneous), with the dense one's other keys
-                    parts = [p.clone(False) for p in existing.unbind(value.stack_dim)]
-                    for part, src in zip(parts, value.tensordicts):
-                        part.batch_size = src.batch_size
-                        part.update(src)
-                    plan.append((full, lazy_cls._from_list(parts, value.stack_dim)))
-                    continue
-                if isinstance(existing, TensorDictBase):
-                    plan.extend(self._plan_update(value, keys_to_update, full))
-                    continue
-            plan.append((full, value))
-        return plan
-
-    def update(
-        self,
-        input_dict_or_td: Mapping | TensorDictBase | None = None,
-        clone: bool = False,
-        inplace: bool = False,
-        *,
-        non_blocking: bool = False,
-        keys_to_update: Sequence[NestedKey] | None = None,
-        is_leaf: Any = None,
-        update_batch_size: bool = False,
-        ignore_lock: bool = False,
-        **kwargs: Any,
-    ) -> TensorDictBase:
-        """Writes every key of ``input_dict_or_td`` into ``self`` (nested TensorDicts merge).
-
-        Every value is validated before anything is written: if one fails, no key
-        is changed.
-
-        Args:
-            input_dict_or_td (Mapping or TensorDictBase): the values to write; nested
-                mappings and TensorDicts are merged key by key into the nested
-                TensorDicts of ``self``. Each tensor's shape must start with
-                ``batch_size``; plain dicts become TensorDicts, other objects
-                non-tensor data.
-            clone (bool, optional): write clones of the values instead of the values
-                themselves. Defaults to ``False``.
-            inplace (bool, optional): copy into the existing tensors (``set_``) where a
-                key exists, instead of replacing them; required on a locked TensorDict.
-                Defaults to ``False``.
-
-        Keyword Args:
-            non_blocking (bool, optional): non-blocking copies when a value is moved to
-                ``self.device``. Defaults to ``False``.
-            keys_to_update (sequence of NestedKey, optional): write only these keys
-                (and what is nested under them). Defaults to every key.
-            is_leaf (callable, optional): accepted for compatibility with tensordict
-                0.15; the keys of nested TensorDicts are always merged.
-            update_batch_size (bool, optional): first set ``self.batch_size`` to
-                ``input_dict_or_td.batch_size`` (when it is a TensorDict). Defaults to
-                ``False``.
-            ignore_lock (bool, optional): write into a locked TensorDict (it is
-                unlocked for the update and locked again). Defaults to ``False``.
-            **kwargs: more entries (``key=value``), written after
-                ``input_dict_or_td`` (they win on conflicts), as ``dict.update`` does.
-
-        Returns:
-            ``self``.
-
-        Raises:
-            RuntimeError: a value's leading dims do not match ``batch_size``
-                (``batch_size`` and the key are named), or the TensorDict is locked
-                and a key would be added or replaced.
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
-            >>> _ = td.update({"b": torch.ones(2)})
-            >>> sorted(td.keys())
-            ['a', 'b']
-        """
-        if kwargs:
-            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
-            merged.update(kwargs)
-            input_dict_or_td = merged
-        if input_dict_or_td is None:
-            return self
-        if input_dict_or_td is self:
-            return self
-        if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
-            return self._update_resize(input_dict_or_td, clone, inplace, non_blocking, keys_to_update, is_leaf, ignore_lock)
-        if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
-            if self._update_fast(input_dict_or_td, non_blocking):
-                return self
-        if isinstance(input_dict_or_td, TensorDictBase):
-            self._check_update_batch(input_dict_or_td)
-        ktu = None if keys_to_update is None else [_as_tuple(k) for k in keys_to_update]
-        plan = self._plan_update(input_dict_or_td, ktu)
-        if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
-            self.batch_size = input_dict_or_td.batch_size
-        checked = []
-        for full, value in plan:
-            if clone and hasattr(value, "clone"):
-                value = value.clone()
-            parent_bs = self.batch_size
-            if isinstance(value, torch.Tensor):
-                if value.__class__ is UnbatchedTensor:
-                    value = value._rebatch(parent_bs)
-                elif value.shape[: len(parent_bs)] != parent_bs:
-                    raise batch_mismatch_error(full if len(full) > 1 else full[0], value.shape, parent_bs)
-                if self.device is not None and value.device != self.device:
-                    value = value.to(self.device, non_blocking=non_blocking)
-            else:
-                value = self._convert_value(full, value)
-            checked.append((full, value))
-        lock_state = self.is_locked
-        if ignore_lock and lock_state:
-            self.unlock_()
-        try:
-            if self.is_locked and not inplace:
-                for full, _ in checked:
-                    if self._get_any_raw(full, _ABSENT) is _ABSENT or not inplace:
-                        raise locked_error("update", full)
-            for full, value in checked:
-                if len(full) == 1:
-                    self._set_str(full[0], value, inplace, validated=True)
-                else:
-                    self._set_tuple(full, value, inplace, validated=True)
-        finally:
-            if ignore_lock and lock_state:
-                self.lock_()
-        return self
-
-    def _update_resize(
-        self,
-        source: TensorDictBase,
-        clone: bool,
-        inplace: bool,
-        non_blocking: bool,
-        keys_to_update: Any,
-        is_leaf: Any,
-        ignore_lock: bool,
-    ) -> TensorDictBase:
-        """``update(source, update_batch_size=True)``: ``self`` (and each nested
-        TensorDict that ``source`` also holds, updated in place) takes the batch size of
-        ``source``; the other entries of ``source`` replace those of ``self``."""
-        if inplace:
-            msg = "update(update_batch_size=True) replaces the entries: it cannot be combined with inplace=True."
-            raise RuntimeError(msg)
-        if keys_to_update is not None:
-            msg = "update(update_batch_size=True) updates every key: it cannot be combined with keys_to_update."
-            raise RuntimeError(msg)
-        if self.is_locked and not ignore_lock:
-            raise locked_error("update the batch size")
-        nested = []
-        leaves = []
-        for key, value in source._items_raw():
-            mine = self._get_raw(key, None)
-            collection = isinstance(value, TensorDictBase) or is_tensor_collection(value)
-            if (
-                collection
-                and mine is not None
-                and (isinstance(mine, TensorDictBase) or is_tensor_collection(mine))
-                and not (is_leaf is not None and is_leaf(type(value)))
-                and not isinstance(value, (NonTensorData, NonTensorStack))
-            ):
-                nested.append((mine, value))
-            else:
-                leaves.append((key, value))
-        lock_state = self.is_locked
-        if lock_state:
-            self.unlock_()
-        try:
-            for key, _ in leaves:  # replaced below, after the batch size changed
-                if self._get_raw(key, None) is not None:
-                    self._del_raw(key)
-            for mine, value in nested:
-                mine.update(value, clone=clone, non_blocking=non_blocking, is_leaf=is_leaf, update_batch_size=True)
-            self.batch_size = source.batch_size
-            for key, value in leaves:
-                if clone and hasattr(value, "clone"):
-                    value = value.clone()
-                self._set_str(key, value, False)
-        finally:
-            if lock_state:
-                self.lock_()
-        return self
-
-    def _update_fast(self, source: Any, non_blocking: bool) -> bool:
-        """All-tensor, str-keyed update: validate everything, then assign. False if not applicable."""
-        td_cls = _classes.TensorDict
-        if source.__class__ is td_cls and self.__class__ is td_cls:
-            # a TensorDict of plain tensors already holds the invariant: its batch size starts
-            # with ours and its device is ours, so no leaf needs checking (one C-speed pass)
-            bs, sbs, dev = self._batch_size, source._batch_size, self._device
-            store = source._tensordict
-            if (
-                (sbs == bs or (len(sbs) > len(bs) and sbs[: len(bs)] == bs))
-                and (dev is None or source._device == dev)
-                and _TENSOR_ONLY.issuperset(map(type, store.values()))
-            ):
-                self._tensordict.update(store)
-                return True
-        items = source._items_raw() if isinstance(source, TensorDictBase) else source.items()
-        bs = self.batch_size
-        n = len(bs)
-        dev = self.device
-        staged = []
-        for key, value in items:
-            if key.__class__ is not str or not isinstance(value, torch.Tensor) or value.__class__ is UnbatchedTensor:
-                return False
-            if n and value.shape[:n] != bs:
-                raise batch_mismatch_error(key, value.shape, bs)
-            if dev is not None and value.device != dev:
-                value = value.to(dev, non_blocking=non_blocking)
-            staged.append((key, value))
-        if not staged and isinstance(source, TensorDictBase):
-            self._check_update_batch(source)  # (a non-empty source was checked key by key)
-        set_raw = self._set_raw
-        for key, value in staged:
-            set_raw(key, value)
-        return True
-
-    def _check_update_batch(self, source: TensorDictBase) -> None:
-        """Raises if the batch sizes of ``self`` and of the TensorDict ``source`` are
-        incompatible (neither is a prefix of the other)."""
-        other_bs = source.batch_size
-        my_bs = self.batch_size
-        n = min(len(other_bs), len(my_bs))
-        if other_bs != my_bs and other_bs[:n] != my_bs[:n]:
-            msg = (
-                f"batch dimension mismatch: cannot update a TensorDict of batch_size "
-                f"{tuple(my_bs)} with one of batch_size {tuple(other_bs)}. Pass "
-                "update_batch_size=True to take the batch size of the source."
-            )
-            raise RuntimeError(msg)
-
-    def update_(
-        self,
-        input_dict_or_td: Mapping | TensorDictBase | None = None,
-        clone: bool = False,
-        *,
-        non_blocking: bool = False,
-        keys_to_update: Sequence[NestedKey] | None = None,
-        **kwargs: Any,
-    ) -> TensorDictBase:
-        """In-place update: every key must already exist (KeyError otherwise).
-
-        Args:
-            input_dict_or_td (Mapping or TensorDictBase): the values, copied into the
-                existing leaves (broadcast to their shapes).
-            clone (bool, optional): accepted for compatibility (values are copied
-                anyway). Defaults to ``False``.
-
-        Keyword Args:
-            non_blocking (bool, optional): non-blocking copies. Defaults to ``False``.
-            keys_to_update (sequence of NestedKey, optional): write only these keys (and
-                the entries nested under them).
-            **kwargs: more entries (``key=value``), written after ``input_dict_or_td``.
-
-        Returns:
-            ``self``.
-
-        Raises:
-            KeyError: a key of ``input_dict_or_td`` is missing from ``self``.
-        """
-        if kwargs:
-            merged = dict(input_dict_or_td.items()) if input_dict_or_td is not None else {}
-            merged.update(kwargs)
-            input_dict_or_td = merged
-        if input_dict_or_td is None:
-            return self
-        if not isinstance(input_dict_or_td, TensorDictBase):
-            input_dict_or_td = _classes.TensorDict(dict(input_dict_or_td), batch_size=[])
-        items = _KeysView(input_dict_or_td, True, True)._pairs()
-        if isinstance(keys_to_update, (str, tuple)):
-            keys_to_update = [keys_to_update]
-        ktu = None if keys_to_update is None else [_as_tuple(unravel_key(k)) for k in keys_to_update]
-        if ktu is not None:
-            for k in ktu:  # a key to update must exist in self
-                self._get_any_raw(k if len(k) > 1 else k[0])
-        pairs = []
-        for key, value in items:
-            if ktu is not None:
-                full = _as_tuple(key)
-                if not any(full[: len(k)] == k for k in ktu):
-                    continue
-            dest = self._get_any_raw(key, _ABSENT)
-            if dest is _ABSENT:
-                msg = (
-                    f"key {key!r} was not found in the TensorDict: update_() writes in place into existing "
-                    f"keys only (keys: {sorted(str(k) for k in self.keys())}). Use update() to add keys."
-                )
-                raise KeyError(msg)
-            pairs.append((key, dest, value))
-        for key, dest, value in pairs:
-            if isinstance(value, torch.Tensor) and clone:
-                value = value.clone()
-            self._write_inplace(key, dest, value)
-        return self
-
-    def update_at_(self, input_dict_or_td: Mapping | TensorDictBase, index: Any, clone: bool = False) -> TensorDictBase:
-        """Writes ``input_dict_or_td``'s leaves into ``self[index]`` in place.
-
-        Args:
-            input_dict_or_td (dict or TensorDictBase): the values to write, shaped like
-                ``self[index]``.
-            index (index): where to write in the batch dims (any index ``td[index]`` accepts).
-            clone (bool, optional): clone the values first.
-        """
-        for key, value in input_dict_or_td.items():
-            self.set_at_(key, value, index)
         return self
 
     @classmethod

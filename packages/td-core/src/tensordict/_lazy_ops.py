@@ -316,7 +316,7 @@ class LazyOpsMixin(LazyStackHost):
                 )
             return self
         return TensorDictBase.update(
-            self,  # type: ignore[arg-type]
+            self,  # type: ignore[type-var]
             src,
             clone=clone,
             inplace=inplace,
