@@ -13,12 +13,13 @@ Two engines live here:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
+from tensordict._deep import trampoline
 from tensordict._device import _to_device
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT
@@ -68,6 +69,21 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
         KeyError: (``pointwise=False``) a lazy stack holds a key that only some of its
             stacked TensorDicts have: the stacked walk would drop it.
     """
+    if td.__class__ is _classes.TensorDict:  # no nested node: no walk
+        store = td._tensordict
+        values = list(store.values())
+        for v in values:
+            if v.__class__ is not _Tensor:
+                break
+        else:
+            leaves.extend(values)
+            return (td, list(store), True)
+    return trampoline(_flatten_node, td, leaves, pointwise)
+
+
+def _flatten_node(td: Any, leaves: list, pointwise: bool) -> Generator[tuple, Any, tuple]:
+    """One node of :func:`_flatten_tensors` (run by :func:`trampoline`): yields each nested
+    node's arguments and is sent back its spec."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
     if td.__class__ is td_cls:
@@ -81,9 +97,9 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
             return (td, list(store), True)
     elif isinstance(td, _classes.LazyStackedTensorDict) and td.tensordicts:
         if pointwise:
-            parts = [
-                (i, _PART, _flatten_tensors(sub, leaves, True)) for i, sub in enumerate(td.tensordicts)
-            ]
+            parts = []
+            for i, sub in enumerate(td.tensordicts):
+                parts.append((i, _PART, (yield (sub, leaves, True))))
             return (td, parts, False)
         _refuse_exclusive(td)
     entries: list = []
@@ -96,10 +112,10 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
             append(value)
         elif isinstance(value, tdb):
             simple = False
-            add((key, _NESTED, _flatten_tensors(value, leaves, pointwise)))
+            add((key, _NESTED, (yield (value, leaves, pointwise))))
         elif _is_tensorclass(value, tdb):
             simple = False
-            add((key, _TC, (value, _flatten_tensors(value._tensordict, leaves, pointwise))))
+            add((key, _TC, (value, (yield (value._tensordict, leaves, pointwise)))))
         else:
             simple = False
             add((key, _PASS, value))
@@ -156,6 +172,15 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
         if start == 0 and n == len(results):
             return td._new_like(dict(zip(entries, results))), n
         return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
+    return trampoline(_unflatten_node, spec, results, start)
+
+
+def _unflatten_node(spec: tuple, results: list, start: int) -> Generator[tuple, Any, tuple]:
+    """One node of :func:`_unflatten_tensors` (run by :func:`trampoline`)."""
+    td, entries, simple = spec
+    if simple:
+        n = len(entries)
+        return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
     source = {}
     parts = None
     for entry in entries:
@@ -163,12 +188,12 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
             source[entry] = results[start]
             start += 1
         elif entry[1] == _NESTED:
-            source[entry[0]], start = _unflatten_tensors(entry[2], results, start)
+            source[entry[0]], start = yield (entry[2], results, start)
         elif entry[1] == _TC:
-            sub, start = _unflatten_tensors(entry[2][1], results, start)
+            sub, start = yield (entry[2][1], results, start)
             source[entry[0]] = _rewrap(entry[2][0], sub)
         elif entry[1] == _PART:
-            sub, start = _unflatten_tensors(entry[2], results, start)
+            sub, start = yield (entry[2], results, start)
             if parts is None:
                 parts = []
             parts.append(sub)
@@ -181,16 +206,27 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
 
 def _spec_keys(spec: tuple, prefix: tuple = ()) -> list:
     """The full nested key of every tensor leaf of ``spec``, in leaf order."""
-    out = []
-    for entry in spec[1]:
-        if entry.__class__ is str:
-            out.append(prefix + (entry,) if prefix else entry)
-        elif entry[1] == _NESTED:
-            out.extend(_spec_keys(entry[2], prefix + (entry[0],)))
-        elif entry[1] == _TC:
-            out.extend(_spec_keys(entry[2][1], prefix + (entry[0],)))
-        elif entry[1] == _PART:
-            out.extend(_spec_keys(entry[2], prefix))
+    out: list = []
+    # depth first, in key order: (entries, next position, prefix) of each open node
+    todo = [(spec[1], 0, prefix)]
+    while todo:
+        entries, pos, prefix = todo.pop()
+        for pos in range(pos, len(entries)):  # noqa: B020
+            entry = entries[pos]
+            if entry.__class__ is str:
+                out.append(prefix + (entry,) if prefix else entry)
+                continue
+            if entry[1] == _NESTED:
+                child = (entry[2][1], 0, prefix + (entry[0],))
+            elif entry[1] == _TC:
+                child = (entry[2][1][1], 0, prefix + (entry[0],))
+            elif entry[1] == _PART:
+                child = (entry[2][1], 0, prefix)
+            else:
+                continue
+            todo.append((entries, pos + 1, prefix))  # the rest, after the child's leaves
+            todo.append(child)
+            break
     return out
 
 
@@ -202,12 +238,19 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
         TypeError: ``other`` holds a nested TensorDict where ``spec`` has a tensor (or
             the reverse).
     """
+    trampoline(_collect_node, spec, other, out, what, prefix)
+
+
+def _collect_node(
+    spec: tuple, other: Any, out: list, what: str, prefix: tuple
+) -> Generator[tuple, Any, None]:
+    """One node of :func:`_collect_like` (run by :func:`trampoline`)."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
     td, entries, simple = spec
     if entries and entries[0].__class__ is tuple and entries[0][1] == _PART:
         for entry, part in zip(entries, _other_parts(td, other, what, prefix)):
-            _collect_like(entry[2], part, out, what, prefix)
+            yield (entry[2], part, out, what, prefix)
         return
     if simple and other.__class__ is td_cls:
         store = other._tensordict
@@ -255,7 +298,7 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
                 )
                 raise TypeError(msg)
             child = entry[2] if entry[1] == _NESTED else entry[2][1]
-            _collect_like(child, value, out, what, prefix + (key,))
+            yield (child, value, out, what, prefix + (key,))
     n_other = len(other._keys_raw())
     if n_other != len(entries):
         mine = {e if e.__class__ is str else e[0] for e in entries}
@@ -333,164 +376,202 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
 
 
 def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
-    """``apply(fn)`` with one TensorDict and no keyword: the hot path."""
+    """``apply(fn)`` with one TensorDict and no keyword: the hot path.
+
+    The tree is walked without recursion (a chain of any depth works under the default
+    recursion limit): ``parents`` holds, for each node being built above the current one,
+    its state and the key under which the current node's result goes."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
-    dense = td.__class__ is td_cls
-    if dense:
-        bs = td._batch_size
-        items = td._tensordict.items()
-    else:
-        bs = td.batch_size
-        items = td._items_raw()
-    n = len(bs)
-    b0 = bs[0] if n else 0
-    source = {}
-    for key, value in items:
-        cls = value.__class__
-        if cls is td_cls:
-            res = _apply_simple(value, fn, filter_empty, prefix + (key,))
-            if res is None:
-                continue
-            source[key] = res
-            continue
-        if cls is _Tensor or isinstance(value, _Tensor):
-            res = fn(value)
-            if res is None:
-                continue
-            if res.__class__ is _Tensor:
-                if n:
-                    if n == 1:
-                        try:
-                            bad = res.shape[0] != b0
-                        except IndexError:
-                            bad = True
-                    else:
-                        bad = res.shape[:n] != bs
-                    if bad:
-                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-            elif not isinstance(res, (_Tensor, tdb)):
-                res = td._convert_value(prefix + (key,) if prefix else key, res)
-            elif n and _breaks(res, n, b0, bs):
-                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-        elif isinstance(value, tdb):
-            if isinstance(value, _classes.LazyStackedTensorDict):
-                res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
+    parents: list = []
+    opening = True
+    while True:
+        if opening:
+            dense = td.__class__ is td_cls
+            if dense:
+                bs = td._batch_size
+                items = iter(td._tensordict.items())
             else:
-                res = _apply_simple(value, fn, filter_empty, prefix + (key,))
-            if res is None:
-                continue
-        elif _is_tensorclass(value, tdb):
-            sub = _apply_simple(value._tensordict, fn, filter_empty, prefix + (key,))
-            if sub is None:
-                continue
-            res = _rewrap(value, sub)
+                bs = td.batch_size
+                items = iter(td._items_raw())
+            n = len(bs)
+            b0 = bs[0] if n else 0
+            source: dict = {}
+        for key, value in items:
+            cls = value.__class__
+            if cls is td_cls:
+                parents.append((td, items, source, prefix, dense, bs, n, b0, key, None))
+                td = value
+                prefix = prefix + (key,)
+                break
+            if cls is _Tensor or isinstance(value, _Tensor):
+                res = fn(value)
+                if res is None:
+                    continue
+                if res.__class__ is _Tensor:
+                    if n:
+                        if n == 1:
+                            try:
+                                bad = res.shape[0] != b0
+                            except IndexError:
+                                bad = True
+                        else:
+                            bad = res.shape[:n] != bs
+                        if bad:
+                            raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+                elif not isinstance(res, (_Tensor, tdb)):
+                    res = td._convert_value(prefix + (key,) if prefix else key, res)
+                elif n and _breaks(res, n, b0, bs):
+                    raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif isinstance(value, tdb):
+                if isinstance(value, _classes.LazyStackedTensorDict):
+                    res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
+                    if res is None:
+                        continue
+                else:
+                    parents.append((td, items, source, prefix, dense, bs, n, b0, key, None))
+                    td = value
+                    prefix = prefix + (key,)
+                    break
+            elif _is_tensorclass(value, tdb):
+                parents.append((td, items, source, prefix, dense, bs, n, b0, key, value))
+                td = value._tensordict
+                prefix = prefix + (key,)
+                break
+            else:
+                res = value
+            source[key] = res
         else:
-            res = value
-        source[key] = res
-    if not source and filter_empty is not False:
-        if filter_empty or not td.is_empty():
-            return None
-    if dense:
-        # what TensorDict._new_unsafe does, without two calls per node (same batch
-        # size, device and names as ``td``)
-        out = _new_td(td_cls)
-        out._tensordict = source
-        out._batch_size = bs
-        out._device = td._device
-        if td._names is not None:
-            out._names = list(td._names)
-        return out
-    return td._new_like(source)
+            # every entry of ``td`` is done: build its node
+            if not source and filter_empty is not False and (filter_empty or not td.is_empty()):
+                node = None
+            elif dense:
+                # what TensorDict._new_unsafe does, without two calls per node (same batch
+                # size, device and names as ``td``)
+                node = _new_td(td_cls)
+                node._tensordict = source
+                node._batch_size = bs
+                node._device = td._device
+                if td._names is not None:
+                    node._names = list(td._names)
+            else:
+                node = td._new_like(source)
+            if not parents:
+                return node
+            td, items, source, prefix, dense, bs, n, b0, key, wrapper = parents.pop()
+            if node is not None:
+                source[key] = node if wrapper is None else _rewrap(wrapper, node)
+            opening = False
+            continue
+        opening = True
 
 
 def _apply_others(
     td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple
 ) -> Any:
-    """``apply(fn, *others)`` without keywords: several TensorDicts walked together."""
+    """``apply(fn, *others)`` without keywords: several TensorDicts walked together
+    (without recursion, like :func:`_apply_simple`)."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
-    if td.__class__ is td_cls:
-        bs = td._batch_size
-        items = td._tensordict.items()
-    else:
-        bs = td.batch_size
-        items = td._items_raw()
-    n = len(bs)
-    b0 = bs[0] if n else 0
-    gets = [o._tensordict.get if o.__class__ is td_cls else o._get_raw for o in others]
-    single = gets[0] if len(gets) == 1 else None
-    store = others[0]._tensordict if single is not None and others[0].__class__ is td_cls else None
-    source = {}
-    for key, value in items:
-        if store is not None:
-            try:
-                other = store[key]
-            except KeyError:
-                raise _missing_in_other(prefix + (key,) if prefix else key, 1) from None
-            vals = None
-        elif single is not None:
-            other = single(key, _MISSING)
-            if other is _MISSING:
-                raise _missing_in_other(prefix + (key,) if prefix else key, 1)
-            vals = None
-        else:
-            vals = tuple(g(key, _MISSING) for g in gets)
-            for i, v in enumerate(vals):
-                if v is _MISSING:
-                    raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
-        if value.__class__ is _Tensor or isinstance(value, _Tensor):
-            res = fn(value, other) if vals is None else fn(value, *vals)
-            if res is None:
-                continue
-            if res.__class__ is _Tensor:
-                if n:
-                    if n == 1:
-                        try:
-                            bad = res.shape[0] != b0
-                        except IndexError:
-                            bad = True
-                    else:
-                        bad = res.shape[:n] != bs
-                    if bad:
-                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-            elif not isinstance(res, (_Tensor, tdb)):
-                res = td._convert_value(prefix + (key,) if prefix else key, res)
-            elif n and _breaks(res, n, b0, bs):
-                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-        elif isinstance(value, tdb):
-            if vals is None:
-                vals = (other,)
-            for i, v in enumerate(vals):
-                if not isinstance(v, tdb):
-                    full = prefix + (key,) if prefix else key
-                    msg = (
-                        f"apply: key {full!r} is a TensorDict in the TensorDict but a "
-                        f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
-                    )
-                    raise TypeError(msg)
-            if isinstance(value, _classes.LazyStackedTensorDict):
-                res = value.apply(fn, *vals, filter_empty=filter_empty)  # per stacked TensorDict
+    parents: list = []
+    opening = True
+    while True:
+        if opening:
+            if td.__class__ is td_cls:
+                bs = td._batch_size
+                items = iter(td._tensordict.items())
             else:
-                res = _apply_others(value, fn, vals, filter_empty, prefix + (key,))
-            if res is None:
-                continue
-        elif _is_tensorclass(value, tdb):
-            subs = tuple(
-                v._tensordict if _is_tensorclass(v, tdb) else v
-                for v in ((other,) if vals is None else vals)
+                bs = td.batch_size
+                items = iter(td._items_raw())
+            n = len(bs)
+            b0 = bs[0] if n else 0
+            gets = [o._tensordict.get if o.__class__ is td_cls else o._get_raw for o in others]
+            single = gets[0] if len(gets) == 1 else None
+            store = (
+                others[0]._tensordict
+                if single is not None and others[0].__class__ is td_cls
+                else None
             )
-            sub = _apply_others(value._tensordict, fn, subs, filter_empty, prefix + (key,))
-            if sub is None:
-                continue
-            res = _rewrap(value, sub)
+            source: dict = {}
+        for key, value in items:
+            if store is not None:
+                try:
+                    other = store[key]
+                except KeyError:
+                    raise _missing_in_other(prefix + (key,) if prefix else key, 1) from None
+                vals = None
+            elif single is not None:
+                other = single(key, _MISSING)
+                if other is _MISSING:
+                    raise _missing_in_other(prefix + (key,) if prefix else key, 1)
+                vals = None
+            else:
+                vals = tuple(g(key, _MISSING) for g in gets)
+                for i, v in enumerate(vals):
+                    if v is _MISSING:
+                        raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
+            if value.__class__ is _Tensor or isinstance(value, _Tensor):
+                res = fn(value, other) if vals is None else fn(value, *vals)
+                if res is None:
+                    continue
+                if res.__class__ is _Tensor:
+                    if n:
+                        if n == 1:
+                            try:
+                                bad = res.shape[0] != b0
+                            except IndexError:
+                                bad = True
+                        else:
+                            bad = res.shape[:n] != bs
+                        if bad:
+                            raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+                elif not isinstance(res, (_Tensor, tdb)):
+                    res = td._convert_value(prefix + (key,) if prefix else key, res)
+                elif n and _breaks(res, n, b0, bs):
+                    raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif isinstance(value, tdb):
+                if vals is None:
+                    vals = (other,)
+                for i, v in enumerate(vals):
+                    if not isinstance(v, tdb):
+                        full = prefix + (key,) if prefix else key
+                        msg = (
+                            f"apply: key {full!r} is a TensorDict in the TensorDict but a "
+                            f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
+                        )
+                        raise TypeError(msg)
+                if isinstance(value, _classes.LazyStackedTensorDict):
+                    res = value.apply(fn, *vals, filter_empty=filter_empty)  # per stacked TensorDict
+                    if res is None:
+                        continue
+                else:
+                    parents.append((td, items, source, prefix, others, n, bs, b0, store, single, gets, key, None))
+                    td, others, prefix = value, vals, prefix + (key,)
+                    break
+            elif _is_tensorclass(value, tdb):
+                subs = tuple(
+                    v._tensordict if _is_tensorclass(v, tdb) else v
+                    for v in ((other,) if vals is None else vals)
+                )
+                parents.append((td, items, source, prefix, others, n, bs, b0, store, single, gets, key, value))
+                td, others, prefix = value._tensordict, subs, prefix + (key,)
+                break
+            else:
+                res = value
+            source[key] = res
         else:
-            res = value
-        source[key] = res
-    if not source and filter_empty is not False:
-        if filter_empty or not td.is_empty():
-            return None
-    return td._new_like(source)
+            if not source and filter_empty is not False and (filter_empty or not td.is_empty()):
+                node = None
+            else:
+                node = td._new_like(source)
+            if not parents:
+                return node
+            td, items, source, prefix, others, n, bs, b0, store, single, gets, key, wrapper = parents.pop()
+            if node is not None:
+                source[key] = node if wrapper is None else _rewrap(wrapper, node)
+            opening = False
+            continue
+        opening = True
 
 
 class _Ctx:
@@ -542,9 +623,18 @@ class _Missing:
 
 
 def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | None) -> Any:
+    """The general ``apply`` over the tree under ``tds``, without recursion (see
+    :mod:`tensordict._deep`): a chain of any depth works under the default recursion limit."""
+    return trampoline(_walk_node, ctx, tds, out, prefix, new_bs)
+
+
+def _walk_node(
+    ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | None
+) -> Generator[tuple, Any, Any]:
     """One node of the general ``apply``: ``tds[0]`` is the TensorDict (or a ``_Missing``)
     and ``tds[1:]`` the others. Returns the new node, ``None`` (filtered) or, in place,
-    the node written to."""
+    the node written to; a nested node is yielded as ``(ctx, tds, out, prefix, new_bs)`` to
+    :func:`_walk`, which sends its result back."""
     TensorDictBase = _classes.TensorDictBase  # noqa: N806
     main = tds[0]
     if main.__class__ is _Missing:
@@ -631,7 +721,7 @@ def _walk(ctx: _Ctx, tds: list, out: Any, prefix: tuple, new_bs: torch.Size | No
                     sub_out = out._create_nested(key)
                 elif _is_tensorclass(sub_out, TensorDictBase):
                     sub_out = sub_out._tensordict
-            res = _walk(ctx, subs, sub_out, prefix + (key,), sub_bs)
+            res = yield (ctx, subs, sub_out, prefix + (key,), sub_bs)
             if res is None:
                 continue
             if source is not None:

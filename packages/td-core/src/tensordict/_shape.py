@@ -181,52 +181,76 @@ class ShapeMixin(TensorDictHost):
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     def _index(self, index: Any) -> Any:
-        bs = self.batch_size
-        cls = index.__class__
-        if cls is int and bs:
-            n = bs[0]
-            if not -n <= index < n:
-                msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
-                raise IndexError(msg)
-            new_bs = bs[1:]
-            names = self.names[1:] if self._has_names() else None
-        elif cls is slice and bs:
-            new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
-            names = self.names if self._has_names() else None
-        else:
-            index = self._normalize_index(index)
-            names = None if not self._has_names() else index_names(self.names, index, len(bs))
-            if len(index) == 1:
-                index = index[0]
-            new_bs = None
-        source = {}
-        if new_bs is not None:
-            for key, value in self._items_raw():
-                if value.__class__ is _Tensor:
-                    source[key] = value[index]
-                elif isinstance(value, _classes.TensorDictBase):
-                    source[key] = value._index(index)
-                elif value.__class__ is UnbatchedTensor:
-                    source[key] = value._rebatch(new_bs)
+        """``self[index]`` for a batch index: every leaf indexed, nested TensorDicts too.
+
+        The nested dense TensorDicts are walked without recursion (``parents`` holds the
+        nodes being built above the current one), so a chain of any depth works under
+        the default recursion limit; other nested containers use their own ``_index``."""
+        td_cls = _classes.TensorDict
+        tdb = _classes.TensorDictBase
+        parents: list = []
+        node = self
+        opening = True
+        while True:
+            if opening:
+                bs = node.batch_size
+                cls = index.__class__
+                if cls is int and bs:
+                    n = bs[0]
+                    if not -n <= index < n:
+                        msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
+                        raise IndexError(msg)
+                    new_bs = bs[1:]
+                    names = node.names[1:] if node._has_names() else None
+                elif cls is slice and bs:
+                    new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
+                    names = node.names if node._has_names() else None
                 else:
-                    source[key] = value[index]
-            return self._new_like(source, batch_size=new_bs, names=names)
-        bd = len(bs)
-        unbatched = []
-        for key, value in self._items_raw():
-            if value.__class__ is UnbatchedTensor:
-                unbatched.append(key)
-                source[key] = value
+                    index = node._normalize_index(index)
+                    names = None if not node._has_names() else index_names(node.names, index, len(bs))
+                    if len(index) == 1:
+                        index = index[0]
+                    new_bs = None
+                fixed = new_bs is not None
+                unbatched: list = []
+                source: dict = {}
+                items = iter(node._items_raw())
+            for key, value in items:
+                vcls = value.__class__
+                if vcls is _Tensor:
+                    out = value[index]
+                    if new_bs is None:
+                        new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
+                elif vcls is td_cls:
+                    parents.append((node, index, bs, new_bs, names, fixed, unbatched, source, items, key))
+                    node = value
+                    break
+                elif vcls is UnbatchedTensor:
+                    if fixed:
+                        out = value._rebatch(new_bs)
+                    else:
+                        unbatched.append(key)
+                        out = value
+                elif isinstance(value, tdb):
+                    out = value._index(index)
+                else:
+                    out = value[index]
+                    if new_bs is None and isinstance(out, _Tensor):
+                        new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
+                source[key] = out
+            else:
+                if new_bs is None:
+                    new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
+                for key in unbatched:
+                    source[key] = source[key]._rebatch(new_bs)
+                res = node._new_like(source, batch_size=torch.Size(new_bs), names=names)
+                if not parents:
+                    return res
+                node, index, bs, new_bs, names, fixed, unbatched, source, items, key = parents.pop()
+                source[key] = res
+                opening = False
                 continue
-            out = value[index] if not isinstance(value, _classes.TensorDictBase) else value._index(index)
-            if new_bs is None and isinstance(out, torch.Tensor):
-                new_bs = out.shape[: out.ndim - (value.ndim - bd)]
-            source[key] = out
-        if new_bs is None:
-            new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
-        for key in unbatched:
-            source[key] = source[key]._rebatch(new_bs)  # type: ignore[attr-defined]
-        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
+            opening = True
 
     # -------------------------------------------------------------- reshaping
     def view(self, *shape: Any, size: Any = None) -> Any:

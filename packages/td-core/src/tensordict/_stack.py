@@ -5,12 +5,13 @@ TensorDicts land here through ``__torch_function__``; under
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
+from tensordict._deep import trampoline
 from tensordict._nontensor import NonTensorData, NonTensorStack, _cat_non_tensor, _stack_non_tensor
 from tensordict._switch import ModeSwitch
 from tensordict._unbatched import UnbatchedTensor
@@ -110,6 +111,15 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         >>> stack(tds, 1).batch_size
         torch.Size([3, 2])
     """
+    return trampoline(_stack_node, list_of_tensordicts, dim, out, maybe_dense_stack)
+
+
+def _stack_node(
+    list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any, maybe_dense_stack: bool
+) -> Generator[tuple, Any, Any]:
+    """One level of :func:`stack`, run by :func:`~tensordict._deep.trampoline`: the stack of
+    a nested key is yielded (``(values, dim, None, maybe_dense_stack)``) and sent back, so
+    nesting of any depth works under the default recursion limit."""
     tds = list(list_of_tensordicts)
     if not tds:
         msg = "stack expects a non-empty sequence of TensorDicts."
@@ -167,7 +177,7 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         elif isinstance(first, _classes.TensorDictBase):
             lazy_cls = _classes.LazyStackedTensorDict
             try:
-                source[key] = stack(values, dim, maybe_dense_stack=maybe_dense_stack)
+                source[key] = yield (values, dim, None, maybe_dense_stack)
             except RuntimeError:
                 if not any(v.__class__ is lazy_cls for v in values):
                     raise
@@ -207,6 +217,12 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
         >>> cat(tds, 0).batch_size
         torch.Size([6, 4])
     """
+    return trampoline(_cat_node, list_of_tensordicts, dim, out)
+
+
+def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any) -> Generator[tuple, Any, Any]:
+    """One level of :func:`cat`, run by :func:`~tensordict._deep.trampoline` (see
+    :func:`_stack_node`)."""
     tds = list(list_of_tensordicts)
     if not tds:
         msg = "cat expects a non-empty sequence of TensorDicts."
@@ -251,7 +267,7 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
         elif isinstance(first, torch.Tensor):
             source[key] = torch.cat(values, dim)
         elif isinstance(first, _classes.TensorDictBase):
-            source[key] = cat(values, dim)
+            source[key] = yield (values, dim, None)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _cat_non_tensor(values, dim)
         else:
