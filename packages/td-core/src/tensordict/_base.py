@@ -1247,17 +1247,26 @@ class TensorDictBase(
                 (keyword only). Defaults to ``True``.
             convert_tensors (bool, optional): turn tensors into Python lists (keyword only).
         """
-        out: dict[str, Any] = {}
-        for key, value in self._items_raw():
-            if isinstance(value, TensorDictBase):
-                out[key] = value.to_dict(convert_tensors=convert_tensors)
-            elif isinstance(value, torch.Tensor):
-                out[key] = value.tolist() if convert_tensors else value
-            elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its fields as a dict
-                out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
-            else:
-                out[key] = self._unwrap_leaf(value)
-        return out
+        root: dict[str, Any] = {}
+        mine = TensorDictBase.to_dict
+        todo = [(self, root, retain_none)]  # nested TensorDicts walked without recursion
+        while todo:
+            td, out, retain = todo.pop()
+            for key, value in td._items_raw():
+                if isinstance(value, TensorDictBase):
+                    if type(value).to_dict is mine:
+                        sub: dict[str, Any] = {}
+                        out[key] = sub
+                        todo.append((value, sub, True))
+                    else:
+                        out[key] = value.to_dict(convert_tensors=convert_tensors)
+                elif isinstance(value, torch.Tensor):
+                    out[key] = value.tolist() if convert_tensors else value
+                elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its fields as a dict
+                    out[key] = value.to_dict(retain_none=retain, convert_tensors=convert_tensors)
+                else:
+                    out[key] = td._unwrap_leaf(value)
+        return root
 
     def _has_names(self) -> bool:
         return False

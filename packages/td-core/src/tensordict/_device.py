@@ -179,12 +179,20 @@ class DeviceMixin(TensorDictHost):
         return self
 
     def _set_device_tree(self, device: Any) -> None:
-        self._device = device
-        for key, value in list(self._items_raw()):
-            if isinstance(value, _classes.TensorDictBase):
-                value._set_device_tree(device)
-            elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
-                self._set_raw(key, value.to(device))
+        # nested TensorDicts that keep this method are walked here, without recursion
+        mine = DeviceMixin._set_device_tree
+        todo: list[Any] = [self]
+        while todo:
+            td = todo.pop()
+            td._device = device
+            for key, value in list(td._items_raw()):
+                if isinstance(value, _classes.TensorDictBase):
+                    if type(value)._set_device_tree is mine:
+                        todo.append(value)
+                    else:
+                        value._set_device_tree(device)
+                elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
+                    td._set_raw(key, value.to(device))
 
     def cpu(self, **kwargs: Any) -> TensorDictBase:
         """``to("cpu")``."""
@@ -255,19 +263,36 @@ class DeviceMixin(TensorDictHost):
 
     def clear_device_(self) -> Self:
         """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""
-        self._device = None
-        for _, value in self._items_raw():
-            if isinstance(value, _classes.TensorDictBase):
-                value.clear_device_()
+        mine = DeviceMixin.clear_device_
+        todo: list[Any] = [self]  # without recursion: nesting of any depth
+        while todo:
+            td = todo.pop()
+            td._device = None
+            for _, value in td._items_raw():
+                if isinstance(value, _classes.TensorDictBase):
+                    if type(value).clear_device_ is mine:
+                        todo.append(value)
+                    else:
+                        value.clear_device_()
         return self
 
     def _tensor_leaves(self) -> list[torch.Tensor]:
-        out = []
-        for _, value in self._items_raw():
-            if isinstance(value, torch.Tensor):
-                out.append(value)
-            elif isinstance(value, _classes.TensorDictBase):
-                out.extend(value._tensor_leaves())
+        """Every tensor leaf, depth first in key order (walked without recursion)."""
+        mine = DeviceMixin._tensor_leaves
+        tdb = _classes.TensorDictBase
+        out: list = []
+        todo = [iter(self._items_raw())]
+        while todo:
+            for _, value in todo[-1]:
+                if isinstance(value, torch.Tensor):
+                    out.append(value)
+                elif isinstance(value, tdb):
+                    if type(value)._tensor_leaves is mine:
+                        todo.append(iter(value._items_raw()))
+                        break
+                    out.extend(value._tensor_leaves())
+            else:
+                todo.pop()
         return out
 
     def share_memory_(self) -> Self:

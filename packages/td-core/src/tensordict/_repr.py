@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Generator
 from typing import Any
 
 import torch
 
 from tensordict import _classes
+from tensordict._deep import trampoline
 from tensordict._nontensor import NonTensorData
 from tensordict._printoptions import _options, get_printoptions, set_printoptions
 
@@ -101,10 +103,45 @@ def fields_repr(items: Any, name: str = "fields") -> str:
 
 def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | None = None) -> str:
     """Full repr of a TensorDict-like ``td`` (the lines shown follow
-    :func:`tensordict.set_printoptions`)."""
-    opts = _options()
-    parts = [fields_repr(td._items_raw())]
-    parts.extend(extra_fields or [])
+    :func:`tensordict.set_printoptions`).
+
+    Nested TensorDicts whose repr is this one are written in the same walk, without
+    recursion (see :mod:`tensordict._deep`), and each line is indented once, when the
+    text is joined: the cost grows with the length of the text, at any nesting depth."""
+    out: list[list] = []  # [indent, text] per line; indented when joined
+    trampoline(_td_lines, td, 0, "", extra_fields, tail, _options(), out)
+    return "\n".join(" " * i + t if i and t.strip() else t for i, t in out)
+
+
+def _add_lines(out: list, indent: int, text: str, lead: str = "") -> None:
+    """Appends the lines of ``text`` (the first after ``lead``) at ``indent``."""
+    lines = text.split("\n")
+    out.append([indent, lead + lines[0]])
+    out.extend([indent, line] for line in lines[1:])
+
+
+def _td_lines(
+    td: Any, indent: int, lead: str, extra_fields: Any, tail: Any, opts: dict, out: list
+) -> Generator[tuple, None, None]:
+    """The lines of ``td_repr(td)`` at ``indent``, the first after ``lead``; a nested
+    TensorDict printed by :func:`td_repr` is yielded (run by :func:`trampoline`)."""
+    base_repr = _classes.TensorDictBase.__repr__
+    out.append([indent, f"{lead}{type(td).__name__}("])
+    inner = indent + 4
+    out.append([inner, "fields={"])
+    entries = _sorted_items(td._items_raw())
+    for pos, (key, value) in enumerate(entries):
+        if pos:
+            out[-1][1] += ","
+        if isinstance(value, _classes.TensorDictBase) and type(value).__repr__ is base_repr:
+            yield (value, inner + 4, f"{key}: ", None, None, opts, out)
+        else:
+            _add_lines(out, inner + 4, leaf_repr(value), f"{key}: ")
+    if entries:
+        out[-1][1] += "}"
+    else:
+        out.append([inner, "}"])
+    parts = list(extra_fields or [])
     if opts["show_batch_size"]:
         parts.append(f"batch_size={td.batch_size}")
     if opts["show_device"]:
@@ -112,8 +149,10 @@ def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | No
     if opts["show_is_shared"]:
         parts.append(f"is_shared={td.is_shared() if list(td._keys_raw()) else False}")
     parts.extend(tail or [])
-    body = textwrap.indent(",\n".join(parts), " " * 4)
-    return f"{type(td).__name__}(\n{body})"
+    for part in parts:
+        out[-1][1] += ","
+        _add_lines(out, inner, part)
+    out[-1][1] += ")"
 
 
 # ---------------------------------------------------------------------- parsing
