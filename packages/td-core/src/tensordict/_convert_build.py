@@ -16,12 +16,13 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from tensordict import _classes
+from tensordict._deep import trampoline
 from tensordict._device import _to_device as _parse_device
 from tensordict._errors import batch_mismatch_error
 from tensordict._keys import unravel_key
@@ -155,8 +156,19 @@ def _to_device(value: Any, device: torch.device | None) -> Any:
     return value
 
 
+class _Nest:
+    """What :func:`_value` returns for a value that becomes a nested TensorDict: its
+    ``(str, value)`` pairs, which :func:`_build_node` hands to :func:`trampoline`."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+
 def _value(key: str, value: Any, opts: _Opts) -> Any:
-    """Converts one input value to a storage value (or a pending placeholder)."""
+    """Converts one input value to a storage value (or a pending placeholder, or a
+    :class:`_Nest` for a nested TensorDict)."""
 
     if isinstance(value, _Tensor):
         return _to_device(value, opts.device)
@@ -169,18 +181,16 @@ def _value(key: str, value: Any, opts: _Opts) -> Any:
         # as from_any does at the top level, instead of wrapping each dataset object
         return import_sibling("persistent").PersistentTensorDict(group=value, device=opts.device)
     if isinstance(value, Mapping):
-        return _build(_normalize_items(value), opts)
+        return _Nest(_normalize_items(value))
     if isinstance(value, (bool, numbers.Number)):
         return _Scalar(value)
     if opts.any_mode:
         if _is_namedtuple(value):
-            return _build(zip(type(value)._fields, value), opts)
+            return _Nest(zip(type(value)._fields, value))
         if isinstance(value, tuple):
-            return _build(((str(i), v) for i, v in enumerate(value)), opts)
+            return _Nest((str(i), v) for i, v in enumerate(value))
         if _is_dataclass_instance(value):
-            return _build(
-                ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), opts
-            )
+            return _Nest((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
     if _is_numpy(value):
         from tensordict._convert_numpy import numpy_value
 
@@ -229,14 +239,23 @@ def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
 
 
 def _build(items: Any, opts: _Opts) -> Any:
-    """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``."""
+    """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``
+    (nested mappings at any depth: the levels are built without recursion)."""
+    return trampoline(_build_node, items, opts)
 
+
+def _build_node(items: Any, opts: _Opts) -> Generator[tuple, Any, Any]:
+    """One level of :func:`_build`: a nested TensorDict's pairs are yielded to
+    :func:`trampoline`, which sends the built TensorDict back."""
     source = {}
     for key, value in items:
         if key.__class__ is not str:
             msg = f"key {key!r} of type {type(key).__name__} is not a str."
             raise TypeError(msg)
-        source[key] = _value(key, value, opts)
+        out = _value(key, value, opts)
+        if out.__class__ is _Nest:
+            out = yield (out.items, opts)
+        source[key] = out
     free = False
     if opts.batch_size is not None:
         batch_size = opts.batch_size
