@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SelectMixin"]
 
+_Tensor = torch.Tensor
+_new_obj = object.__new__
+
 
 class SelectMixin(TensorDictHost):
     """Selecting, excluding and renaming keys."""
@@ -365,7 +368,11 @@ class SelectMixin(TensorDictHost):
             ['a.b']
         """
         source: dict = {}
-        if self._flatten_into(source, "", separator) != len(source):
+        if self.__class__ is _classes.TensorDict:
+            n = _flatten_store(self._tensordict, source, "", separator, 0)
+        else:
+            n = self._flatten_into(source, "", separator)
+        if n != len(source):
             seen: set = set()
             for key in self.keys(True, True):
                 flat = key if isinstance(key, str) else separator.join(key)
@@ -384,19 +391,38 @@ class SelectMixin(TensorDictHost):
             for key, value in source.items():
                 self._set_raw(key, value)
             return self  # type: ignore[return-value]
-        return self._new_like(source)
+        return _like(self, source)
 
     def _flatten_into(self, source: dict, prefix: str, separator: str) -> int:
         """Writes the flat entries into ``source``; returns how many were written (a
-        count above ``len(source)`` means two keys collided)."""
+        count above ``len(source)`` means two keys collided). Depth first with an explicit
+        stack (no recursion limit on the nesting depth); dense TensorDicts are read
+        through their store."""
         n = 0
-        for key, value in self._items_raw():
-            if _is_td(value):
-                if value._keys_raw():  # empty nested TensorDicts have no key to give
-                    n += value._flatten_into(source, prefix + key + separator, separator)
-                continue
-            source[prefix + key] = value
-            n += 1
+        td_cls = _classes.TensorDict
+        tdb = _classes.TensorDictBase
+        stack = [(prefix, iter(self._items_raw()))]
+        while stack:
+            pre, items = stack[-1]
+            for key, value in items:
+                cls = value.__class__
+                if cls is _Tensor:
+                    source[pre + key] = value
+                    n += 1
+                elif cls is td_cls:
+                    store = value._tensordict
+                    if store:  # empty nested TensorDicts have no key to give
+                        stack.append((pre + key + separator, iter(store.items())))
+                        break
+                elif isinstance(value, tdb):
+                    if value._keys_raw():
+                        stack.append((pre + key + separator, iter(value._items_raw())))
+                        break
+                else:
+                    source[pre + key] = value
+                    n += 1
+            else:
+                stack.pop()
         return n
 
     def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDictBase:
@@ -423,11 +449,22 @@ class SelectMixin(TensorDictHost):
 
         bs, dev = self.batch_size, self.device
         tree: dict = {}
+        node: Any
+        # joined parent name -> its dict node: with a one-char separator, a key costs one
+        # ``rpartition`` and one look-up whatever its depth (nodes are created once, and a
+        # dict node, once made, is never replaced)
+        memo: dict = {}
+        single = len(separator) == 1
         for key, value in self._items_raw():
-            if _is_td(value):
+            if value.__class__ is not _Tensor and _is_td(value):
                 value = value.unflatten_keys(separator)
             if separator not in key:
                 node, last = tree, key
+            elif single:
+                parent, _, last = key.rpartition(separator)
+                node = memo.get(parent)
+                if node is None:
+                    node = _unflatten_parent(tree, memo, parent, separator, key)
             else:
                 *parents, last = key.split(separator)
                 node = tree
@@ -440,8 +477,11 @@ class SelectMixin(TensorDictHost):
                     elif nxt.__class__ is not dict:
                         raise _unflatten_collision(key, sub)
                     node = nxt
-            _merge_unflattened(node, last, value, key)
-        out = _build_tree(_classes.TensorDict, tree, bs, dev)
+            if last in node:
+                _merge_unflattened(node, last, value, key)
+            else:
+                node[last] = value
+        out = _build_tree(tree, bs, dev)
         if inplace:
             if self.is_locked:
                 raise locked_error("unflatten keys in place")
@@ -452,6 +492,46 @@ class SelectMixin(TensorDictHost):
             return self  # type: ignore[return-value]
         return out
 
+
+
+#: levels of dense TensorDicts that ``_flatten_store`` walks by recursion (the cheapest per
+#: node) before it hands the subtree to the explicit-stack ``_flatten_into``
+_RECURSION_DEPTH = 200
+
+
+def _flatten_store(store: dict, source: dict, pre: str, sep: str, depth: int) -> int:
+    """``_flatten_into`` for the store of a dense TensorDict, by recursion."""
+    n = 0
+    for key, value in store.items():
+        cls = value.__class__
+        if cls is _Tensor:
+            source[pre + key] = value
+            n += 1
+        elif cls is _classes.TensorDict and depth < _RECURSION_DEPTH:
+            sub = value._tensordict
+            if sub:  # empty nested TensorDicts have no key to give
+                n += _flatten_store(sub, source, pre + key + sep, sep, depth + 1)
+        elif isinstance(value, _classes.TensorDictBase):
+            if value._keys_raw():
+                n += value._flatten_into(source, pre + key + sep, sep)
+        else:
+            source[pre + key] = value
+            n += 1
+    return n
+
+
+def _like(td: Any, source: dict) -> Any:
+    """``td._new_like(source)``, built directly for a dense TensorDict."""
+    if td.__class__ is not _classes.TensorDict:
+        return td._new_like(source)
+    out = _new_obj(_classes.TensorDict)
+    out._tensordict = source
+    out._batch_size = td._batch_size
+    out._device = td._device
+    names = td._names
+    if names is not None:
+        out._names = list(names)
+    return out
 
 
 def _drop_emptied_parents(td: Any, keys: list) -> None:
@@ -489,11 +569,59 @@ def _merge_unflattened(node: dict, last: str, value: Any, key: str) -> None:
     raise _unflatten_collision(key, last)
 
 
-def _build_tree(cls: Any, tree: dict, bs: Any, dev: Any) -> Any:
-    """Plain nested dicts -> TensorDicts of batch size ``bs`` (module level: no closure cycle)."""
-    return cls._new_unsafe(
-        {k: _build_tree(cls, v, bs, dev) if v.__class__ is dict else v for k, v in tree.items()}, bs, dev
-    )
+def _unflatten_parent(tree: dict, memo: dict, parent: str, sep: str, key: str) -> dict:
+    """The dict node of the joined name ``parent`` (split on the one-char ``sep``), made
+    from its nearest known ancestor down and remembered in ``memo`` with the ones made on
+    the way. A nested TensorDict met on the way becomes a dict of its entries.
+
+    Raises:
+        KeyError: a name on the way holds a leaf (``key`` is the key being unflattened).
+    """
+    chain = []
+    node = None
+    p = parent
+    while node is None:
+        head, found, sub = p.rpartition(sep)
+        chain.append((p, sub))
+        if found:
+            node = memo.get(head)
+            p = head
+        else:
+            node = tree
+    for p, sub in reversed(chain):
+        nxt = node.get(sub)
+        if nxt is None:
+            nxt = node[sub] = {}
+        elif nxt.__class__ is not dict:
+            if not _is_td(nxt):
+                raise _unflatten_collision(key, sub)
+            nxt = node[sub] = dict(nxt._items_raw())  # a nested TensorDict and flat keys under one name
+        memo[p] = nxt
+        node = nxt
+    return node
+
+
+def _build_tree(tree: dict, bs: Any, dev: Any) -> Any:
+    """Plain nested dicts (made by ``unflatten_keys``, owned by no one) -> TensorDicts of
+    batch size ``bs``: each dict becomes the store of its TensorDict, top down with an
+    explicit stack (no recursion limit on the depth)."""
+    td_cls = _classes.TensorDict
+    root = _new_obj(td_cls)
+    root._tensordict = tree
+    root._batch_size = bs
+    root._device = dev
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        for key, value in node.items():
+            if value.__class__ is dict:
+                sub = _new_obj(td_cls)
+                sub._tensordict = value
+                sub._batch_size = bs
+                sub._device = dev
+                node[key] = sub  # a value replaced, no key added: the iteration goes on
+                todo.append(value)
+    return root
 
 
 def _is_td(value: Any) -> bool:
