@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["lazy_stack", "maybe_dense_stack", "dense_stack_tds", "LazyStackMethodsMixin"]
 
 _Tensor = torch.Tensor
+_Size = torch.Size
 
 
 def lazy_stack(
@@ -56,6 +57,23 @@ def lazy_stack(
         >>> type(s).__name__, s.batch_size
         ('LazyStackedTensorDict', torch.Size([2, 3]))
     """
+    if input.__class__ is list and input and not kwargs and out is None and dim == 0:
+        # the common case: a list of dense TensorDicts sharing one batch size object
+        # (what follows the first one is checked as ``LazyStackedTensorDict`` checks it:
+        # by its ``_batch_size``; anything without one takes the checked path below)
+        first = input[0]
+        if first.__class__ is _classes.TensorDict:
+            bs = first._batch_size
+            try:
+                for td in input:
+                    if td._batch_size is not bs:
+                        break
+                else:
+                    return _classes.LazyStackedTensorDict._new_unsafe(
+                        input.copy(), 0, _Size((len(input), *bs))
+                    )
+            except AttributeError:
+                pass
     tds = input if isinstance(input, list) else list(input)
     if not tds:
         msg = "lazy_stack expects a non-empty sequence of TensorDicts."
