@@ -16,7 +16,7 @@ from typing import Any
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-__all__ = ["plain_view", "lazy_layout"]
+__all__ = ["has_lazy", "plain_view", "lazy_layout"]
 
 
 def _has_lazy(td: Any) -> bool:
@@ -26,6 +26,11 @@ def _has_lazy(td: Any) -> bool:
         if isinstance(value, TensorDictBase) and _has_lazy(value):
             return True
     return False
+
+
+def has_lazy(td: Any) -> bool:
+    """Whether ``td`` is or holds (at any depth) a ``LazyStackedTensorDict``."""
+    return _has_lazy(td)
 
 
 def _view(td: Any) -> Any:

@@ -28,6 +28,7 @@ __all__ = [
     "CommError",
     "check_initialized",
     "comm_mode",
+    "default_gloo",
     "global_rank",
     "group_rank",
     "group_size",
@@ -176,6 +177,28 @@ def comm_mode(group: Any) -> tuple[torch.device, bool]:
     if "nccl" in backend:
         return torch.device("cuda", torch.cuda.current_device()), True
     return torch.device("cpu"), True
+
+
+_DEFAULT_GLOO: list = [None, None]
+
+
+def default_gloo() -> tuple | None:
+    """``(process group, rank, world size)`` of the default process group when it runs
+    gloo (CPU buffers, short messages allowed); ``None`` otherwise or before
+    ``init_process_group``.
+
+    Cached per default process group object, so the fast paths of repeated transfers pay
+    for no backend look-up; a new ``init_process_group`` is seen at once.
+    """
+    pg = dist.GroupMember.WORLD
+    if pg is None:
+        return None
+    cached = _DEFAULT_GLOO
+    if cached[0] is not pg:
+        device, exact = comm_mode(None)
+        info = (pg, dist.get_rank(), dist.get_world_size()) if device.type == "cpu" and not exact else None
+        cached[0], cached[1] = pg, info
+    return cached[1]
 
 
 def pg_timeout(group: Any) -> str:

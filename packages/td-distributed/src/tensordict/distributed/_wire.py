@@ -77,6 +77,7 @@ from tensordict.distributed._integrity import (
     write_crcs,
     write_tail_header,
 )
+from tensordict.distributed._lazy_view import has_lazy
 from tensordict.distributed._pickling import encode_default
 from tensordict.ext import CONSOLIDATE_DTYPES as _DTYPES
 from tensordict.ext import SKELETON_TD as _TD
@@ -255,7 +256,7 @@ class Plan:
 
     __slots__ = (
         "digest", "runs", "total", "offsets", "sizes", "segments", "specs", "meta", "leaf_at", "same_shape",
-        "_prefixes",
+        "_prefixes", "_expected",
     )
 
     def __init__(self, td: Any, leaves: list, has_values: bool) -> None:
@@ -293,6 +294,23 @@ class Plan:
         self.specs = _leaf_specs(self.runs, leaves)
         self.meta = None if has_values else _encode_meta(root, self.specs)
         self._prefixes: dict = {}
+        self._expected: Any = 0  # not computed yet (``None``: no one-message form)
+
+    def expected_prefix(self) -> bytes | None:
+        """The prefix of the one-message form of this structure over gloo (``INLINE`` and ``TAILS``
+        flags, no non-tensor values), as bytes; ``None`` when the structure has no such form.
+
+        Two ends with the same plan produce the same bytes except the per-transfer checksum
+        and nonce (bytes ``48:56``): a receiver compares them instead of parsing.
+        """
+        expected = self._expected
+        if expected == 0:
+            expected = None
+            if self.meta is not None and self.total <= INLINE_MAX:
+                prefix = self.prefix(FLAG_INLINE | FLAG_TAILS, ())
+                expected = _tensor_to_bytes(prefix)
+            self._expected = expected
+        return expected
 
     def prefix(self, flags: int, seg_sizes: tuple, meta: bytes | None = None) -> torch.Tensor:
         """Header + segment table + metadata + padding, as a ``uint8`` tensor (cached without values)."""
@@ -303,6 +321,12 @@ class Plan:
                 out = self._prefixes[key] = _prefix(flags, self.digest, self.total, seg_sizes, self.meta or b"")
             return out
         return _prefix(flags, self.digest, self.total, seg_sizes, meta)
+
+
+def _tensor_to_bytes(t: torch.Tensor) -> bytes:
+    out = bytearray(t.numel())
+    torch.frombuffer(out, dtype=torch.uint8).copy_(t)
+    return bytes(out)
 
 
 def _encode_meta(root: dict | None, specs: list, tensorclass: str | None = None, lazy: list | None = None) -> bytes:
@@ -379,7 +403,7 @@ class _Snapshot:
     transfer then fails on the size mismatch, as td-core's consolidation would).
     """
 
-    __slots__ = ("levels", "state", "result", "views")
+    __slots__ = ("levels", "state", "result", "views", "fast")
 
     def __init__(self, td: Any, leaves: list, state: Any, result: tuple, td_cls: Any) -> None:
         levels = []
@@ -392,6 +416,7 @@ class _Snapshot:
             stack.extend(v for v in d.values() if v.__class__ is td_cls)
         self.levels = levels
         self.views: tuple | None = None  # (receive buffer, payload offset, views of the leaves in it)
+        self.fast: Any = None  # the one-message send buffer (``_fastpath``), built on the first fast send
         self.state = state
         self.result = result
 
@@ -452,6 +477,28 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     if plain and plain_cls:
         _cache_entry(td, True)[1] = _Snapshot(td, leaves, state, result, td_cls)  # type: ignore[index]
     return result
+
+
+def snapshot(td: Any) -> _Snapshot | None:
+    """The valid :class:`_Snapshot` of a plain ``TensorDict`` (analysed now if needed).
+
+    ``None`` unless every level of ``td`` is a plain ``TensorDict`` (no subclass, lazy
+    stack or tensorclass). A snapshot stays valid while the keys, leaf objects, batch
+    sizes, devices and names do, so a loop that sends or receives one TensorDict
+    analyses it once.
+    """
+    if td.__class__ is not TensorDict:
+        return None
+    entry = _cache_entry(td, False)
+    if entry is not None:
+        snap = entry[1]
+        if snap is not None and snap.valid(td):
+            return snap
+    if has_lazy(td):  # its plain view is another TensorDict (``_lazy_view``)
+        return None
+    _analyse(td)
+    entry = _cache_entry(td, False)
+    return entry[1] if entry is not None else None
 
 
 # ---------------------------------------------------------------------- packing
@@ -617,9 +664,9 @@ class Template:
 
     __slots__ = ("td", "leaves", "plan", "plain", "storage", "_staged", "_direct")
 
-    def __init__(self, td: Any) -> None:
+    def __init__(self, td: Any, analysis: tuple | None = None) -> None:
         self.td = td
-        self.leaves, self.plan, _, self.plain, self.storage = _analyse(td)
+        self.leaves, self.plan, _, self.plain, self.storage = _analyse(td) if analysis is None else analysis
         self._staged: torch.Tensor | None = None
         self._direct: set = set()
 
