@@ -1049,10 +1049,17 @@ class TensorDictBase(
             self.unlock_()
 
     def _set_lock_flag(self, value: bool) -> None:
-        self._is_locked = value
-        for _, v in self._items_raw():
-            if isinstance(v, TensorDictBase):
-                v._set_lock_flag(value)
+        mine = TensorDictBase._set_lock_flag
+        todo: list[Any] = [self]  # nested TensorDicts walked without recursion
+        while todo:
+            td = todo.pop()
+            td._is_locked = value
+            for _, v in td._items_raw():
+                if isinstance(v, TensorDictBase):
+                    if type(v)._set_lock_flag is mine:
+                        todo.append(v)
+                    else:
+                        v._set_lock_flag(value)
 
     def _push_op(self, op: tuple) -> None:
         if self._lock_stack is None:

@@ -31,6 +31,10 @@ Containers and keys
     The errors TensorDict raises, so a container raises the same type and wording.
 ``leaf_repr(value)`` / ``fields_repr(td)``
     The pieces of TensorDict's repr.
+``trampoline(node, *args)``
+    Runs a tree walk written as a generator per node (a nested node is yielded
+    as its arguments and its result sent back) with an explicit stack, so nesting of
+    any depth works under the default recursion limit (td-memmap's save and load).
 ``import_sibling(sub, attr)``
     Imports ``tensordict.<sub>`` and returns ``attr`` of it; a missing distribution
     raises ``ImportError`` naming what to install.
@@ -93,6 +97,7 @@ from tensordict._classes import _register_tensor_collection as register_tensor_c
 from tensordict._classes import is_tensor_collection
 from tensordict._consolidate import _State as ConsolidatedState
 from tensordict._consolidate import from_consolidated
+from tensordict._deep import trampoline
 from tensordict._device import _to_device as to_device
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._formats import (
@@ -182,6 +187,7 @@ __all__ = [
     "stack",
     "to_batch_size",
     "to_device",
+    "trampoline",
     "unravel_key",
     "unsupported_leaf_error",
 ]

@@ -18,11 +18,12 @@ import math
 import os
 import stat
 import warnings
+from collections.abc import Generator
 from typing import Any
 
 import torch
 
-from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict.ext import NonTensorData, NonTensorStack, TensorDictBase, trampoline
 from tensordict.ext import lookup_memmap_name as lookup_name
 from tensordict.memmap._fileio import check_file, dtype_from_name, tensor_on
 from tensordict.memmap._names import _VALID, member_path
@@ -75,7 +76,9 @@ def _fs_meta(folder: str, ctx: _Ctx) -> dict:
 
 def _fs_member(folder: str, name: Any, ctx: _Ctx, what: str) -> str:
     if ctx.zfs is None:
-        return member_path(folder, name, ctx.root, what)
+        # below the root's own members (fully checked), ``folder`` came from here: only
+        # ``name`` needs checking, so a deep store loads in time linear in its depth
+        return member_path(folder, name, ctx.root, what, checked=folder != ctx.root)
     if not isinstance(name, str) or not _VALID.fullmatch(name):
         msg = f"{_where(_join(folder, META, ctx), ctx)}: invalid {what} name {name!r} in the metadata."
         raise RuntimeError(msg)
@@ -257,7 +260,9 @@ def _non_tensor(entry: dict, folder: str, ctx: _Ctx) -> Any:
     return NonTensorStack._from_flat(payload, bs)
 
 
-def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
+def _load_td(folder: str, meta: dict, ctx: _Ctx) -> Generator[tuple, Any, TensorDictBase]:
+    """The TensorDict of ``folder`` (part of :func:`_load_folder_node`): a nested folder is
+    yielded as ``(sub_folder, ctx, "")`` and its loaded value sent back."""
     from tensordict.ext import TensorDict
 
     where = os.path.join(folder, META)
@@ -289,7 +294,7 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> TensorDictBase:
             sub = _fs_member(folder, entry.get("dir"), ctx, "sub-folder")
             if not _fs_isdir(sub, ctx):
                 raise _incomplete(ctx.root, f"the folder {sub!r} of key {key!r} is missing")
-            value = _load_folder(sub, ctx)
+            value = yield (sub, ctx, "")
             sub_bs = getattr(value, "batch_size", None)
             if sub_bs is None or list(sub_bs[: len(bs)]) != bs:
                 raise _bad(where, f"key {key!r} has batch size {list(sub_bs)}, which does not start with {bs}")  # type: ignore[arg-type]
@@ -321,6 +326,13 @@ def _visit_once(folder: str, ctx: _Ctx) -> None:
 
 
 def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
+    """The container stored in ``folder`` and every folder under it, at any depth: the
+    folders are read without recursion (:func:`tensordict.ext.trampoline`)."""
+    return trampoline(_load_folder_node, folder, ctx, key)
+
+
+def _load_folder_node(folder: str, ctx: _Ctx, key: str) -> Generator[tuple, Any, Any]:
+    """One folder of :func:`_load_folder`; a nested folder is yielded and its value sent back."""
     _visit_once(folder, ctx)
     meta = _read_folder_meta(folder, ctx)
     where = os.path.join(folder, META)
@@ -339,7 +351,7 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
         raise RuntimeError(msg)
     kind = meta.get("type")
     if kind == "TensorDict":
-        result = _load_td(folder, meta, ctx)
+        result = yield from _load_td(folder, meta, ctx)
     elif kind == "LazyStackedTensorDict":
         stack = meta.get("stack")
         dim = meta.get("stack_dim")
@@ -350,7 +362,7 @@ def _load_folder(folder: str, ctx: _Ctx, key: str = "") -> Any:
             sub = _fs_member(folder, name, ctx, "stacked sub-folder")
             if not _fs_isdir(sub, ctx):
                 raise _incomplete(ctx.root, f"the stacked folder {sub!r} is missing")
-            subs.append(_load_folder(sub, ctx))
+            subs.append((yield (sub, ctx, "")))
         bs = _ints(meta.get("batch_size"), where, "batch_size")
         names = meta.get("names")
         if names is not None and (not isinstance(names, list) or len(names) != len(bs)

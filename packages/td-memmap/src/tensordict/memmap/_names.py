@@ -85,7 +85,7 @@ def _link_in(root: str, path: str) -> str | None:
     return None
 
 
-def member_path(folder: str, name: object, root: str, what: str, *, strict: bool = True) -> str:
+def member_path(folder: str, name: object, root: str, what: str, *, strict: bool = True, checked: bool = False) -> str:
     """``folder/name`` for a ``name`` read from (untrusted) metadata.
 
     ``root`` is the store's real path. No component of the result below ``root``
@@ -97,6 +97,11 @@ def member_path(folder: str, name: object, root: str, what: str, *, strict: bool
     writes (``fullmatch``: a trailing newline does not pass); otherwise (stores
     written by the ``tensordict`` package) it must be one path component.
 
+    With ``checked``, ``folder`` is ``root`` or a path this function returned (so it is
+    real, inside ``root`` and free of links): only the new component is inspected, which
+    keeps a top-down walk of a deep store linear in its depth (the full check walks
+    every component from ``root``, and ``realpath`` resolves every one of them again).
+
     Raises:
         RuntimeError: the name is not one this library writes, a component is a
             symbolic link, or the path leaves ``root``.
@@ -106,7 +111,17 @@ def member_path(folder: str, name: object, root: str, what: str, *, strict: bool
         msg = f"{meta}: invalid {what} name {name!r} in the metadata; refusing to read outside the store."
         raise RuntimeError(msg)
     path = os.path.join(folder, name)
-    link = _link_in(root, path)
+    if checked:
+        try:
+            is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            return path  # missing: the caller reports it
+        except OSError as err:
+            msg = f"cannot inspect {path!r} inside the store {root!r}: {err.strerror or err}."
+            raise RuntimeError(msg) from None
+        link = path if is_link else None
+    else:
+        link = _link_in(root, path)
     if link is not None:
         try:
             target = repr(os.readlink(link))
@@ -117,6 +132,8 @@ def member_path(folder: str, name: object, root: str, what: str, *, strict: bool
             f"links inside a store, since they can lead outside the store {root!r}; refusing to read it."
         )
         raise RuntimeError(msg)
+    if checked:
+        return path  # one plain component below a real folder inside root
     real = os.path.realpath(path)
     if not (real == root or real.startswith(root + os.sep)):
         msg = f"{meta}: {what} {name!r} resolves to {real!r}, outside the store {root!r}; refusing to read it."

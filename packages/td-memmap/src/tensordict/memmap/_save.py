@@ -30,12 +30,20 @@ import errno
 import json
 import os
 import sys
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
 
-from tensordict.ext import MemmapType, NonTensorData, NonTensorStack, TensorDictBase, set_write_hook
+from tensordict.ext import (
+    MemmapType,
+    NonTensorData,
+    NonTensorStack,
+    TensorDictBase,
+    set_write_hook,
+    trampoline,
+)
 from tensordict.ext import lookup_memmap_object as lookup_object
 from tensordict.memmap._fileio import DTYPES, allocate, dtype_name, run_jobs, write_tensor_jobs
 from tensordict.memmap._names import assign_names
@@ -202,6 +210,14 @@ def _non_tensor_entry(key: str, value: Any, stem: str, stage: str | None) -> dic
 
 
 def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
+    """The plan of the store of ``obj`` (folders made, files allocated): nested TensorDicts at
+    any depth, walked without recursion by :func:`tensordict.ext.trampoline`."""
+    return trampoline(_plan_node, obj, stage, final, ctx)
+
+
+def _plan_node(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> Generator[tuple, Any, _Folder]:
+    """One folder of :func:`_plan`; a nested folder is yielded and its plan sent back (each
+    child finishes, its ``meta.json`` queued, before its parent's)."""
     reg = None
     extra = None
     inner = obj
@@ -237,7 +253,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
             if stage is not None:
                 sub_stage, sub_final = os.path.join(stage, name), os.path.join(final, name)  # type: ignore[arg-type]
                 os.mkdir(sub_stage)
-            folder.children.append(_plan(sub, sub_stage, sub_final, ctx))
+            folder.children.append((yield (sub, sub_stage, sub_final, ctx)))
     else:
         names_attr = inner.names if inner._has_names() else None
         meta.update(type="TensorDict", names=names_attr)
@@ -283,7 +299,7 @@ def _plan(obj: Any, stage: str | None, final: str | None, ctx: _Ctx) -> _Folder:
                                "folder.")
                         raise RuntimeError(msg)
                     os.mkdir(s)
-                folder.entries.append((key, _plan(value, s, f, ctx)))
+                folder.entries.append((key, (yield (value, s, f, ctx))))
                 entries.append({"key": key, "kind": "tensordict", "dir": stem})
             else:
                 msg = f"cannot memory-map key {key!r}: values of type {type(value).__name__} are not supported."
@@ -312,10 +328,17 @@ def _leaf_value(leaf: _Leaf, like: bool) -> Any:
 
 
 def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
+    """The memory-mapped TensorDict of a planned ``folder`` (without recursion)."""
+    return trampoline(_build_node, folder, ctx, inplace)
+
+
+def _build_node(folder: _Folder, ctx: _Ctx, inplace: bool) -> Generator[tuple, Any, Any]:
     inner = folder.inner
     cpu = torch.device("cpu")
     if folder.lazy:
-        subs = [_build(child, ctx, inplace) for child in folder.children]
+        subs = []
+        for child in folder.children:
+            subs.append((yield (child, ctx, inplace)))
         names = inner.names if inner._has_names() else None
         result = inner if inplace else make_lazy_stack(subs, inner.stack_dim, folder.final or "memmap",
                                                        inner.batch_size, names)
@@ -325,7 +348,7 @@ def _build(folder: _Folder, ctx: _Ctx, inplace: bool) -> Any:
             if isinstance(item, _Leaf):
                 source[key] = _leaf_value(item, ctx.like)
             elif isinstance(item, _Folder):
-                source[key] = _build(item, ctx, inplace)
+                source[key] = yield (item, ctx, inplace)
             else:
                 source[key] = value = item if inplace else item.clone()
                 if folder.final is not None and isinstance(value, NonTensorStack):
