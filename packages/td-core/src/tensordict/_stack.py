@@ -24,7 +24,15 @@ __all__ = ["stack", "cat", "set_lazy_legacy", "lazy_legacy"]
 _LAZY_LEGACY = [False]
 
 
-def _common_device(tds: Sequence[TensorDictBase]) -> torch.device | None:
+def _common_device(tds: Sequence[TensorDictBase], dense: bool = False) -> torch.device | None:
+    """The device every TensorDict of ``tds`` has, else ``None``; ``dense``: all of them are
+    ``TensorDict`` instances, whose ``_device`` is read directly."""
+    if dense:
+        device = tds[0]._device  # type: ignore[attr-defined]
+        for td in tds:
+            if td._device is not device and td._device != device:  # type: ignore[attr-defined]
+                return None
+        return device
     device = tds[0].device
     for td in tds[1:]:
         if td.device != device:
@@ -127,8 +135,21 @@ def _stack_node(
     tc = tensorclass_of(tds)
     if tc is not None:
         return tc.maybe_dense_stack(tds, dim, out=out) if maybe_dense_stack else tc.stack(tds, dim, out=out)
+    td_cls = _classes.TensorDict
+    dense = True
+    for td in tds:
+        if td.__class__ is not td_cls:
+            dense = False
+            break
     bs = tds[0].batch_size
-    for i, td in enumerate(tds[1:], 1):
+    checked = False
+    if dense:  # attribute reads, not properties; equal sizes are often one object
+        for td in tds:
+            if td._batch_size is not bs and td._batch_size != bs:  # type: ignore[attr-defined]
+                break
+        else:
+            checked = True
+    for i, td in enumerate(() if checked else tds[1:], 1):
         if td.batch_size != bs:
             if maybe_dense_stack and len(td.batch_size) == len(bs):
                 # no dense form: a lazy stack, with -1 where the batch sizes differ
@@ -150,18 +171,41 @@ def _stack_node(
         swapped = _swap_lazy(tds, dim, True)
         if swapped is not None:
             return swapped
-    try:
-        keys = _check_keys(tds, "stack")
-    except KeyError:
-        if maybe_dense_stack:
-            return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
-        raise
+    stores = [td._tensordict for td in tds] if dense else None
+    keys = None
+    if dense:
+        # equal lengths here, and every key of the first found in each store below (a
+        # KeyError there), make equal key sets: no set comparison of every store
+        n_keys = len(stores[0])  # type: ignore[index]
+        for store in stores:  # type: ignore[union-attr]
+            if len(store) != n_keys:
+                break
+        else:
+            keys = list(stores[0])  # type: ignore[index]
+    if keys is None:
+        dense = False
+        try:
+            keys = _check_keys(tds, "stack")
+        except KeyError:
+            if maybe_dense_stack:
+                return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
+            raise
     source = {}
 
-    dense = all(td.__class__ is _classes.TensorDict for td in tds)
-    stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]  # type: ignore[union-attr]
+        if dense:
+            try:
+                values = [s[key] for s in stores]  # type: ignore[union-attr]
+            except KeyError:  # the key sets differ: the checked path names the difference
+                try:
+                    _check_keys(tds, "stack")
+                except KeyError:
+                    if maybe_dense_stack:
+                        return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
+                    raise
+                raise
+        else:
+            values = [td._get_raw(key) for td in tds]
         first = values[0]
         if first.__class__ is UnbatchedTensor:
             source[key] = _one_unbatched(key, values)
@@ -194,7 +238,7 @@ def _stack_node(
     if tds[0]._has_names() and all(td.names == tds[0].names for td in tds):
         names = list(tds[0].names)
         names.insert(dim, None)
-    result = _classes.TensorDict._new_unsafe(source, new_bs, _common_device(tds), names)
+    result = _classes.TensorDict._new_unsafe(source, new_bs, _common_device(tds, dense), names)
     if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
         result = tds[0]._typed_restack(tds, result)
     if out is not None:
@@ -244,9 +288,15 @@ def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any)
         raise IndexError(msg)
     if dim < 0:
         dim += nd
+    td_cls = _classes.TensorDict
+    dense = True
+    for td in tds:
+        if td.__class__ is not td_cls:
+            dense = False
+            break
     for i, td in enumerate(tds[1:], 1):
-        obs = td.batch_size
-        if obs == bs:  # the common case, without a generator per TensorDict
+        obs = td._batch_size if dense else td.batch_size  # type: ignore[attr-defined]
+        if obs is bs or obs == bs:  # the common case, without a generator per TensorDict
             continue
         if len(obs) != nd or any(a != b for j, (a, b) in enumerate(zip(bs, obs)) if j != dim):
             msg = (
@@ -254,13 +304,29 @@ def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any)
                 f"(TensorDict 0) and {tuple(obs)} (TensorDict {i})."
             )
             raise RuntimeError(msg)
-    keys = _check_keys(tds, "cat")
+    stores = [td._tensordict for td in tds] if dense else None
+    keys = None
+    if dense:  # as in _stack_node: equal lengths, then a KeyError below if a key is missing
+        n_keys = len(stores[0])  # type: ignore[index]
+        for store in stores:  # type: ignore[union-attr]
+            if len(store) != n_keys:
+                break
+        else:
+            keys = list(stores[0])  # type: ignore[index]
+    if keys is None:
+        dense = False
+        keys = _check_keys(tds, "cat")
     source = {}
 
-    dense = all(td.__class__ is _classes.TensorDict for td in tds)
-    stores = [td._tensordict for td in tds] if dense else None
     for key in keys:
-        values = [s[key] for s in stores] if dense else [td._get_raw(key) for td in tds]  # type: ignore[union-attr]
+        if dense:
+            try:
+                values = [s[key] for s in stores]  # type: ignore[union-attr]
+            except KeyError:  # the key sets differ: the checked path names the difference
+                _check_keys(tds, "cat")
+                raise
+        else:
+            values = [td._get_raw(key) for td in tds]
         first = values[0]
         if first.__class__ is UnbatchedTensor:
             source[key] = _one_unbatched(key, values)
@@ -273,11 +339,12 @@ def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any)
         else:
             source[key] = torch.cat(values, dim)
     new_bs = list(bs)
-    new_bs[dim] = sum(td.batch_size[dim] for td in tds)
+    sizes: list[int] = [td._batch_size[dim] for td in tds] if dense else [td.batch_size[dim] for td in tds]  # type: ignore[attr-defined]
+    new_bs[dim] = sum(sizes)
     _rebatch_unbatched(source, torch.Size(new_bs))
 
     names = tds[0].names if tds[0]._has_names() else None
-    result = _classes.TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds), names)
+    result = _classes.TensorDict._new_unsafe(source, torch.Size(new_bs), _common_device(tds, dense), names)
     if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
         result = tds[0]._typed_restack(tds, result)
     if out is not None:

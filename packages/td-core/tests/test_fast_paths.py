@@ -1,4 +1,5 @@
-"""The constructor's and ``lazy_stack``'s fast paths give what the checked paths give.
+"""The fast paths of the constructor, ``lazy_stack``, ``stack`` and ``cat`` give what the
+checked paths give.
 
 Each fast path skips work only when its shortcut proves the input is the common case; these
 tests feed inputs that look like the common case but are not, and check the result (or the
@@ -8,7 +9,7 @@ error) against the general path's.
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack, maybe_dense_stack
 
 
 def test_deep_nested_mismatch_names_full_key():
@@ -81,3 +82,36 @@ def test_lazy_stack_equal_but_distinct_sizes_and_mixed_parts():
     # a value that is not a TensorDict after the first one is refused, naming its position
     with pytest.raises(TypeError, match="position 1"):
         lazy_stack([a, torch.zeros(3)])
+
+
+def test_stack_and_cat_same_key_count_different_keys():
+    a = TensorDict({"x": torch.zeros(2), "y": torch.zeros(2)}, [2])
+    b = TensorDict({"x": torch.ones(2), "z": torch.ones(2)}, [2])
+    with pytest.raises(KeyError, match=r"TensorDict 1 has different keys.*missing \['y'\], extra \['z'\]"):
+        torch.stack([a, b])
+    with pytest.raises(KeyError, match=r"cat: TensorDict 1 has different keys"):
+        torch.cat([a, b])
+    out = maybe_dense_stack([a, b])
+    assert type(out) is LazyStackedTensorDict and out[1]["z"].eq(1).all()
+    # fewer keys in a later TensorDict
+    with pytest.raises(KeyError, match=r"missing \['y'\], extra \[\]"):
+        torch.stack([a, TensorDict({"x": torch.zeros(2)}, [2])])
+
+
+def test_stack_and_cat_results_and_checks():
+    parts = [TensorDict({"x": torch.full((2, 3), float(i)), "n": {"y": torch.zeros(2)}}, [2]) for i in range(4)]
+    st = torch.stack(parts, 1)
+    assert st.batch_size == (2, 4) and st["x"][:, 3].eq(3).all() and st["n", "y"].shape == (2, 4)
+    ct = torch.cat(parts, 0)
+    assert ct.batch_size == (8,) and ct["x"][6].eq(3).all()
+    # equal sizes held by distinct Size objects, and a mismatch named with both sizes
+    other = TensorDict({"x": torch.zeros(2, 3), "n": {"y": torch.zeros(2)}}, batch_size=torch.Size([2]))
+    assert torch.stack([parts[0], other]).batch_size == (2, 2)
+    bad = TensorDict({"x": torch.zeros(3, 3), "n": {"y": torch.zeros(3)}}, [3])
+    with pytest.raises(RuntimeError, match=r"same batch_size.*\(2,\).*\(3,\)"):
+        torch.stack([parts[0], bad])
+    assert torch.cat([parts[0], bad]).batch_size == (5,)
+    # the device is kept only when every part has it
+    on_cpu = [TensorDict({"x": torch.zeros(2)}, [2], device="cpu") for _ in range(3)]
+    assert torch.stack(on_cpu).device == torch.device("cpu")
+    assert torch.stack([*on_cpu, TensorDict({"x": torch.zeros(2)}, [2])]).device is None
