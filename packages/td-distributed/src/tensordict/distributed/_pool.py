@@ -31,6 +31,7 @@ import os
 import pickle
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import traceback
@@ -82,10 +83,20 @@ def _ship(result: Any, chunk_id: int, outdir: str, kind: str = "td") -> tuple:
     return ("file", chunk_id, kind, path)
 
 
+def _preload_for_fork() -> None:
+    """Imports, once in the caller, what every forked worker would otherwise import anew.
+
+    ``numpy.random`` is loaded lazily by numpy 2 (about 10 ms): a worker that seeds it
+    (:func:`_seed_worker`) would pay that on every ``map`` call; imported here it is
+    inherited by every fork. Only done when the caller already imported numpy.
+    """
+    if "numpy" in sys.modules and "numpy.random" not in sys.modules:
+        import numpy.random  # noqa: F401
+
+
 def _seed_worker(seed: int) -> None:
     """Seeds torch, and numpy's and Python's global generators when the worker uses them."""
     import random
-    import sys
 
     torch.manual_seed(seed)
     random.seed(seed)
@@ -353,6 +364,8 @@ class _Job:
         if self.user_pool is not None:
             return self.user_pool
         ctx = mp.get_context(self._start_method())
+        if ctx.get_start_method() == "fork":
+            _preload_for_fork()
         try:
             pool = ctx.Pool(
                 self.num_workers,
