@@ -109,7 +109,9 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
 
     ``parent`` is the key of ``source`` as a chain (``"a"``, then ``("a", "b")``, then
     ``(("a", "b"), "c")``...): one pair per level, so deep nests cost no quadratic key
-    building; :func:`_key_path` unrolls it for the error message."""
+    building; :func:`_key_path` unrolls it for the error message. Recursive (the fastest
+    for the usual few levels): a nest deeper than the recursion limit is built by
+    :func:`_from_plain_dict_deep` instead (see ``__init__``)."""
     obj = TensorDict.__new__(TensorDict)
     store: dict = {}
     obj._tensordict = store
@@ -128,6 +130,48 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
         else:
             obj.set(key, value)
     return obj
+
+
+def _from_plain_dict_deep(source: dict, bs: torch.Size, dev: Any, parent: Any) -> TensorDict:
+    """:func:`_from_plain_dict` without recursion: a nest of any depth builds under the
+    default recursion limit (nothing outside the new TensorDicts is written, so building
+    again after the recursive walk gave up is safe)."""
+    # without recursion, for nests of any depth: ``parents`` holds the levels above the one
+    # being built, each with its entries still to read (the same order as a recursive walk)
+    parents: list = []
+    opening = True
+    while True:
+        if opening:
+            obj = TensorDict.__new__(TensorDict)
+            store: dict = {}
+            obj._tensordict = store
+            obj._batch_size = bs
+            obj._device = dev
+            items = iter(source.items())
+        for key, value in items:
+            cls = value.__class__
+            if cls is _Tensor and key.__class__ is str:
+                if bs and _misfits(value.shape, bs):
+                    raise batch_mismatch_error(_key_path(parent, key), value.shape, bs)
+                if dev is not None and value.device != dev:
+                    value = value.to(dev)
+                store[key] = value
+            elif cls is dict and key.__class__ is str:
+                parents.append((obj, store, items, parent, key))
+                parent = (parent, key)
+                source = value
+                break
+            else:
+                obj.set(key, value)
+        else:
+            if not parents:
+                return obj
+            child = obj
+            obj, store, items, parent, key = parents.pop()
+            store[key] = child
+            opening = False
+            continue
+        opening = True
 
 
 
@@ -258,7 +302,10 @@ class TensorDict(TensorDictBase):
                     value = value.to(dev, non_blocking=bool(non_blocking))
                 store[key] = value
             elif key.__class__ is str and value.__class__ is dict and not auto_batch_size:
-                store[key] = _from_plain_dict(value, bs, dev, key)
+                try:
+                    store[key] = _from_plain_dict(value, bs, dev, key)
+                except RecursionError:  # deeper than the recursion limit: build it without recursion
+                    store[key] = _from_plain_dict_deep(value, bs, dev, key)
             else:
                 self.set(key, value)
         if auto_batch_size:
