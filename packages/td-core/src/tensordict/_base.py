@@ -120,6 +120,35 @@ def _map_tree_deep(root: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: d
             frames[-1][2][node_key] = out
 
 
+_tuple_item = tuple.__getitem__
+
+
+def _write_at_dense(td: Any, index: tuple, value: Any) -> bool:
+    """``td[index] = value`` for two dense TensorDicts of plain tensors, ``index`` already
+    normalised, every key of ``value`` already in ``td``: ``_write_at`` without its plan
+    (the same checks, all made before the first write). ``False``, with nothing written,
+    when anything else is met: the general path then handles it."""
+    store = td._tensordict
+    # feature shapes compared as plain tuples: slicing a torch.Size builds another Size
+    features, vfeatures = slice(len(td._batch_size), None), slice(len(value._batch_size), None)
+    todo = []
+    for key, v in value._tensordict.items():
+        dest = store.get(key)
+        if (
+            dest.__class__ is not torch.Tensor
+            or v.__class__ is not torch.Tensor
+            or _tuple_item(dest.shape, features) != _tuple_item(v.shape, vfeatures)
+        ):
+            return False  # missing, not a plain tensor, or a feature shape to broadcast
+        todo.append((key, dest, v))
+    for key, dest, v in todo:
+        try:
+            dest[index] = v
+        except RuntimeError as err:
+            td._write_at_failed(index, value, key, err)
+    return True
+
+
 def get_defaults_to_none(set_to_none: bool | None = None) -> bool:
     """Returns (and optionally sets) whether ``td.get(missing_key)`` returns ``None``.
 
@@ -837,6 +866,13 @@ class TensorDictBase(
         self._setitem_index(index, value)
 
     def _setitem_index(self, index: Any, value: Any) -> None:
+        if (
+            value.__class__ is self.__class__ is _classes.TensorDict
+            and (index.__class__ is slice or index.__class__ is int)
+            and self._batch_size
+            and _write_at_dense(self, (index,), value)
+        ):
+            return
         if isinstance(value, (TensorDictBase, Mapping)) or is_tensor_collection(value):
             if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
                 sub_bs = self._index_batch_size(index)
@@ -900,21 +936,7 @@ class TensorDictBase(
                 try:
                     dest[index] = v
                 except RuntimeError as err:
-                    # a failed write whose batch sizes do not broadcast is reported as such
-                    # (checked only on failure: the write itself is the check on success)
-                    target = self._index_batch_size(index)
-                    try:
-                        fits = torch.broadcast_shapes(value.batch_size, target) == target
-                    except RuntimeError:
-                        fits = False
-                    if fits:
-                        raise
-                    msg = (
-                        f"batch dimension mismatch: the indexed destination TensorDict batch size is "
-                        f"{tuple(target)} at index {index!r}, and the batch size {tuple(value.batch_size)} of the "
-                        f"value differs from the source batch size (key {key!r}); Cannot broadcast the tensordict to it."
-                    )
-                    raise RuntimeError(msg) from err
+                    self._write_at_failed(index, value, key, err)
             elif isinstance(dest, NonTensorData):
                 if not (isinstance(v, NonTensorData) and v == dest):
                     stack = NonTensorStack._from_flat([dest.data] * dest.numel(), dest.batch_size, dest.device)
@@ -922,6 +944,24 @@ class TensorDictBase(
                     owner._set_raw(key, stack)
             else:
                 dest[index] = v
+
+    def _write_at_failed(self, index: tuple, value: Any, key: str, err: RuntimeError) -> None:
+        """Raises for a failed ``dest[index] = v`` of ``td[index] = value``: a write whose batch
+        sizes do not broadcast is reported as such (checked only on failure: the write
+        itself is the check on success); other errors are raised as they are."""
+        target = self._index_batch_size(index)
+        try:
+            fits = torch.broadcast_shapes(value.batch_size, target) == target
+        except RuntimeError:
+            fits = False
+        if fits:
+            raise err
+        msg = (
+            f"batch dimension mismatch: the indexed destination TensorDict batch size is "
+            f"{tuple(target)} at index {index!r}, and the batch size {tuple(value.batch_size)} of the "
+            f"value differs from the source batch size (key {key!r}); Cannot broadcast the tensordict to it."
+        )
+        raise RuntimeError(msg) from err
 
     def _preallocate(self, key: str, v: Any, vbd: int, bs: torch.Size) -> Any:
         dest: Any

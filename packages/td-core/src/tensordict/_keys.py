@@ -130,6 +130,10 @@ def _default_is_leaf(cls: type) -> bool:
 _TENSOR_ONLY = frozenset((_Tensor,))
 
 
+class _Never:
+    """A class no value has: what a class check compares with to never match."""
+
+
 def _all_tensors(td: Any) -> bool:
     """Whether ``td`` is a dense TensorDict holding plain tensors only (checked at C speed)."""
     return td.__class__ is _classes.TensorDict and _TENSOR_ONLY.issuperset(map(type, td._tensordict.values()))
@@ -188,11 +192,29 @@ class _KeysView:
         if td.__class__ is td_cls and len(td._tensordict) > 8 and _all_tensors(td):
             _extend_tensors(td, prefix, out, keys_only)
             return
+        # a plain tensor is a leaf under the default ``is_leaf``: one class check, no more
+        tensor_cls = _Tensor if is_leaf is None else _Never
         stack = [(prefix, iter(td._items_raw()))]
         while stack:
             pre, items = stack[-1]
             for key, value in items:
                 full = pre + (key,) if pre else key
+                cls = value.__class__
+                if cls is tensor_cls:
+                    append(full if keys_only else (full, value))
+                    continue
+                if cls is td_cls:  # a dense TensorDict (a node under the default is_leaf)
+                    if not leaves_only:
+                        append(full if keys_only else (full, value))
+                    if nested:
+                        sub = full if pre else (key,)
+                        store = value._tensordict
+                        if len(store) > 8 and only_tensors(map(type, store.values())):
+                            _extend_tensors(value, sub, out, keys_only)
+                            continue
+                        stack.append((sub, iter(store.items())))
+                        break
+                    continue
                 is_coll = isinstance(value, tdb)
                 if is_leaf is None:  # default: not TensorDicts, not non-tensor data
                     leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
@@ -203,13 +225,6 @@ class _KeysView:
                 if nested and is_coll:
                     # the key tuple is built once per node (keys at depth d cost O(d) each)
                     sub = full if pre else (key,)
-                    if value.__class__ is td_cls:  # a dense TensorDict: its store directly
-                        store = value._tensordict
-                        if len(store) > 8 and only_tensors(map(type, store.values())):
-                            _extend_tensors(value, sub, out, keys_only)
-                            continue
-                        stack.append((sub, iter(store.items())))
-                        break
                     if keys_only:
                         inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
                         if inner.__class__ is _classes.LazyStackedTensorDict:
@@ -240,39 +255,49 @@ class _KeysView:
         return self._count(self._td)
 
     def _count(self, td: TensorDictBase) -> int:
-        is_leaf = self.is_leaf
+        leaves_only = self.leaves_only
+        nested = self.include_nested
         n = 0
-        tdb = _classes.TensorDictBase
         todo = [td]  # an explicit stack: no recursion limit on the nesting depth
-        td_cls = _classes.TensorDict if is_leaf is None else None
+        td_cls = _classes.TensorDict if self.is_leaf is None else None
         while todo:
             node = todo.pop()
             if node.__class__ is td_cls:  # a dense TensorDict: its store directly
                 store = node._tensordict
-                if len(store) > 8 and _TENSOR_ONLY.issuperset(map(type, store.values())):
-                    n += len(store)  # plain tensors only: every one counts
-                    continue
-                items = store.items()
-            else:
-                items = node._items_raw()
-            for _, value in items:
-                is_coll = isinstance(value, tdb)
-                if is_leaf is None:  # default: not TensorDicts, not non-tensor data
-                    leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
-                else:
-                    leaf = is_leaf(type(value))
-                if not self.leaves_only or leaf:
-                    n += 1
-                if self.include_nested and is_coll:
-                    if value.__class__ is td_cls:  # dense: no tensorclass / lazy-stack lookups
-                        todo.append(value)
+                # every entry counts once, but what is not a plain tensor is looked at
+                n += len(store)
+                for value in store.values():
+                    if value.__class__ is _Tensor:
                         continue
-                    inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
-                    if inner.__class__ is _classes.LazyStackedTensorDict:
-                        # counted without stacking a leaf (they may be heterogeneous)
-                        n += len(inner.keys(True, self.leaves_only, is_leaf=is_leaf))
-                    else:
-                        todo.append(value)
+                    if value.__class__ is td_cls:  # dense: no tensorclass / lazy-stack lookups
+                        if leaves_only:
+                            n -= 1
+                        if nested:
+                            todo.append(value)
+                        continue
+                    n += self._count_one(value, todo) - 1
+                continue
+            for _, value in node._items_raw():
+                n += self._count_one(value, todo)
+        return n
+
+    def _count_one(self, value: Any, todo: list) -> int:
+        """How many keys ``value`` itself gives (1 or 0), plus all of a lazy stack's nested
+        keys under ``include_nested``; a nested TensorDict to walk goes onto ``todo``."""
+        is_leaf = self.is_leaf
+        is_coll = isinstance(value, _classes.TensorDictBase)
+        if is_leaf is None:  # default: not TensorDicts, not non-tensor data
+            leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
+        else:
+            leaf = is_leaf(type(value))
+        n = 1 if not self.leaves_only or leaf else 0
+        if self.include_nested and is_coll:
+            inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
+            if inner.__class__ is _classes.LazyStackedTensorDict:
+                # counted without stacking a leaf (they may be heterogeneous)
+                n += len(inner.keys(True, self.leaves_only, is_leaf=is_leaf))
+            else:
+                todo.append(value)
         return n
 
     def __contains__(self, key: object) -> bool:

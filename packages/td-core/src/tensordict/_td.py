@@ -16,6 +16,7 @@ from tensordict._errors import batch_mismatch_error, locked_error, missing_key_e
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._select import _like
 from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["TensorDict"]
@@ -515,15 +516,14 @@ class TensorDict(TensorDictBase):
         if key.__class__ is tuple and item.__class__ is _Tensor and not inplace and len(key) > 1 and self.__class__ is TensorDict:
             node: Any = self
             try:
-                # a name that is not a str misses in the store (None) or cannot be hashed
-                # (TypeError): either way the general path below handles the key
-                for sub in key[:-1]:
-                    nxt = node._tensordict.get(sub)
-                    if nxt.__class__ is not TensorDict:
-                        node = None
+                # a name that is not a str misses in the store (KeyError) or cannot be
+                # hashed (TypeError): either way the general path below handles the key
+                parents: Any = key[:-1]
+                for sub in parents:
+                    if node.__class__ is not TensorDict:
                         break
-                    node = nxt
-            except TypeError:
+                    node = node._tensordict[sub]
+            except (KeyError, TypeError):
                 node = None
             if node is not None:
                 last = key[-1]
@@ -543,18 +543,30 @@ class TensorDict(TensorDictBase):
             if key.__class__ is str:
                 existing = self._tensordict.get(key)
             elif key.__class__ is tuple:
-                # a nested key through dense TensorDicts: walk the stores directly
+                # a nested key through dense TensorDicts: walk the stores directly (a name
+                # that is not a str misses in the store or cannot be hashed: general path)
                 existing = self
-                for sub in key:
-                    if sub.__class__ is not str or existing.__class__ is not TensorDict:
-                        existing = None
-                        break
-                    existing = existing._tensordict.get(sub)
+                names: Any = key
+                try:
+                    for sub in names:
+                        if existing.__class__ is not TensorDict:
+                            existing = None
+                            break
+                        existing = existing._tensordict[sub]
+                except (KeyError, TypeError):
+                    existing = None
             else:
                 existing = None
-            if existing.__class__ is _Tensor and existing.shape == item.shape:
-                existing.copy_(item, non_blocking=non_blocking)
-                return self
+            if existing.__class__ is _Tensor:
+                # copy_ broadcasts ``item`` exactly where the general path accepts it; what
+                # it refuses goes there for the error (positional non_blocking: a keyword
+                # costs more than the rest of this call)
+                try:
+                    existing.copy_(item, non_blocking)
+                except RuntimeError:
+                    pass
+                else:
+                    return self
         return TensorDictBase.set_(self, key, item, non_blocking=non_blocking)  # type: ignore[return-value]
 
     set_.__doc__ = TensorDictBase.set_.__doc__
@@ -607,23 +619,10 @@ class TensorDict(TensorDictBase):
                     if strict:
                         missing = next(k for k in keys if k not in store)
                         raise missing_key_error(missing, store) from None
-                    return self._selected({k: store[k] for k in keys if k in store})
+                    return _like(self, {k: store[k] for k in keys if k in store})
         return TensorDictBase.select(self, *keys, inplace=inplace, strict=strict)
 
     select.__doc__ = TensorDictBase.select.__doc__
-
-    def _selected(self, source: dict) -> TensorDictBase:
-        """A TensorDict like ``self`` (batch size, device, names) over ``source``."""
-        if self.__class__ is not TensorDict:  # subclasses (TypedTensorDict) keep their class
-            return self._new_like(source)
-        out = _new_obj(TensorDict)
-        out._tensordict = source
-        out._batch_size = self._batch_size
-        out._device = self._device
-        names = self._names
-        if names is not None:
-            out._names = list(names)
-        return out
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:  # noqa: D102
         if not inplace:
@@ -635,7 +634,7 @@ class TensorDict(TensorDictBase):
                     break
                 pop(k, None)
             else:
-                return self._selected(source)
+                return _like(self, source)
         return TensorDictBase.exclude(self, *keys, inplace=inplace)
 
     exclude.__doc__ = TensorDictBase.exclude.__doc__
