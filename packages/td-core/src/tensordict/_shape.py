@@ -616,7 +616,12 @@ class ShapeMixin(TensorDictHost):
         columns = []
         shapes = None
         for key, value in self._items_raw():
-            if isinstance(value, _classes.TensorDictBase):
+            if value.__class__ is _Tensor:  # the common leaf first: one class check
+                parts = fn(value, nd)
+                if shapes is None:
+                    feat = value.ndim - bd
+                    shapes = [p.shape[: p.ndim - feat] if feat else p.shape for p in parts]
+            elif isinstance(value, _classes.TensorDictBase):
                 parts = value._split_leaves(fn, nd) if names is None else value._split_leaves(fn, nd, names)
                 if shapes is None and parts:
                     shapes = [p.batch_size[: p.batch_dims - (value.batch_dims - bd)] for p in parts]
@@ -624,9 +629,10 @@ class ShapeMixin(TensorDictHost):
                 probe = fn(torch.zeros((), dtype=torch.uint8).expand(value.batch_size), nd)
                 parts = [value._rebatch(p.shape) for p in probe]
             elif isinstance(value, torch.Tensor):
-                parts = fn(value, nd)  # type: ignore[assignment]
+                parts = fn(value, nd)
                 if shapes is None:
-                    shapes = [p.shape[: p.ndim - (value.ndim - bd)] for p in parts]
+                    feat = value.ndim - bd
+                    shapes = [p.shape[: p.ndim - feat] if feat else p.shape for p in parts]
             elif hasattr(value, "_split_leaves"):
                 parts = value._split_leaves(fn, nd)
             else:
@@ -643,9 +649,13 @@ class ShapeMixin(TensorDictHost):
         new_like = self._new_like
         if names is not None:
             names = derive_names(self, names, nd) if self._has_names() or not callable(names) else None
+        size = torch.Size
+        # one row of leaves per part (``zip(*columns)`` transposes at C speed); shapes taken
+        # from a leaf are torch.Size already
+        rows = zip(*columns) if columns else [()] * len(shapes)
         return [
-            new_like(dict(zip(keys, [c[i] for c in columns])), batch_size=torch.Size(shapes[i]), names=names)
-            for i in range(len(shapes))
+            new_like(dict(zip(keys, row)), batch_size=shape if shape.__class__ is size else size(shape), names=names)
+            for row, shape in zip(rows, shapes)
         ]
 
     def unbind(self, dim: int = 0) -> tuple:
