@@ -134,7 +134,125 @@ def _run_task(task: tuple) -> tuple:
         return ("error", chunk_id, os.getpid(), type(err).__name__, str(err), tb, blob)
 
 
+def _forked_worker(token: str, conn: Any, first: int, counter: Any, lock: Any, specs: list, dim: int,
+                   base_seed: int, outdir: str, threads: int) -> None:
+    """A worker of :class:`_ForkedWorkers`: runs chunk ``first``, then takes the next chunk
+    id from the shared counter, runs it (:func:`_run_task`, as a pool worker would) and
+    sends each result message back, until no chunk is left; then it exits."""
+    if threads:
+        torch.set_num_threads(threads)
+    i = first
+    try:
+        while True:
+            if i < 0:
+                with lock:
+                    i = counter.value
+                    if i >= len(specs):
+                        return
+                    counter.value = i + 1
+            msg = _run_task((token, None, None, dim, specs[i], base_seed + i, i, outdir, threads))
+            conn.send(msg)
+            if msg[0] == "error":
+                return  # the caller stops the job at this error: no more chunks to run
+            i = -1
+    finally:
+        conn.close()
+
+
 # ---------------------------------------------------------------------- caller side
+class _ForkedWorkers:
+    """The processes of a ``map`` whose workers are forked by this module (no user pool,
+    no ``max_tasks_per_child``): lighter than a ``multiprocessing.Pool``.
+
+    Each worker is forked with the source and ``fn`` in its memory (nothing is sent at
+    start-up), takes chunk ids from a shared counter (so a fast worker takes more
+    chunks) and sends each result message through its own pipe; it exits when no chunk
+    is left. No thread runs in the caller while the workers compute: the caller waits
+    on the pipes and on the processes' sentinels (a worker that dies is reported at
+    once) and takes the results in chunk order.
+    """
+
+    def __init__(self, ctx: Any, job: _Job) -> None:
+        self.op = job.op
+        self.procs: list = []
+        self.conns: dict = {}  # connection -> process
+        # worker w runs chunk w first (every worker gets one), then the counter hands out the rest
+        counter, lock = ctx.RawValue("q", job.num_workers), ctx.Lock()
+        _WORKER_STATE[job.token] = (job.source, job.fn, job.inherited)
+        try:
+            for w in range(job.num_workers):
+                recv_end, send_end = ctx.Pipe(duplex=False)
+                proc = ctx.Process(
+                    target=_forked_worker,
+                    args=(job.token, send_end, w, counter, lock, job.specs, job.dim, job.base_seed, job.outdir,
+                          job.threads),
+                    daemon=True,
+                    name="tensordict-map-worker",
+                )
+                proc.start()
+                send_end.close()
+                self.procs.append(proc)
+                self.conns[recv_end] = proc
+        except BaseException:
+            self.terminate()
+            raise
+        finally:
+            del _WORKER_STATE[job.token]  # the forked workers have their copy; the caller keeps none
+
+    def messages(self, count: int) -> Iterator[tuple]:
+        """Yields the ``count`` result messages in chunk order."""
+        from multiprocessing.connection import wait
+
+        pending: dict = {}
+        for next_id in range(count):
+            while next_id not in pending:
+                if not self.conns:
+                    msg = f"{self.op}: the worker processes exited before returning chunk {next_id}."
+                    raise RuntimeError(msg)
+                for conn in wait(list(self.conns)):
+                    try:
+                        msg = conn.recv()  # type: ignore[union-attr]
+                    except EOFError:  # the worker closed its pipe: it is done, or it died
+                        proc = self.conns.pop(conn)
+                        proc.join(5.0)
+                        self._check_exit(proc)
+                        continue
+                    pending[msg[1]] = msg
+            yield pending.pop(next_id)
+
+    def _check_exit(self, proc: Any) -> None:
+        code = proc.exitcode
+        if code not in (None, 0):
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            msg = (
+                f"{self.op}: a worker process (pid {proc.pid}) died ({how}) while running fn; the chunk it held "
+                "is lost. Out of memory, a crash in native code or a kill are the usual causes."
+            )
+            raise RuntimeError(msg)
+
+    def close(self) -> None:
+        """Every result is in: the workers exit on their own, joined in the background."""
+        for conn in self.conns:
+            conn.close()
+        procs = self.procs
+
+        def join() -> None:
+            for proc in procs:
+                proc.join()
+
+        threading.Thread(target=join, name="tensordict-map-join", daemon=True).start()
+
+    def terminate(self) -> None:
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in self.procs:
+            proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+
 class _RemoteTraceback(Exception):
     """Carries a worker's formatted traceback (shown as the cause of the re-raised error)."""
 
@@ -315,6 +433,7 @@ class _Job:
         self.token = uuid.uuid4().hex
         self.outdir = ""
         self.pool = None
+        self.workers: _ForkedWorkers | None = None
         self.seen: dict = {}
         self.inherited = False
 
@@ -406,17 +525,7 @@ class _Job:
         try:
             self._make_source()
             self.outdir = tempfile.mkdtemp(prefix="tensordict-map-", dir=_shm_dir())
-            pool = self._start_pool()
-            tasks = self._tasks() if self.lazy_tasks else list(self._tasks())
-            it = pool.imap(_run_task, tasks)
-            self._check_workers(pool)
-            for _ in range(len(self.specs)):
-                while True:
-                    try:
-                        msg = it.next(timeout=0.25)
-                        break
-                    except mp.TimeoutError:
-                        self._check_workers(pool)
+            for msg in self._messages():
                 value = self._load(msg)
                 if msg[0] in ("file", "pickled") and msg[2] == "inplace":
                     self._write_inplace(msg[1], value)
@@ -429,6 +538,27 @@ class _Job:
             if bar is not None:
                 bar.close()
             self.close(ok)
+
+    def _messages(self) -> Iterator[tuple]:
+        """The workers' result messages, in chunk order."""
+        ctx = mp.get_context(self._start_method())
+        if self.user_pool is None and self.max_tasks is None and ctx.get_start_method() == "fork":
+            _preload_for_fork()
+            self.workers = _ForkedWorkers(ctx, self)
+            yield from self.workers.messages(len(self.specs))
+            return
+        pool = self._start_pool()
+        tasks = self._tasks() if self.lazy_tasks else list(self._tasks())
+        it = pool.imap(_run_task, tasks)
+        self._check_workers(pool)
+        for _ in range(len(self.specs)):
+            while True:
+                try:
+                    msg = it.next(timeout=0.25)
+                    break
+                except mp.TimeoutError:
+                    self._check_workers(pool)
+            yield msg
 
     def _load(self, msg: tuple) -> Any:
         kind = msg[0]
@@ -463,6 +593,12 @@ class _Job:
             self.td[idx] = chunk
 
     def close(self, ok: bool) -> None:
+        if self.workers is not None:
+            if ok:
+                self.workers.close()
+            else:
+                self.workers.terminate()
+            self.workers = None
         if self.pool is not None:
             if ok:
                 # every result is in: the idle workers exit on their own, joined in the background
