@@ -64,6 +64,7 @@ def fast_job(rank: int, world: int) -> dict:
         set_integrity_mode("crc")  # the general path (the fast one is for "tail")
         _many(8.0).send(1, init_tag=200)
         set_integrity_mode(None)
+        _dtypes(2.0).send(1, init_tag=210)
         out["sends"] = COUNTS[0]
         return out
     tmpl = _many(0.0)
@@ -107,6 +108,9 @@ def fast_job(rank: int, world: int) -> dict:
     assert bool((grown["extra"] == 0).all())
     tmpl.recv(0, init_tag=200)
     assert _same(tmpl, _many(8.0))
+    kinds = _dtypes(0.0)
+    kinds.recv(0, init_tag=210)
+    assert _same(kinds, _dtypes(2.0))
     out["recvs"] = COUNTS[1]
     return out
 
@@ -116,20 +120,38 @@ def test_fast_path_on_two_ranks(tmp_path):
     sender, receiver = run_ranks(fast_job, 2, out_dir=str(tmp_path), timeout=110)
     # the three sends of one TensorDict, changed in place, all take the fast path both ways
     assert sender["sends_same"] == 3 and receiver["recvs_same"] == 3
-    # every send but the one in "crc" mode takes it: 13 of 14
-    assert sender["sends"] == 13, sender
+    # every send but the one in "crc" mode takes it: 14 of 15
+    assert sender["sends"] == 14, sender
     assert sender["isend_tag"] == receiver["irecv_tag"] == 152
     # another batch size changes the metadata bytes: the general path takes it (and accepts it)
     assert receiver["other_batch_size_fast"] == 0
     assert "does not match the structure" in receiver["new_key"] and "'extra'" in receiver["new_key"]
-    # fast receives: 3 + replaced leaf + 3 consolidated + grad + irecv + pseudo_rand + grown key;
-    # not: another batch size, the mismatch, the "crc" sender
-    assert receiver["recvs"] == 11, receiver
+    # fast receives: 3 + replaced leaf + 3 consolidated + grad + irecv + pseudo_rand + grown key
+    # + every dtype; not: another batch size, the mismatch, the "crc" sender
+    assert receiver["recvs"] == 12, receiver
+
+
+def _dtypes(value: float) -> TensorDict:
+    """Every kind of leaf the wire carries, in runs of equal and of different shapes."""
+    return TensorDict(
+        {
+            "f16": torch.full((3, 2), value, dtype=torch.float16),
+            "bf16": torch.full((3,), value, dtype=torch.bfloat16),
+            "c64": torch.full((3, 2), complex(value, -value), dtype=torch.complex64),
+            "mask": torch.tensor([True, False, value > 0]),
+            "u8": torch.arange(3, dtype=torch.uint8),
+            "i32": torch.arange(6, dtype=torch.int32).view(3, 2),
+            "f64": torch.full((3, 5), value, dtype=torch.float64),
+            "empty": torch.zeros(3, 0),
+        },
+        batch_size=[3],
+    )
 
 
 @pytest.mark.parametrize("consolidate", [False, True])
-def test_send_buffer_bytes_are_the_general_paths(consolidate):
-    td = _many(3.0)
+@pytest.mark.parametrize("make", [_many, _dtypes])
+def test_send_buffer_bytes_are_the_general_paths(consolidate, make):
+    td = make(3.0)
     if consolidate:
         td = td.consolidate()
     snap = snapshot(td)
@@ -147,7 +169,7 @@ def test_send_buffer_bytes_are_the_general_paths(consolidate):
     nonce = fast[52:56].clone()
     assert torch.equal(fast[-8:-4], nonce)
     # the buffer sees in-place changes of the leaves at the next fill
-    td["leaf3"].fill_(-1.0)
+    next(iter(td.values())).fill_(-1.0)
     with torch.no_grad():
         buf.fill()
     assert torch.equal(buf.stream[HEADER_SIZE:-8], Outgoing(td, check="tail").stream[HEADER_SIZE:-8])
