@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
 _Tensor = torch.Tensor
+_Size = torch.Size
 
 __all__ = ["ShapeMixin"]
 
@@ -243,7 +244,9 @@ class ShapeMixin(TensorDictHost):
                     new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
                 for key in unbatched:
                     source[key] = source[key]._rebatch(new_bs)
-                res = node._new_like(source, batch_size=torch.Size(new_bs), names=names)
+                if new_bs.__class__ is not _Size:
+                    new_bs = _Size(new_bs)
+                res = node._new_like(source, batch_size=new_bs, names=names)
                 if not parents:
                     return res
                 node, index, bs, new_bs, names, fixed, unbatched, source, items, key = parents.pop()
