@@ -153,7 +153,9 @@ def _flatten_dense(td: Any) -> tuple[list, _TDContext]:
     """``_flatten`` for ``TensorDict`` and its subclasses (reads the storage directly)."""
     storage = td._tensordict
     values = list(storage.values())
-    if not _DENSE_TYPES.issuperset(map(type, values)) or "_pytree_leaf_keys" in td.__dict__:
+    # (an attribute read, not ``td.__dict__``: reading ``__dict__`` builds the instance's
+    # dict object, and every later attribute read of that TensorDict gets slower)
+    if not _DENSE_TYPES.issuperset(map(type, values)) or td._pytree_leaf_keys is not None:
         return _flatten(td)
     ref_idx = 0
     for i, value in enumerate(values):
@@ -384,7 +386,7 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
         source = {key: source[key] for key in ctx.order}
     td = _new_unsafe(source, bs, device, names)
     if loose:
-        td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)  # type: ignore[attr-defined]
+        td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)
     if stack is not None and not loose and bs == ctx.batch_size:
         cls, stack_dim = stack
         return cls(*td.unbind(stack_dim), stack_dim=stack_dim)

@@ -235,6 +235,8 @@ class TensorDict(TensorDictBase):
     _device: torch.device | None = None
     #: set on results of squeeze/unsqueeze under ``set_lazy_legacy(True)`` (names are fixed)
     _frozen_names: bool = False
+    #: keys whose values a pytree unflatten stored as non-tensor data (see ``_pytree.py``)
+    _pytree_leaf_keys: frozenset | None = None
 
     def __init__(
         self,
