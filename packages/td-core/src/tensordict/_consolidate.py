@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsolidateMixin", "from_consolidated"]
 
+_new_obj = object.__new__
+
 MAGIC = CONSOLIDATED_MAGIC
 VERSION = CONSOLIDATED_VERSION
 _HEADER = CONSOLIDATED_HEADER
@@ -140,47 +142,77 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
     per level whose tensor entries are placeholders, listed in ``slots`` as
     ``(source dict, key)`` in leaf order, for the caller to fill with the views.
     Returns ``(skeleton, output or None)``.
+
+    Depth first in key order, with an explicit stack (no recursion limit on the nesting
+    depth). A node's entry list and output TensorDict are made when the walk meets it and
+    filled as it goes; everything per node and per leaf is written inline (this walk is
+    most of what consolidating a deep tree costs above the copy itself).
     """
-    entries: list[tuple] = []
-    append = entries.append
-    if td.__class__ is td_cls:
-        items = td._tensordict.items()
-        bs, device, names = td._batch_size, td._device, td._names
-    else:
-        items = td._items_raw()
-        bs, device = td.batch_size, td.device
-        names = td.names if td._has_names() else None
     tensor = torch.Tensor
-    src: dict | None = None if slots is None else {}
-    for key, value in items:
-        cls = value.__class__
-        if cls is UnbatchedTensor:
-            # not packed: a storage view would lose the wrapper (and with it the exemption
-            # from the batch-size rule); it stays in the result as it is
-            append((key, _OTHER, value))
-            if src is not None:
+    unbatched = UnbatchedTensor
+    tensor_kind, td_kind, other_kind = _TENSOR, _TD, _OTHER
+    add_leaf = leaves.append
+    n = len(leaves)
+    build = slots is not None
+    add_slot = slots.append if slots is not None else None
+    stack: list = []
+    root: tuple | None = None
+    out = sub = None
+    entries: list = []
+    src: dict = {}
+    items: Any = None
+    parent_key = None
+    pending = td  # a TensorDict met but not opened yet
+    while True:
+        if pending is not None:
+            if pending.__class__ is td_cls:
+                node_items = pending._tensordict.items()
+                bs, device, names = pending._batch_size, pending._device, pending._names
+            else:
+                node_items = pending._items_raw()
+                bs, device = pending.batch_size, pending.device
+                names = pending.names if pending._has_names() else None
+            node_entries: list = []
+            node = (bs, device, names, node_entries)
+            node_src: dict = {}
+            if build:
+                sub = _new_obj(td_cls)  # ``_new_unsafe``, locked
+                sub._tensordict = node_src
+                sub._batch_size = bs
+                sub._device = device
+                if names is not None:
+                    sub._names = list(names)
+                sub._is_locked = True
+            if root is None:
+                root, out = node, sub
+            else:
+                entries.append((parent_key, td_kind, node))
+                if build:
+                    src[parent_key] = sub
+                stack.append((items, entries, src))
+            items, entries, src = iter(node_items), node_entries, node_src
+            pending = None
+        for key, value in items:
+            cls = value.__class__
+            if cls is tensor or (cls is not unbatched and cls is not td_cls and isinstance(value, tensor)):
+                entries.append((key, tensor_kind, n))
+                n += 1
+                add_leaf(value)
+                if build:
+                    src[key] = None
+                    add_slot((src, key))  # type: ignore[misc]
+            elif cls is td_cls or (cls is not unbatched and isinstance(value, base)):
+                pending, parent_key = value, key
+                break
+            else:
+                # an UnbatchedTensor is not packed: a storage view would lose the wrapper (and
+                # with it the exemption from the batch-size rule); it stays as it is
+                entries.append((key, other_kind, value))
                 src[key] = value
-        elif cls is tensor or (cls is not td_cls and isinstance(value, tensor)):
-            append((key, _TENSOR, len(leaves)))
-            leaves.append(value)
-            if src is not None:
-                src[key] = None
-                slots.append((src, key))  # type: ignore[union-attr]
-        elif cls is td_cls or isinstance(value, base):
-            node, sub = _collect(value, leaves, base, td_cls, slots)
-            append((key, _TD, node))
-            if src is not None:
-                src[key] = sub
         else:
-            append((key, _OTHER, value))
-            if src is not None:
-                src[key] = value
-    node = (bs, device, names, entries)
-    if src is None:
-        return node, None
-    out = td_cls._new_unsafe(src, bs, device, names)
-    out._is_locked = True
-    return node, out
+            if not stack:
+                return root, out
+            items, entries, src = stack.pop()
 
 
 def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
@@ -273,28 +305,42 @@ def _bad_leaf_error(td: Any, leaf: torch.Tensor) -> TypeError:
 
 def _layout(leaves: list) -> tuple[list, int]:
     groups: dict = {}
-    for i, t in enumerate(leaves):
-        if t.layout is not torch.strided or t.is_nested:
+    strided = torch.strided
+    i = 0
+    for t in leaves:
+        if t.layout is not strided or t.is_nested:
             raise _BadLeaf(i)
-        idxs = groups.get(t.dtype)
+        dtype = t.dtype
+        idxs = groups.get(dtype)
         if idxs is None:
-            groups[t.dtype] = [i]
+            groups[dtype] = [i]
         else:
             idxs.append(i)
+        i += 1
     runs = []
     start = 0
-    for dtype in sorted(groups, key=lambda d: -d.itemsize):
+    for dtype in sorted(groups, key=_minus_itemsize):
         idxs = groups[dtype]
-        nbytes = sum(leaves[i].numel() for i in idxs) * dtype.itemsize
+        nbytes = sum(map(_numel, map(leaves.__getitem__, idxs))) * dtype.itemsize  # C-speed passes
         runs.append((dtype, start, nbytes, idxs))
         start += nbytes
     return runs, start
 
 
+def _minus_itemsize(dtype: torch.dtype) -> int:
+    return -dtype.itemsize
+
+
+_numel = torch.Tensor.numel
+
+
 def _run_views(slab: torch.Tensor, templates: list) -> Any:
     """Views of a 1-d ``slab`` shaped like ``templates`` (laid out one after the other)."""
     shape = templates[0].shape
-    if len(templates) > 1 and all(t.shape == shape for t in templates):
+    if len(templates) > 1:
+        for t in templates:  # a loop, not a generator: this check runs per leaf
+            if t.shape != shape:
+                return _unflatten_dense(slab, templates)
         return slab.view(len(templates), *shape).unbind(0)  # one C++ call, one view per leaf
     return _unflatten_dense(slab, templates)
 
@@ -321,7 +367,8 @@ def _copy(views: list, leaves: list, num_threads: int, non_blocking: bool) -> No
     if not views:
         return
     device = views[0].device
-    if any(t.device != device for t in leaves):  # cross-device: plain copies
+    # cross-device: plain copies (``is_cpu``, a flag, is cheaper to read than ``device``)
+    if not all(t.is_cpu for t in leaves) if device.type == "cpu" else any(t.device != device for t in leaves):
         for view, leaf in zip(views, leaves):
             view.copy_(leaf, non_blocking=non_blocking)
         return
@@ -864,13 +911,19 @@ class ConsolidateMixin(TensorDictHost):
                 msg = f"consolidate: a file-backed storage lives on the CPU, got device={device}."
                 raise ValueError(msg)
         storage_device = device or self.device or (leaves[0].device if leaves else torch.device("cpu"))
-        fused = False
-        if path is None and len(leaves) > 1 and not (share_memory or pin_memory or num_threads):
+        fused = path is None and len(leaves) > 1 and not (share_memory or pin_memory or num_threads)
+        if fused:
+            # one dtype, dense leaves, one device (unless a TensorDict device vouches for it):
+            # one loop, no generator
             dtype0 = leaves[0].dtype
             strided = torch.strided
-            fused = all(t.dtype is dtype0 and t.layout is strided and not t.is_nested for t in leaves) and (
-                (device is None and self.device is not None) or all(t.device == storage_device for t in leaves)
-            )
+            same_device = device is None and self.device is not None
+            for t in leaves:
+                if t.dtype is not dtype0 or t.layout is not strided or t.is_nested or (
+                    not same_device and t.device != storage_device
+                ):
+                    fused = False
+                    break
         with torch.no_grad():
             if fused:
                 # one dtype, one device: one fused C++ flatten builds the storage
