@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
 from tensordict._apply import _refuse_exclusive
+from tensordict._deep import trampoline
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING
 from tensordict._nontensor import NonTensorData, NonTensorStack
@@ -24,6 +25,55 @@ class CompareMixin(TensorDictHost):
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, other: Any, op: Callable) -> TensorDictBase:
+        # nested TensorDicts are compared without recursion (any nesting depth)
+        return trampoline(_compare_node, self, other, op)
+
+    def all(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
+        reduced over that batch dim."""
+        if dim is None:
+            mine = CompareMixin.all
+            todo: list[Any] = [self]  # nested TensorDicts walked without recursion
+            while todo:
+                for _, v in todo.pop()._items_raw():
+                    if isinstance(v, torch.Tensor):
+                        if not bool(v.all()):
+                            return False
+                    elif _is_td(v):
+                        if type(v).all is mine:
+                            todo.append(v)
+                        elif not v.all():
+                            return False
+                    elif isinstance(v, NonTensorData) and not bool(v.data):
+                        return False
+            return True
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.all(dim=dim), dim)
+
+    def any(self, dim: int | None = None) -> bool | TensorDictBase:
+        """``True`` if any element of any leaf is true; with ``dim``, reduced over it."""
+        if dim is None:
+            mine = CompareMixin.any
+            todo: list[Any] = [self]
+            while todo:
+                for _, v in todo.pop()._items_raw():
+                    if isinstance(v, torch.Tensor):
+                        if bool(v.any()):
+                            return True
+                    elif _is_td(v):
+                        if type(v).any is mine:
+                            todo.append(v)
+                        elif v.any():
+                            return True
+            return False
+        if dim < 0:
+            dim += self.batch_dims
+        return self._reduce_dim(lambda t: t.any(dim=dim), dim)
+
+    def _compare_body(self, other: Any, op: Callable) -> Generator[tuple, Any, TensorDictBase]:
+        """One node of :meth:`_compare` (see :func:`_compare_node`)."""
+        mine = CompareMixin._compare
         if getattr(other, "_is_tensorclass", False):  # a tensorclass compares as its TensorDict
             other = other.to_tensordict(retain_none=True)  # (non-tensor fields included)
         if _is_td(other) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
@@ -35,16 +85,20 @@ class CompareMixin(TensorDictHost):
                     raise KeyError(msg)
                 if value.__class__ is torch.Tensor and o.__class__ is torch.Tensor:
                     source[key] = op(value, o)
+                elif _is_td(value) and type(value)._compare is mine:
+                    source[key] = yield (value, o, op)
                 else:
                     source[key] = _compare_leaf(value, o, op, self.batch_size)
             return self._new_like(source, device=self.device)
         # against a number or a tensor, non-tensor leaves have nothing to compare: they are
         # left out of the result (so ``.all()`` is decided by the tensors, as in tensordict)
-        source = {
-            k: _compare_leaf(v, other, op, self.batch_size)
-            for k, v in self._items_raw()
-            if v.__class__ is torch.Tensor or not isinstance(v, (NonTensorData, NonTensorStack))
-        }
+        source = {}
+        for k, v in self._items_raw():
+            if v.__class__ is torch.Tensor or not isinstance(v, (NonTensorData, NonTensorStack)):
+                if _is_td(v) and getattr(type(v), "_compare", None) is mine:
+                    source[k] = yield (v, other, op)
+                else:
+                    source[k] = _compare_leaf(v, other, op, self.batch_size)
         return self._new_like(source)
 
     def __eq__(self, other: Any) -> TensorDictBase | bool:  # type: ignore[override]
@@ -71,39 +125,6 @@ class CompareMixin(TensorDictHost):
 
     __hash__ = object.__hash__
 
-    def all(self, dim: int | None = None) -> bool | TensorDictBase:
-        """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
-        reduced over that batch dim."""
-        if dim is None:
-            for _, v in self._items_raw():
-                if isinstance(v, torch.Tensor):
-                    if not bool(v.all()):
-                        return False
-                elif _is_td(v):
-                    if not v.all():
-                        return False
-                elif isinstance(v, NonTensorData) and not bool(v.data):
-                    return False
-            return True
-        if dim < 0:
-            dim += self.batch_dims
-        return self._reduce_dim(lambda t: t.all(dim=dim), dim)
-
-    def any(self, dim: int | None = None) -> bool | TensorDictBase:
-        """``True`` if any element of any leaf is true; with ``dim``, reduced over it."""
-        if dim is None:
-            for _, v in self._items_raw():
-                if isinstance(v, torch.Tensor):
-                    if bool(v.any()):
-                        return True
-                elif _is_td(v):
-                    if v.any():
-                        return True
-            return False
-        if dim < 0:
-            dim += self.batch_dims
-        return self._reduce_dim(lambda t: t.any(dim=dim), dim)
-
     def _reduce_dim(self, fn: Callable, dim: int) -> TensorDictBase:
         if isinstance(self, _classes.LazyStackedTensorDict):
             _refuse_exclusive(self)  # the stacked walk below would drop a key held by some only
@@ -120,6 +141,13 @@ class CompareMixin(TensorDictHost):
             names = self.names
             del names[dim]
         return self._new_like(source, batch_size=torch.Size(bs), names=names)
+
+
+def _compare_node(td: Any, other: Any, op: Callable) -> Generator[tuple, Any, TensorDictBase]:
+    """``td._compare(other, op)`` as a node generator for :func:`trampoline`: a nested
+    TensorDict that keeps :meth:`CompareMixin._compare` is yielded, others compare
+    themselves."""
+    return td._compare_body(other, op)
 
 
 def _is_td(value: Any) -> bool:

@@ -1,0 +1,204 @@
+"""Operations on TensorDicts nested 1,000 (and 3,000) levels deep, under the default
+recursion limit (issue 21: "no recursion limit"). Each test checks the result at the
+deepest level, not just that no exception is raised."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from tensordict import TensorDict, lazy_stack
+from tensordict._deep import trampoline
+
+DEPTH = 1_000
+
+
+@pytest.fixture(autouse=True)
+def _default_recursion_limit():
+    """Every test here runs under the interpreter's default limit (1,000 frames)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)
+    yield
+    sys.setrecursionlimit(old)
+
+
+def chain(depth: int = DEPTH) -> tuple[TensorDict, tuple[str, ...]]:
+    """``depth`` nested TensorDicts (batch [4]), each level holding ``x`` (its level number)
+    and the next level; the deepest holds ``leaf`` (arange). Returns it and the deepest path."""
+    path = tuple(f"l{i}" for i in range(depth))
+    td = TensorDict(batch_size=[4])
+    td.set(path + ("leaf",), torch.arange(8.0).view(4, 2))
+    node = td
+    for i, name in enumerate(path):
+        node.set("x", torch.full((4,), float(i)))
+        node = node.get(name)
+    return td, path
+
+
+def nested_dict(depth: int) -> dict:
+    out: dict = {"leaf": torch.arange(8.0).view(4, 2)}
+    for i in reversed(range(depth)):
+        out = {f"l{i}": out, "x": torch.full((4,), float(i))}
+    return out
+
+
+def leaf(td, path):
+    return td.get(path + ("leaf",))
+
+
+def test_trampoline_runs_a_deep_walk_and_passes_errors_to_the_parent():
+    def depth(d):
+        if "next" not in d:
+            if d.get("boom"):
+                raise ValueError("deepest")
+            return 1
+        try:
+            return 1 + (yield (d["next"],))
+        except ValueError as err:  # the parent sees its child's error, as with recursion
+            raise ValueError(f"{err} <") from None
+
+    d: dict = {}
+    for _ in range(5_000):
+        d = {"next": d}
+    assert trampoline(depth, d) == 5_001
+    d = {"boom": True}
+    for _ in range(3):
+        d = {"next": d}
+    with pytest.raises(ValueError, match="^deepest < < <$"):
+        trampoline(depth, d)
+
+
+@pytest.mark.parametrize("depth", [DEPTH, 3_000])
+def test_apply(depth):
+    td, path = chain(depth)
+    out = td.apply(lambda t: t + 1)
+    assert torch.equal(leaf(out, path), torch.arange(8.0).view(4, 2) + 1)
+    assert torch.equal(out.get(path[:-1] + ("x",)), torch.full((4,), depth - 1.0 + 1))
+    assert out.get(path).batch_size == torch.Size([4])
+    # filtered results drop the emptied levels all the way up
+    assert td.apply(lambda t: None, filter_empty=True) is None
+
+
+def test_apply_with_others_and_keywords():
+    td, path = chain()
+    out = td.apply(lambda a, b: a * b, td)
+    assert torch.equal(leaf(out, path), torch.arange(8.0).view(4, 2) ** 2)
+    out = td.apply(lambda t: t[:, None], batch_size=[4, 1])  # the general walk (keywords)
+    assert out.get(path).batch_size == torch.Size([4, 1])
+    assert leaf(out, path).shape == (4, 1, 2)
+    seen = []
+    td.named_apply(lambda k, t: seen.append(k), nested_keys=True, filter_empty=True)
+    assert path + ("leaf",) in seen and len(seen) == DEPTH + 1
+    td.apply_(lambda t: t.mul_(2))
+    assert torch.equal(leaf(td, path), torch.arange(8.0).view(4, 2) * 2)
+
+
+def test_apply_error_names_the_deep_key():
+    td, path = chain()
+    with pytest.raises(RuntimeError, match=r"'l998', 'l999', 'leaf'\)"):
+        td.apply(lambda t: t.reshape(-1)[:3])
+
+
+@pytest.mark.parametrize("depth", [DEPTH, 3_000])
+def test_indexing(depth):
+    td, path = chain(depth)
+    first = td[0]
+    assert first.get(path).batch_size == torch.Size([])
+    assert torch.equal(leaf(first, path), torch.tensor([0.0, 1.0]))
+    part = td[1:3]
+    assert torch.equal(leaf(part, path), torch.arange(8.0).view(4, 2)[1:3])
+    masked = td[torch.tensor([True, False, True, False])]
+    assert masked.get(path).batch_size == torch.Size([2])
+    assert torch.equal(leaf(masked, path), torch.tensor([[0.0, 1.0], [4.0, 5.0]]))
+
+
+def test_stack_and_cat():
+    td, path = chain()
+    stacked = torch.stack([td, td.apply(lambda t: t + 10)], 1)
+    assert stacked.get(path).batch_size == torch.Size([4, 2])
+    assert torch.equal(leaf(stacked, path)[:, 1], torch.arange(8.0).view(4, 2) + 10)
+    catted = torch.cat([td, td], 0)
+    assert leaf(catted, path).shape == (8, 2)
+    lazy = lazy_stack([td, td], 0)
+    assert leaf(lazy, path).shape == (2, 4, 2)
+
+
+def test_stack_error_from_the_deepest_level():
+    td, path = chain()
+    other = td.clone()
+    other.get(path).rename_key_("leaf", "other")
+    with pytest.raises(KeyError):
+        torch.stack([td, other], 0)
+
+
+def test_math():
+    td, path = chain()
+    assert torch.equal(leaf(td + 1, path), torch.arange(8.0).view(4, 2) + 1)
+    assert torch.equal(leaf(td * td, path), torch.arange(8.0).view(4, 2) ** 2)
+    copy = td.clone()
+    copy += 1
+    assert torch.equal(leaf(copy, path), torch.arange(8.0).view(4, 2) + 1)
+    assert torch.equal(leaf(td, path), torch.arange(8.0).view(4, 2))  # the clone is deep
+
+
+def test_repr_is_indented_per_level():
+    td, path = chain()
+    text = repr(td)
+    lines = text.split("\n")
+    assert lines[0] == "TensorDict("
+    # each level's entries sit 8 spaces right of its parent's
+    assert " " * (8 * (DEPTH + 1)) + "leaf: Tensor(shape=torch.Size([4, 2])" in text
+    assert text.count("TensorDict(") == DEPTH + 1
+    assert lines[-1] == "    is_shared=False)"
+
+
+def test_to_dict_and_from_dict():
+    td, path = chain()
+    d = td.to_dict()
+    node = d
+    for name in path:
+        node = node[name]
+    assert torch.equal(node["leaf"], torch.arange(8.0).view(4, 2))
+    back = TensorDict.from_dict(d, batch_size=[4])
+    assert torch.equal(leaf(back, path), torch.arange(8.0).view(4, 2))
+    assert (back == td).all()  # noqa: SIM300
+
+
+@pytest.mark.parametrize("depth", [DEPTH, 3_000])
+def test_construction_from_a_nested_dict(depth):
+    path = tuple(f"l{i}" for i in range(depth))
+    td = TensorDict(nested_dict(depth), batch_size=[4])
+    assert torch.equal(leaf(td, path), torch.arange(8.0).view(4, 2))
+    assert torch.equal(td.get(path[:-1] + ("x",)), torch.full((4,), depth - 1.0))
+    assert list(td.get(path[:-1]).keys()) == [path[-1], "x"]  # the source's order
+    td = TensorDict.from_dict(nested_dict(depth), auto_batch_size=True)
+    assert td.batch_size == torch.Size([4])
+    assert torch.equal(leaf(td, path), torch.arange(8.0).view(4, 2))
+
+
+def test_construction_error_names_the_deep_key():
+    d: dict = {"bad": torch.zeros(3)}
+    for i in reversed(range(DEPTH)):
+        d = {f"l{i}": d}
+    with pytest.raises(RuntimeError, match=r"'l999', 'bad'\)"):
+        TensorDict(d, batch_size=[4])
+
+
+def test_clone_to_keys_and_lock():
+    td, path = chain()
+    assert torch.equal(leaf(td.clone(), path), leaf(td, path))
+    as_double = td.to(torch.float64)
+    assert leaf(as_double, path).dtype == torch.float64
+    moved = td.to("cpu")
+    assert moved.get(path).device == torch.device("cpu")
+    keys = list(td.keys(include_nested=True, leaves_only=True))
+    assert path + ("leaf",) in keys and len(keys) == DEPTH + 1
+    flat = td.flatten_keys(".")
+    assert torch.equal(flat.get(".".join(path + ("leaf",))), leaf(td, path))
+    td.lock_()
+    assert td.get(path).is_locked
+    td.unlock_()
+    assert not td.get(path).is_locked
+    assert not td.is_shared()
