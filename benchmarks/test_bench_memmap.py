@@ -1,14 +1,22 @@
 """td-memmap benchmarks: saving, loading + indexing, allocation, preallocation.
 
 Each TensorDict case sits next to hand-written baselines on a plain dict of
-tensors, in the same pytest-benchmark group, so the ratios read directly:
+tensors, in the same pytest-benchmark group, so the ratios read directly (test
+names end in ``_td`` / ``_dict`` where ``benchmarks/report.py`` pairs them; other
+baselines, such as ``numpy.save``, are printed by pytest-benchmark only):
 
-- ``save-256MiB``: ``td.memmap(prefix, num_threads=4)`` vs ``torch.save(dict)`` vs
-  ``numpy.save`` per key (8 keys of 32 MiB). ``extra_info["GB/s"]`` is the rate.
-- ``load-index``: ``load_memmap`` then index 1000 random rows, vs ``torch.load``
-  then index, vs ``torch.load(mmap=True)`` then index.
-- ``empty-1000x16``: ``MemoryMappedTensor.empty((1000, 16))`` (anonymous shared
-  memory) vs ``torch.empty``.
+- ``save-256MiB``: ``td.memmap(prefix, num_threads=4)`` vs ``torch.save(dict)`` (the
+  ``_dict`` pair) vs ``numpy.save`` per key (8 keys of 32 MiB). ``extra_info["GB/s"]``
+  is the rate.
+- ``load-index``: ``load_memmap`` then index 1000 random rows, vs
+  ``torch.load(mmap=True)`` then index (the ``_dict`` pair: both map the files), vs
+  ``torch.load`` then index.
+- ``empty-1000x16`` / ``zeros-1000x16``: ``MemoryMappedTensor.empty((1000, 16))``
+  (anonymous shared memory) vs ``torch.empty``; the same for ``zeros``.
+- ``from_tensor-1000x16`` / ``full-1000x16``: values written into new anonymous
+  shared memory vs ``x.clone().share_memory_()`` / ``torch.full(...).share_memory_()``.
+- ``index-row`` / ``unbind-1000``: views of a memory-mapped file (results stay
+  ``MemoryMappedTensor``) vs the same op on a plain tensor mapping the same file.
 - ``memmap_like-10GB``: ``memmap_like`` of a 10 GB expanded TensorDict vs creating
   the sparse files and mapping them by hand; ``extra_info`` holds the resident
   memory growth (``VmRSS`` from ``/proc/self/status``).
@@ -56,7 +64,7 @@ def _gbps(benchmark, nbytes: int) -> None:
 
 # ----------------------------------------------------------------------------- save
 @pytest.mark.benchmark(group="save-256MiB")
-def test_save_td_memmap(benchmark, data, tmp_path):
+def test_save_memmap_td(benchmark, data, tmp_path):
     td = TensorDict(data, batch_size=[ROWS])
     prefix = tmp_path / "td"
     benchmark.pedantic(lambda: td.memmap(prefix, num_threads=4), rounds=5, iterations=1, warmup_rounds=1)
@@ -64,7 +72,7 @@ def test_save_td_memmap(benchmark, data, tmp_path):
 
 
 @pytest.mark.benchmark(group="save-256MiB")
-def test_save_dict_torch_save(benchmark, data, tmp_path):
+def test_save_torch_save_dict(benchmark, data, tmp_path):
     path = tmp_path / "data.pt"
     benchmark.pedantic(lambda: torch.save(data, path), rounds=5, iterations=1, warmup_rounds=1)
     _gbps(benchmark, TOTAL)
@@ -93,7 +101,7 @@ def saved(data, tmp_path_factory):
 
 
 @pytest.mark.benchmark(group="load-index")
-def test_load_td_load_memmap_index(benchmark, saved):
+def test_load_memmap_index_td(benchmark, saved):
     root, idx = saved
     out = benchmark(lambda: TensorDict.load_memmap(root / "td")[idx])
     assert out.batch_size == (1000,)
@@ -109,7 +117,7 @@ def test_load_dict_torch_load_index(benchmark, saved):
 
 
 @pytest.mark.benchmark(group="load-index")
-def test_load_dict_torch_load_mmap_index(benchmark, saved):
+def test_load_torch_load_mmap_index_dict(benchmark, saved):
     root, idx = saved
     out = benchmark(lambda: {k: v[idx] for k, v in torch.load(root / "data.pt", mmap=True).items()})
     assert out["key0"].shape == (1000, COLS)
@@ -117,15 +125,94 @@ def test_load_dict_torch_load_mmap_index(benchmark, saved):
 
 # ----------------------------------------------------------------------------- allocation
 @pytest.mark.benchmark(group="empty-1000x16")
-def test_empty_memmap_tensor(benchmark):
+def test_empty_memmap_td(benchmark):
     out = benchmark(MemoryMappedTensor.empty, (1000, 16))
     assert out.shape == (1000, 16)
 
 
 @pytest.mark.benchmark(group="empty-1000x16")
-def test_empty_torch(benchmark):
+def test_empty_torch_dict(benchmark):
     out = benchmark(torch.empty, (1000, 16))
     assert out.shape == (1000, 16)
+
+
+@pytest.mark.benchmark(group="zeros-1000x16")
+def test_zeros_memmap_td(benchmark):
+    out = benchmark(MemoryMappedTensor.zeros, (1000, 16))
+    assert out.shape == (1000, 16)
+
+
+@pytest.mark.benchmark(group="zeros-1000x16")
+def test_zeros_torch_dict(benchmark):
+    out = benchmark(torch.zeros, (1000, 16))
+    assert out.shape == (1000, 16)
+
+
+# Writing values into new shared memory: the hand-written way is ``share_memory_()``.
+# Both pay the first touch of fresh pages (page faults), which dominates at 64 KB.
+@pytest.mark.benchmark(group="from_tensor-1000x16")
+def test_from_tensor_memmap_td(benchmark):
+    x = torch.randn(1000, 16)
+    out = benchmark(MemoryMappedTensor.from_tensor, x)
+    assert out.is_shared() and torch.equal(out, x)
+
+
+@pytest.mark.benchmark(group="from_tensor-1000x16")
+def test_from_tensor_share_memory_dict(benchmark):
+    x = torch.randn(1000, 16)
+    out = benchmark(lambda: x.clone().share_memory_())
+    assert out.is_shared() and torch.equal(out, x)
+
+
+@pytest.mark.benchmark(group="full-1000x16")
+def test_full_memmap_td(benchmark):
+    out = benchmark(lambda: MemoryMappedTensor.full((1000, 16), fill_value=2.0))
+    assert out.is_shared() and out[0, 0] == 2.0
+
+
+@pytest.mark.benchmark(group="full-1000x16")
+def test_full_share_memory_dict(benchmark):
+    out = benchmark(lambda: torch.full((1000, 16), 2.0).share_memory_())
+    assert out.is_shared() and out[0, 0] == 2.0
+
+
+# ----------------------------------------------------------------------------- views
+# A view of a memory-mapped file is again a MemoryMappedTensor of that file; the
+# baseline is the same op on a plain tensor (``torch.from_file``'s result).
+@pytest.fixture(scope="module")
+def mapped(tmp_path_factory):
+    path = tmp_path_factory.mktemp("views") / "x.memmap"
+    mm = MemoryMappedTensor.from_tensor(torch.randn(1000, 16), filename=path)
+    plain = torch.from_file(str(path), shared=True, size=1000 * 16, dtype=torch.float32).view(1000, 16)
+    return mm, plain
+
+
+@pytest.mark.benchmark(group="index-row")
+def test_index_row_memmap_td(benchmark, mapped):
+    mm, _ = mapped
+    out = benchmark(mm.__getitem__, 3)
+    assert type(out) is MemoryMappedTensor
+
+
+@pytest.mark.benchmark(group="index-row")
+def test_index_row_tensor_dict(benchmark, mapped):
+    _, plain = mapped
+    out = benchmark(plain.__getitem__, 3)
+    assert out.shape == (16,)
+
+
+@pytest.mark.benchmark(group="unbind-1000")
+def test_unbind_memmap_td(benchmark, mapped):
+    mm, _ = mapped
+    out = benchmark(mm.unbind, 0)
+    assert type(out[0]) is MemoryMappedTensor
+
+
+@pytest.mark.benchmark(group="unbind-1000")
+def test_unbind_tensor_dict(benchmark, mapped):
+    _, plain = mapped
+    out = benchmark(plain.unbind, 0)
+    assert len(out) == 1000
 
 
 # ----------------------------------------------------------------------------- preallocation
@@ -147,7 +234,7 @@ def test_memmap_like_td(benchmark, tmp_path):
 
 
 @pytest.mark.benchmark(group="memmap_like-10GB")
-def test_memmap_like_dict_by_hand(benchmark, tmp_path):
+def test_memmap_like_by_hand_dict(benchmark, tmp_path):
     td = _expanded_10gb()
     shapes = {k: (tuple(v.shape), v.dtype) for k, v in td.items()}
     before = _rss_kib()

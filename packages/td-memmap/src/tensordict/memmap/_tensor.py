@@ -45,6 +45,7 @@ __all__ = ["MemoryMappedTensor"]
 
 _DisableTF = torch._C.DisableTorchFunctionSubclass
 _Tensor = torch.Tensor
+_new_tensor = torch.Tensor.__new__
 
 
 # --------------------------------------------------------------------------- shared memory
@@ -103,23 +104,44 @@ class _SlabPool:
         self._lock = threading.Lock()
         self._slab: _Shm | None = None
         self._pos = 0
-        self._pid = os.getpid()
+
+    def _forget(self) -> None:
+        """In a forked child: the parent keeps allocating from its slab, the child starts a new one.
+
+        The lock is replaced too: another thread of the parent may have held it at the fork.
+        """
+        self._lock = threading.Lock()
+        self._slab = None
+        self._pos = 0
 
     def alloc(self, nbytes: int) -> tuple[_Shm, int]:
+        size = (nbytes + self.ALIGN - 1) & -self.ALIGN
         with self._lock:
-            if self._pid != os.getpid():  # forked: the parent keeps allocating from its slab
-                self._slab, self._pid = None, os.getpid()
             slab = self._slab
-            size = -(-nbytes // self.ALIGN) * self.ALIGN
-            if slab is None or self._pos + size > self.SLAB:
-                slab = self._slab = _Shm(self.SLAB)
-                self._pos = 0
             pos = self._pos
+            if slab is None or pos + size > self.SLAB:
+                slab = self._slab = _Shm(self.SLAB)
+                pos = 0
             self._pos = pos + size
             return slab, pos
 
 
 _POOL = _SlabPool()
+_SLAB, _SMALL, _ALIGN = _SlabPool.SLAB, _SlabPool.MAX, _SlabPool.ALIGN
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL._forget)
+
+#: element counts of shapes already validated by ``_parse_shape`` (tuples of non-negative
+#: ints), so that ``empty``/``zeros``/``from_tensor`` of a shape seen before skip the checks
+_NUMELS: dict[tuple, int] = {}
+_NUMELS_MAX = 4096
+
+
+def _remember_shape(shape: tuple) -> None:
+    """Records a shape ``_parse_shape`` accepted, for ``empty``'s fast path."""
+    if len(_NUMELS) >= _NUMELS_MAX:
+        _NUMELS.clear()
+    _NUMELS[shape] = math.prod(shape)
 
 
 def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | None]:
@@ -177,6 +199,7 @@ def _parse_shape(size: tuple, shape: Any = None) -> tuple:
     if math.prod(out) > _MAX_NUMEL:
         msg = f"shape {out} has {math.prod(out)} elements, more than a tensor can index (2**63 - 1)."
         raise ValueError(msg)
+    _remember_shape(out)  # type: ignore[arg-type]
     return out  # type: ignore[return-value]
 
 
@@ -207,14 +230,47 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return pa != 0 and pa == b.untyped_storage().data_ptr()
 
 
+def _retype(ret: torch.Tensor, src: MemoryMappedTensor) -> MemoryMappedTensor:
+    """``ret``, a new plain tensor viewing ``src``'s memory, as a ``MemoryMappedTensor`` of the same file.
+
+    ``ret`` is made by the op that just returned it (nobody else holds it), so its
+    class is changed in place instead of wrapping it in a second tensor. A view of a
+    tensor that requires grad is wrapped detached, as before.
+    """
+    if ret.requires_grad:
+        return _wrap(ret, src._filename, src._shm)
+    ret.__class__ = MemoryMappedTensor
+    filename = src._filename
+    if filename is not None:
+        ret._filename = filename  # type: ignore[attr-defined]
+    shm = src._shm
+    if shm is not None:
+        ret._shm = shm  # type: ignore[attr-defined]
+    return ret  # type: ignore[return-value]
+
+
 def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
     cls = ret.__class__
     if cls is _Tensor:
-        if _same_storage(ret, src):
-            return _wrap(ret, src._filename, src._shm)
+        # a view shares its base's storage: no need to compare storages (two storage objects)
+        if ret._is_view() or _same_storage(ret, src):
+            return _retype(ret, src)
         return ret
-    if cls is tuple or cls is list:
-        return cls(_rewrap(r, src) if r.__class__ is _Tensor else r for r in ret)
+    if cls is tuple or cls is list:  # unbind, split, chunk...: usually every item a view
+        filename, shm = src._filename, src._shm
+        items = []
+        for r in ret:
+            if r.__class__ is _Tensor and (r._is_view() or _same_storage(r, src)):
+                if r.requires_grad:
+                    r = _wrap(r, filename, shm)
+                else:  # _retype, inlined
+                    r.__class__ = MemoryMappedTensor
+                    if filename is not None:
+                        r._filename = filename  # type: ignore[attr-defined]
+                    if shm is not None:
+                        r._shm = shm  # type: ignore[attr-defined]
+            items.append(r)
+        return cls(items)
     return ret
 
 
@@ -637,8 +693,17 @@ class MemoryMappedTensor(torch.Tensor):
             >>> t.shape, t.is_shared()
             (torch.Size([2, 3]), True)
         """
-        if isinstance(input, MemoryMappedTensor) and filename is None and not copy_existing:
-            return input
+        if filename is None:
+            if (input.__class__ is _Tensor and shape is None and input.layout is torch.strided
+                    and not input.is_nested and not input.requires_grad):
+                # a plain tensor into anonymous shared memory: the allocation fast path of ``empty``
+                out = cls.empty(input.shape, dtype=input.dtype)
+                if copy_data and input.numel():
+                    with _DisableTF():
+                        out.copy_(input)
+                return out
+            if isinstance(input, MemoryMappedTensor) and not copy_existing:
+                return input
         if isinstance(input, torch.Tensor) and input.is_nested:
             return _nested_from_tensor(cls, input, filename, existsok)
         dtensor_mod = sys.modules.get("torch.distributed.tensor")
@@ -716,16 +781,58 @@ class MemoryMappedTensor(torch.Tensor):
             >>> MemoryMappedTensor.empty((1000, 16), dtype=torch.uint8).shape
             torch.Size([1000, 16])
         """
+        if filename is None and shape is None and device is None and size:
+            # Fast path (this is the per-call cost of ``empty``; ``_SlabPool.alloc`` inlined): a
+            # shape validated before (``_NUMELS``), small enough for the slab pool. A tuple equal
+            # to a validated one but holding floats or bools is refused by ``set_`` (TypeError)
+            # and goes the full path, which raises the documented error.
+            shp = size[0] if len(size) == 1 else size
+            try:
+                numel = _NUMELS[shp]
+            except (KeyError, TypeError):  # not seen yet, or not hashable (a list, ...)
+                numel = 0
+            default = torch.get_default_dtype()
+            if dtype is None:
+                dtype = default
+            itemsize = dtype.itemsize
+            nbytes = numel * itemsize
+            if 0 < nbytes <= _SMALL:
+                pool = _POOL
+                lock = pool._lock
+                need = (nbytes + _ALIGN - 1) & -_ALIGN
+                lock.acquire()
+                try:
+                    shm = pool._slab
+                    pos = pool._pos
+                    if shm is None or pos + need > _SLAB:
+                        shm = pool._slab = _Shm(_SLAB)
+                        pos = 0
+                    pool._pos = pos + need
+                finally:
+                    lock.release()
+                # A tensor of its own: its own version counter (a view of one slab-wide tensor
+                # would make autograd see a write to any tensor of the slab as a write to all).
+                try:
+                    if dtype is default:
+                        # ``torch.Tensor.__new__(cls)``: an empty CPU ``cls`` of the default dtype
+                        out = _new_tensor(cls).set_(shm.storage, pos // itemsize, shp)  # type: ignore[call-overload]
+                    else:
+                        out = torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shp)  # type: ignore[call-overload]
+                        if cls is MemoryMappedTensor:
+                            out.__class__ = cls  # a fresh tensor nobody else holds: retyped, not aliased
+                        else:
+                            out = _Tensor._make_subclass(cls, out)
+                except TypeError:  # equal to a validated shape, but holding floats or bools
+                    pass
+                else:
+                    out._shm = shm
+                    return out
         nested = shape if shape is not None else (size[0] if len(size) == 1 else None)
         if _is_nested_shape(nested):
             _check_device(device)
             return _nested_empty(cls, nested, dtype or torch.get_default_dtype(), filename, existsok)  # type: ignore[arg-type]
-        if (len(size) == 1 and size[0].__class__ is tuple and shape is None and device is None
-                and all(s.__class__ is int and s >= 0 for s in size[0])):
-            shp = size[0]
-        else:
-            shp = _parse_shape(size, shape)
-            _check_device(device)
+        shp = _parse_shape(size, shape)
+        _check_device(device)
         if dtype is None:
             dtype = torch.get_default_dtype()
         if filename is None:
@@ -945,7 +1052,10 @@ def _view_method(name: str) -> Any:
     base = getattr(_Tensor, name)
 
     def method(self: MemoryMappedTensor, *args: Any, **kwargs: Any) -> Any:
-        return _rewrap(base(self, *args, **kwargs), self)
+        ret = base(self, *args, **kwargs)
+        if ret.__class__ is _Tensor and ret._is_view():  # the common case, without _rewrap's checks
+            return _retype(ret, self)
+        return _rewrap(ret, self)
 
     method.__name__ = name
     method.__qualname__ = f"MemoryMappedTensor.{name}"
@@ -957,5 +1067,20 @@ for _name in _VIEW_METHODS:
     if hasattr(_Tensor, _name):
         setattr(MemoryMappedTensor, _name, _view_method(_name))
 del _name
+
+_tensor_getitem = _Tensor.__getitem__
+
+
+def _getitem(self: MemoryMappedTensor, index: Any) -> Any:
+    ret = _tensor_getitem(self, index)
+    if ret.__class__ is _Tensor and ret._is_view():  # ints, slices, None, Ellipsis: a view of the file
+        return _retype(ret, self)
+    return _rewrap(ret, self)  # advanced indexing: a copy (plain tensor)
+
+
+_getitem.__name__ = "__getitem__"
+_getitem.__qualname__ = "MemoryMappedTensor.__getitem__"
+_getitem.__doc__ = MemoryMappedTensor.__getitem__.__doc__
+MemoryMappedTensor.__getitem__ = _getitem  # type: ignore[method-assign,assignment]
 
 ForkingPickler.register(MemoryMappedTensor, _reduce_ipc)
