@@ -118,6 +118,7 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
     obj._tensordict = store
     obj._batch_size = bs
     obj._device = dev
+    obj._is_locked = False
     for key, value in source.items():
         cls = value.__class__
         if cls is _Tensor and key.__class__ is str:
@@ -148,6 +149,7 @@ def _from_plain_dict_deep(source: dict, bs: torch.Size, dev: Any, parent: Any) -
             obj._tensordict = store
             obj._batch_size = bs
             obj._device = dev
+            obj._is_locked = False
             items = iter(source.items())
         for key, value in items:
             cls = value.__class__
@@ -261,6 +263,10 @@ class TensorDict(TensorDictBase):
             bs = _to_size(batch_size)
         self._batch_size = bs
         self._device = dev = None if device is None else _to_device(device)
+        # an instance attribute, though the class has the default: CPython 3.11 reads an
+        # instance's own attributes fast, a class default through the generic lookup (set
+        # and td[k] = v read it on every call)
+        self._is_locked = False
         if source is None:
             source = kwargs
         elif kwargs:
@@ -331,6 +337,7 @@ class TensorDict(TensorDictBase):
         obj._tensordict = source
         obj._batch_size = batch_size
         obj._device = device
+        obj._is_locked = False
         if names is not None:
             obj._names = list(names)
         return obj
