@@ -189,7 +189,7 @@ class ShapeMixin(TensorDictHost):
         the default recursion limit; other nested containers use their own ``_index``."""
         td_cls = _classes.TensorDict
         tdb = _classes.TensorDictBase
-        parents: list = []
+        parents: list | None = None
         node = self
         opening = True
         while True:
@@ -213,36 +213,45 @@ class ShapeMixin(TensorDictHost):
                         index = index[0]
                     new_bs = None
                 fixed = new_bs is not None
-                unbatched: list = []
+                unbatched: list | None = None
                 source: dict = {}
                 items = iter(node._items_raw())
             for key, value in items:
                 vcls = value.__class__
                 if vcls is _Tensor:
-                    out = value[index]
-                    if new_bs is None:
-                        new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
-                elif vcls is td_cls:
+                    source[key] = value[index]
+                    continue
+                if vcls is td_cls:
+                    if parents is None:
+                        parents = []
                     parents.append((node, index, bs, new_bs, names, fixed, unbatched, source, items, key))
                     node = value
                     break
-                elif vcls is UnbatchedTensor:
+                if vcls is UnbatchedTensor:
                     if fixed:
-                        out = value._rebatch(new_bs)
+                        source[key] = value._rebatch(new_bs)
                     else:
+                        if unbatched is None:
+                            unbatched = []
                         unbatched.append(key)
-                        out = value
+                        source[key] = value
                 elif isinstance(value, tdb):
-                    out = value._index(index)
+                    source[key] = value._index(index)
                 else:
-                    out = value[index]
-                    if new_bs is None and isinstance(out, _Tensor):
-                        new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
-                source[key] = out
+                    source[key] = value[index]
             else:
                 if new_bs is None:
-                    new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
-                for key in unbatched:
+                    # the new batch dims, from the first tensor result (in key order)
+                    for key, value in node._items_raw():
+                        if value.__class__ is UnbatchedTensor or isinstance(value, tdb):
+                            continue
+                        out = source[key]
+                        if isinstance(out, _Tensor):
+                            new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
+                            break
+                    else:
+                        new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
+                for key in unbatched or ():
                     source[key] = source[key]._rebatch(new_bs)
                 if new_bs.__class__ is not _Size:
                     new_bs = _Size(new_bs)
