@@ -123,11 +123,12 @@ def _map_tree_deep(root: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: d
 _tuple_item = tuple.__getitem__
 
 
-def _write_at_dense(td: Any, index: tuple, value: Any) -> bool:
-    """``td[index] = value`` for two dense TensorDicts of plain tensors, ``index`` already
-    normalised, every key of ``value`` already in ``td``: ``_write_at`` without its plan
-    (the same checks, all made before the first write). ``False``, with nothing written,
-    when anything else is met: the general path then handles it."""
+def _write_at_dense(td: Any, index: Any, value: Any) -> bool:
+    """``td[index] = value`` for two dense TensorDicts of plain tensors, ``index`` a slice or
+    an int (its normal form is ``(index,)``; the tensors take it bare, which costs them
+    less), every key of ``value`` already in ``td``: ``_write_at`` without its plan (the same
+    checks, all made before the first write). ``False``, with nothing written, when anything
+    else is met: the general path then handles it."""
     store = td._tensordict
     # feature shapes compared as plain tuples: slicing a torch.Size builds another Size
     features, vfeatures = slice(len(td._batch_size), None), slice(len(value._batch_size), None)
@@ -145,7 +146,7 @@ def _write_at_dense(td: Any, index: tuple, value: Any) -> bool:
         try:
             dest[index] = v
         except RuntimeError as err:
-            td._write_at_failed(index, value, key, err)
+            td._write_at_failed((index,), value, key, err)
     return True
 
 
@@ -870,7 +871,7 @@ class TensorDictBase(
             value.__class__ is self.__class__ is _classes.TensorDict
             and (index.__class__ is slice or index.__class__ is int)
             and self._batch_size
-            and _write_at_dense(self, (index,), value)
+            and _write_at_dense(self, index, value)
         ):
             return
         if isinstance(value, (TensorDictBase, Mapping)) or is_tensor_collection(value):
