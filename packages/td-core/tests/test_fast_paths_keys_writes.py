@@ -201,3 +201,35 @@ def test_setitem_slice_new_key_is_preallocated():
     td = TensorDict({"a": torch.zeros(4)}, [4])
     td[1:3] = TensorDict({"a": torch.ones(2), "z": torch.ones(2, 3)}, [2])
     assert td["z"].shape == (4, 3) and (td["z"][1:3] == 1).all() and (td["z"][0] == 0).all()
+
+
+# ------------------------------------------------------------------ consolidate
+def test_consolidate_deeper_than_the_recursion_limit():
+    td = _chain(1200)
+    td["note"] = "kept"
+    out = td.consolidate()
+    assert out.is_consolidated() and out.is_locked
+    deep = tuple(f"l{i}" for i in reversed(range(1200))) + ("leaf",)
+    assert out.get(deep).untyped_storage().data_ptr() == out["x"].untyped_storage().data_ptr()
+    assert (out.get(deep) == td.get(deep)).all() and out["note"] == "kept"
+    assert out.to("cpu").is_consolidated()
+    inplace = td.clone().consolidate(inplace=True)
+    assert inplace.is_consolidated()
+
+
+def test_consolidate_nested_and_mixed_dtypes_keep_layout_and_values():
+    td = TensorDict(
+        {
+            "a": torch.arange(6.0).reshape(2, 3),
+            "b": {"c": torch.arange(2), "d": torch.tensor([True, False])},
+            "e": torch.ones(2, 1, dtype=torch.float16),
+        },
+        [2],
+    )
+    out = td.consolidate()
+    assert list(out.keys(True, True)) == list(td.keys(True, True))
+    for key in td.keys(True, True):
+        assert out[key].dtype == td[key].dtype and (out[key] == td[key]).all()
+    assert out["b"].is_locked and out.is_consolidated()
+    out2 = td.exclude("e").consolidate()  # one dtype per leaf group: float32, int64, bool
+    assert out2["b", "c"].dtype == torch.int64

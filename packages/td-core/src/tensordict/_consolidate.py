@@ -87,6 +87,8 @@ _DTYPES = {
 }
 
 _TENSOR, _TD, _OTHER = 0, 1, 2
+#: levels that ``_build`` makes by recursion before it hands the subtree to ``_build_deep``
+_RECURSION_DEPTH = 200
 
 
 class _State:
@@ -216,35 +218,46 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
 
 
 def _matches(td: Any, node: tuple, leaves: list, base: Any) -> bool:
-    """``True`` if ``td`` still is exactly the tree described by ``node``."""
-    if td.batch_size != node[0]:
-        return False
-    entries = node[3]
-    n = len(entries)
-    i = 0
-    for key, value in td._items_raw():
-        if i >= n:
+    """``True`` if ``td`` still is exactly the tree described by ``node`` (levels checked
+    from an explicit stack: no recursion limit on the depth)."""
+    todo = [(td, node)]
+    while todo:
+        td, node = todo.pop()
+        if td.batch_size != node[0]:
             return False
-        k, kind, payload = entries[i]
-        i += 1
-        if key != k:
-            return False
-        if kind == _TENSOR:
-            if value is not leaves[payload]:
+        entries = node[3]
+        n = len(entries)
+        i = 0
+        for key, value in td._items_raw():
+            if i >= n:
                 return False
-        elif kind == _TD:
-            if not isinstance(value, base) or not _matches(value, payload, leaves, base):
+            k, kind, payload = entries[i]
+            i += 1
+            if key != k:
                 return False
-        elif value is not payload:
+            if kind == _TENSOR:
+                if value is not leaves[payload]:
+                    return False
+            elif kind == _TD:
+                if not isinstance(value, base):
+                    return False
+                todo.append((value, payload))
+            elif value is not payload:
+                return False
+        if i != n:
             return False
-    return i == n
+    return True
 
 
-def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock: bool) -> tuple:
+def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock: bool, depth: int = 0) -> tuple:
     """A TensorDict over ``views`` shaped like ``node``, and its skeleton.
 
     With ``move``, every level gets ``device`` (non-tensor leaves are moved too).
+    Recursive (the cheapest per level) down to ``_RECURSION_DEPTH`` levels; a deeper tree
+    is built by :func:`_build_deep`.
     """
+    if depth >= _RECURSION_DEPTH:
+        return _build_deep(node, views, device, td_cls, move, lock)
     bs, dev, names, entries = node
     source = {}
     if not move:
@@ -252,7 +265,7 @@ def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock:
             if kind == _TENSOR:
                 source[key] = views[payload]
             elif kind == _TD:
-                source[key] = _build(payload, views, device, td_cls, False, lock)[0]
+                source[key] = _build(payload, views, device, td_cls, False, lock, depth + 1)[0]
             else:
                 source[key] = payload
         out = td_cls._new_unsafe(source, bs, dev, names)
@@ -265,7 +278,7 @@ def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock:
         if kind == _TENSOR:
             source[key] = views[payload]
         elif kind == _TD:
-            sub, sub_node = _build(payload, views, device, td_cls, True, lock)
+            sub, sub_node = _build(payload, views, device, td_cls, True, lock, depth + 1)
             source[key] = sub
             entry = (key, _TD, sub_node)
         else:
@@ -280,12 +293,68 @@ def _build(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock:
     return out, (bs, device, names, new_entries)
 
 
+def _build_deep(node: tuple, views: list, device: Any, td_cls: Any, move: bool, lock: bool) -> tuple:
+    """:func:`_build` for trees of any depth.
+
+    With ``move``, every level gets ``device`` (non-tensor leaves are moved too) and the
+    skeleton returned is a new one. Top down with an explicit stack (no recursion limit
+    on the depth): each level's TensorDict is made when it is met and its entries filled
+    as the walk goes, in the order of the skeleton.
+    """
+    stack: list = []
+    root: Any = None
+    pending: Any = node
+    parent_key = None
+    entries: Any = None
+    source: dict = {}
+    new_entries: list = []
+    while True:
+        if pending is not None:
+            bs, dev, names, node_entries = pending
+            node_source: dict = {}
+            out = td_cls._new_unsafe(node_source, bs, device if move else dev, names)
+            if lock:
+                out._is_locked = True
+            node_new: list = []
+            new_node = (bs, device, names, node_new) if move else pending
+            if root is None:
+                root = (out, new_node)
+            else:
+                source[parent_key] = out
+                if move:
+                    new_entries.append((parent_key, _TD, new_node))
+                stack.append((entries, source, new_entries))
+            entries, source, new_entries = iter(node_entries), node_source, node_new
+            pending = None
+        for entry in entries:
+            key, kind, payload = entry
+            if kind == _TENSOR:
+                source[key] = views[payload]
+            elif kind == _TD:
+                pending, parent_key = payload, key
+                break
+            else:
+                if move and device is not None and hasattr(payload, "to"):
+                    payload = payload.to(device)
+                    entry = (key, _OTHER, payload)
+                source[key] = payload
+            if move:
+                new_entries.append(entry)
+        else:
+            if not stack:
+                return root
+            entries, source, new_entries = stack.pop()
+
+
 def _assign_inplace(td: Any, node: tuple, views: list) -> None:
-    for key, kind, payload in node[3]:
-        if kind == _TENSOR:
-            td._set_raw(key, views[payload])
-        elif kind == _TD:
-            _assign_inplace(td._get_raw(key), payload, views)
+    todo = [(td, node)]  # an explicit stack: no recursion limit on the depth
+    while todo:
+        td, node = todo.pop()
+        for key, kind, payload in node[3]:
+            if kind == _TENSOR:
+                td._set_raw(key, views[payload])
+            elif kind == _TD:
+                todo.append((td._get_raw(key), payload))
 
 
 # ---------------------------------------------------------------------- layout
