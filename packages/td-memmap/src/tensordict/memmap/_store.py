@@ -12,7 +12,8 @@ hidden sibling, ``.<name>.td-tmp-<pid>-<random>``, then publishes it in one step
 Afterwards, entries of the old folder that the old save did not write (a user's
 README, say) are moved into the new folder, and what the old save wrote (the
 entries its ``meta.json`` files list) is deleted in a background thread
-(``wait_cleanup()`` waits for it; it is also awaited at exit). Nothing the
+(``wait_cleanup()`` waits for it; it is also awaited at exit), or at once when
+it is a few small files. Nothing the
 library did not write is ever deleted: a staging folder carries a marker file
 (``.td-staging``) until just before it is published, and only a marked folder is
 removed whole; from any other hidden folder left by a killed process, only the
@@ -411,7 +412,10 @@ class Staging:
         for entry in os.listdir(old):  # the user's files come back at once; the rest is retired later
             if entry not in owned and not os.path.lexists(os.path.join(prefix, entry)):
                 os.rename(os.path.join(old, entry), os.path.join(prefix, entry))
-        _defer(_retire_and_report, old, prefix)
+        if _small_tree(old):
+            _retire_and_report(old, prefix)  # a few small files: quicker here than a thread's start
+        else:
+            _defer(_retire_and_report, old, prefix)
 
 
 # --------------------------------------------------------------------------- background cleanup
@@ -421,6 +425,28 @@ class Staging:
 # pid) is removed by the next save next to it.
 _pending: list[threading.Thread] = []
 _pending_lock = threading.Lock()
+
+
+#: a replaced tree of at most this many entries, no folder among them, holding at most
+#: ``_SMALL_BYTES`` on disk, is deleted by the save itself: starting the cleanup thread costs
+#: more (the caller waits for the thread to start, and for the GIL it then holds)
+_SMALL_ENTRIES = 16
+_SMALL_BYTES = 64 << 20
+
+
+def _small_tree(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as it:
+            used = 0
+            for n, entry in enumerate(it):
+                if n >= _SMALL_ENTRIES or entry.is_dir(follow_symlinks=False):
+                    return False
+                used += entry.stat(follow_symlinks=False).st_blocks * 512
+                if used > _SMALL_BYTES:
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _defer(fn: Any, *args: Any) -> None:
