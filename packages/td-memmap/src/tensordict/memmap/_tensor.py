@@ -225,6 +225,17 @@ def _wrap(tensor: torch.Tensor, filename: str | None, shm: _Shm | None = None) -
     return out
 
 
+def _adopt(tensor: torch.Tensor, filename: str | None, shm: _Shm | None = None) -> MemoryMappedTensor:
+    """``_wrap`` for a plain tensor made just now by the caller (``tensor_on``): nobody else
+    holds it, so its class is changed in place instead of aliasing it a second time."""
+    tensor.__class__ = MemoryMappedTensor
+    if filename is not None:
+        tensor._filename = filename  # type: ignore[attr-defined]
+    if shm is not None:
+        tensor._shm = shm  # type: ignore[attr-defined]
+    return tensor  # type: ignore[return-value]
+
+
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     pa = a.untyped_storage().data_ptr()
     return pa != 0 and pa == b.untyped_storage().data_ptr()
@@ -239,14 +250,7 @@ def _retype(ret: torch.Tensor, src: MemoryMappedTensor) -> MemoryMappedTensor:
     """
     if ret.requires_grad:
         return _wrap(ret, src._filename, src._shm)
-    ret.__class__ = MemoryMappedTensor
-    filename = src._filename
-    if filename is not None:
-        ret._filename = filename  # type: ignore[attr-defined]
-    shm = src._shm
-    if shm is not None:
-        ret._shm = shm  # type: ignore[attr-defined]
-    return ret  # type: ignore[return-value]
+    return _adopt(ret, src._filename, src._shm)
 
 
 def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
@@ -263,7 +267,7 @@ def _rewrap(ret: Any, src: MemoryMappedTensor) -> Any:
             if r.__class__ is _Tensor and (r._is_view() or _same_storage(r, src)):
                 if r.requires_grad:
                     r = _wrap(r, filename, shm)
-                else:  # _retype, inlined
+                else:  # _adopt, inlined (once per item of an unbind of thousands)
                     r.__class__ = MemoryMappedTensor
                     if filename is not None:
                         r._filename = filename  # type: ignore[attr-defined]
@@ -278,7 +282,7 @@ def _map_file(path: str, dtype: torch.dtype, shape: tuple, shared: bool = True) 
     """Maps ``path`` (already checked) as a ``MemoryMappedTensor`` (``shared=False``: copy-on-write)."""
     nbytes = math.prod(shape) * dtype.itemsize
     with _DisableTF():
-        return _wrap(tensor_on(map_storage(path, nbytes, shared), dtype, shape), path)
+        return _adopt(tensor_on(map_storage(path, nbytes, shared), dtype, shape), path)
 
 
 def _maps_file(t: MemoryMappedTensor, path: str) -> bool:
@@ -449,7 +453,7 @@ def _rebuild_from_file(filename: str, nbytes: int, dtype: str, offset: int, shap
     dt = dtype_from_name(dtype, filename)
     check_file(filename, nbytes, exact=False)
     storage = map_storage(filename, nbytes)
-    return _wrap(tensor_on(storage, dt, shape, offset, stride), filename)
+    return _adopt(tensor_on(storage, dt, shape, offset, stride), filename)
 
 
 def _rebuild_anonymous(tensor: torch.Tensor) -> MemoryMappedTensor:
@@ -470,7 +474,7 @@ def _rebuild_shm(dupfd: Any, nbytes: int, dtype: str, offset: int, shape: tuple,
     if shm is None or shm.fd != fd or shm.nbytes != nbytes:
         shm = _Shm(nbytes, fd=fd)
         _RECEIVED[fd] = weakref.ref(shm)
-    return _wrap(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)  # type: ignore[arg-type]
+    return _adopt(tensor_on(shm.storage, dtype_from_name(dtype, "shared memory"), shape, offset, stride), None, shm)  # type: ignore[arg-type]
 
 
 def _rebuild_copy(tensor: torch.Tensor) -> MemoryMappedTensor:
@@ -938,7 +942,7 @@ class MemoryMappedTensor(torch.Tensor):
         nbytes = math.prod(shp) * dtype.itemsize
         check_file(path, nbytes, exact=False)
         with _DisableTF():
-            out = _wrap(tensor_on(map_storage(path, nbytes), dtype, shp), path)
+            out = _adopt(tensor_on(map_storage(path, nbytes), dtype, shp), path)
             if index is not None:
                 out = _wrap(_plain(out)[index], path)
         return out
