@@ -182,9 +182,9 @@ def _collect(td: Any, leaves: list, base: Any, td_cls: Any, slots: list | None =
                 sub._tensordict = node_src
                 sub._batch_size = bs
                 sub._device = device
+                sub._is_locked = True
                 if names is not None:
                     sub._names = list(names)
-                sub._is_locked = True
             if root is None:
                 root, out = node, sub
             else:

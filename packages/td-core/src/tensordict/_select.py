@@ -528,6 +528,7 @@ def _like(td: Any, source: dict) -> Any:
     out._tensordict = source
     out._batch_size = td._batch_size
     out._device = td._device
+    out._is_locked = False
     names = td._names
     if names is not None:
         out._names = list(names)
@@ -610,6 +611,7 @@ def _build_tree(tree: dict, bs: Any, dev: Any) -> Any:
     root._tensordict = tree
     root._batch_size = bs
     root._device = dev
+    root._is_locked = False
     todo = [tree]
     while todo:
         node = todo.pop()
@@ -619,6 +621,7 @@ def _build_tree(tree: dict, bs: Any, dev: Any) -> Any:
                 sub._tensordict = value
                 sub._batch_size = bs
                 sub._device = dev
+                sub._is_locked = False
                 node[key] = sub  # a value replaced, no key added: the iteration goes on
                 todo.append(value)
     return root

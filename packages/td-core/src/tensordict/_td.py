@@ -616,6 +616,7 @@ class TensorDict(TensorDictBase):
                     out._tensordict = source
                     out._batch_size = self._batch_size
                     out._device = self._device
+                    out._is_locked = False
                     names = self._names
                     if names is not None:
                         out._names = list(names)
