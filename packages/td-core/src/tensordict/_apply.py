@@ -41,6 +41,7 @@ _TC = 3  # a tensorclass instance: its ``_tensordict`` is walked, the class rebu
 _PART = 4  # (pointwise walk) stacked TensorDict ``i`` of a lazy stack: ``(i, _PART, child_spec)``
 
 _new_td = object.__new__
+_DEEP = 100  # nesting levels walked by recursion before an explicit stack takes over
 
 
 # ---------------------------------------------------------------------- tree helpers
@@ -78,7 +79,52 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
         else:
             leaves.extend(values)
             return (td, list(store), True)
-    return trampoline(_flatten_node, td, leaves, pointwise)
+    n = len(leaves)
+    try:
+        return _flatten_rec(td, leaves, pointwise)
+    except RecursionError:  # nested deeper than the recursion limit: walk it without recursion
+        del leaves[n:]
+        return trampoline(_flatten_node, td, leaves, pointwise)
+
+
+def _flatten_rec(td: Any, leaves: list, pointwise: bool) -> tuple:
+    """:func:`_flatten_tensors` by recursion (the fastest for the usual few levels)."""
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
+    if td.__class__ is td_cls:
+        store = td._tensordict
+        values = list(store.values())
+        for v in values:
+            if v.__class__ is not _Tensor:
+                break
+        else:
+            leaves.extend(values)
+            return (td, list(store), True)
+    elif isinstance(td, _classes.LazyStackedTensorDict) and td.tensordicts:
+        if pointwise:
+            parts = [
+                (i, _PART, _flatten_rec(sub, leaves, True)) for i, sub in enumerate(td.tensordicts)
+            ]
+            return (td, parts, False)
+        _refuse_exclusive(td)
+    entries: list = []
+    simple = True
+    append = leaves.append
+    add = entries.append
+    for key, value in td._items_raw():
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            add(key)
+            append(value)
+        elif isinstance(value, tdb):
+            simple = False
+            add((key, _NESTED, _flatten_rec(value, leaves, pointwise)))
+        elif _is_tensorclass(value, tdb):
+            simple = False
+            add((key, _TC, (value, _flatten_rec(value._tensordict, leaves, pointwise))))
+        else:
+            simple = False
+            add((key, _PASS, value))
+    return (td, entries, simple)
 
 
 def _flatten_node(td: Any, leaves: list, pointwise: bool) -> Generator[tuple, Any, tuple]:
@@ -172,7 +218,39 @@ def _unflatten_tensors(spec: tuple, results: list, start: int = 0) -> tuple[Any,
         if start == 0 and n == len(results):
             return td._new_like(dict(zip(entries, results))), n
         return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
-    return trampoline(_unflatten_node, spec, results, start)
+    try:
+        return _unflatten_rec(spec, results, start)
+    except RecursionError:  # nested deeper than the recursion limit: rebuild without recursion
+        return trampoline(_unflatten_node, spec, results, start)
+
+
+def _unflatten_rec(spec: tuple, results: list, start: int) -> tuple[Any, int]:
+    """:func:`_unflatten_tensors` by recursion (the fastest for the usual few levels)."""
+    td, entries, simple = spec
+    if simple:
+        n = len(entries)
+        return td._new_like(dict(zip(entries, results[start : start + n]))), start + n
+    source = {}
+    parts = None
+    for entry in entries:
+        if entry.__class__ is str:
+            source[entry] = results[start]
+            start += 1
+        elif entry[1] == _NESTED:
+            source[entry[0]], start = _unflatten_rec(entry[2], results, start)
+        elif entry[1] == _TC:
+            sub, start = _unflatten_rec(entry[2][1], results, start)
+            source[entry[0]] = _rewrap(entry[2][0], sub)
+        elif entry[1] == _PART:
+            sub, start = _unflatten_rec(entry[2], results, start)
+            if parts is None:
+                parts = []
+            parts.append(sub)
+        else:
+            source[entry[0]] = entry[2]
+    if parts is not None:  # a lazy stack walked pointwise stays a lazy stack
+        return td._new_lazy(parts), start
+    return td._new_like(source), start
 
 
 def _unflatten_node(spec: tuple, results: list, start: int) -> Generator[tuple, Any, tuple]:
@@ -238,7 +316,80 @@ def _collect_like(spec: tuple, other: Any, out: list, what: str, prefix: tuple =
         TypeError: ``other`` holds a nested TensorDict where ``spec`` has a tensor (or
             the reverse).
     """
-    trampoline(_collect_node, spec, other, out, what, prefix)
+    n = len(out)
+    try:
+        _collect_rec(spec, other, out, what, prefix)
+    except RecursionError:  # nested deeper than the recursion limit: walk it without recursion
+        del out[n:]
+        trampoline(_collect_node, spec, other, out, what, prefix)
+
+
+def _collect_rec(spec: tuple, other: Any, out: list, what: str, prefix: tuple = ()) -> None:
+    """:func:`_collect_like` by recursion (the fastest for the usual few levels)."""
+    tdb = _classes.TensorDictBase
+    td_cls = _classes.TensorDict
+    td, entries, simple = spec
+    if entries and entries[0].__class__ is tuple and entries[0][1] == _PART:
+        for entry, part in zip(entries, _other_parts(td, other, what, prefix)):
+            _collect_rec(entry[2], part, out, what, prefix)
+        return
+    if simple and other.__class__ is td_cls:
+        store = other._tensordict
+        if len(store) == len(entries):
+            try:
+                values = [store[k] for k in entries]
+            except KeyError:
+                values = None
+            if values is not None:
+                for v in values:
+                    if v.__class__ is not _Tensor:
+                        break
+                else:
+                    out.extend(values)
+                    return
+    get = other._get_raw
+    for entry in entries:
+        key = entry if entry.__class__ is str else entry[0]
+        value = get(key, _MISSING)
+        if value is _MISSING:
+            full = prefix + (key,) if prefix else key
+            msg = (
+                f"{what}: key {full!r} is missing from the other TensorDict. Both TensorDicts "
+                "must have the same keys; pass `default=` to fill missing entries, or "
+                "`default='intersection'` to use only the shared keys."
+            )
+            raise KeyError(msg)
+        if entry.__class__ is str:
+            if not isinstance(value, _Tensor):
+                full = prefix + (key,) if prefix else key
+                msg = (
+                    f"{what}: key {full!r} is a tensor in the TensorDict but a "
+                    f"{type(value).__name__} in the other one."
+                )
+                raise TypeError(msg)
+            out.append(value)
+        elif entry[1] == _NESTED or entry[1] == _TC:
+            if _is_tensorclass(value, tdb):
+                value = value._tensordict
+            if not isinstance(value, tdb):
+                full = prefix + (key,) if prefix else key
+                msg = (
+                    f"{what}: key {full!r} is a TensorDict in the TensorDict but a "
+                    f"{type(value).__name__} in the other one."
+                )
+                raise TypeError(msg)
+            child = entry[2] if entry[1] == _NESTED else entry[2][1]
+            _collect_rec(child, value, out, what, prefix + (key,))
+    n_other = len(other._keys_raw())
+    if n_other != len(entries):
+        mine = {e if e.__class__ is str else e[0] for e in entries}
+        extra = [k for k in other._keys_raw() if k not in mine]
+        extra = [prefix + (k,) if prefix else k for k in extra]
+        msg = (
+            f"{what}: the other TensorDict has keys {extra} that the TensorDict lacks. "
+            "Pass `default=` to fill missing entries, or `default='intersection'`."
+        )
+        raise KeyError(msg)
 
 
 def _collect_node(
@@ -376,89 +527,135 @@ def _rebatch_non_tensor(key: Any, value: Any, new_bs: Any) -> Any:
 
 
 def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
-    """``apply(fn)`` with one TensorDict and no keyword: the hot path.
-
-    The tree is walked without recursion (a chain of any depth works under the default
-    recursion limit): ``parents`` holds, for each node being built above the current one,
-    its state and the key under which the current node's result goes."""
+    """``apply(fn)`` with one TensorDict and no keyword: the hot path, by recursion (the
+    fastest for the usual few levels); a dense TensorDict nested more than ``_DEEP`` levels
+    down is handed to :func:`_apply_simple_deep`, which has no recursion limit."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
+    dense = td.__class__ is td_cls
+    if dense:
+        bs = td._batch_size
+        items = td._tensordict.items()
+    else:
+        bs = td.batch_size
+        items = td._items_raw()
+    n = len(bs)
+    b0 = bs[0] if n else 0
+    source = {}
+    for key, value in items:
+        cls = value.__class__
+        if cls is td_cls:
+            if len(prefix) < _DEEP:
+                res = _apply_simple(value, fn, filter_empty, prefix + (key,))
+            else:  # past _DEEP levels: the rest without recursion
+                res = _apply_simple_deep(value, fn, filter_empty, prefix + (key,))
+            if res is None:
+                continue
+            source[key] = res
+            continue
+        if cls is _Tensor or isinstance(value, _Tensor):
+            res = fn(value)
+            if res is None:
+                continue
+            if res.__class__ is _Tensor:
+                if n:
+                    if n == 1:
+                        try:
+                            bad = res.shape[0] != b0
+                        except IndexError:
+                            bad = True
+                    else:
+                        bad = res.shape[:n] != bs
+                    if bad:
+                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif not isinstance(res, (_Tensor, tdb)):
+                res = td._convert_value(prefix + (key,) if prefix else key, res)
+            elif n and _breaks(res, n, b0, bs):
+                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+        elif isinstance(value, tdb):
+            if isinstance(value, _classes.LazyStackedTensorDict):
+                res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
+            else:
+                res = (_apply_simple if len(prefix) < _DEEP else _apply_simple_deep)(
+                    value, fn, filter_empty, prefix + (key,)
+                )
+            if res is None:
+                continue
+        elif _is_tensorclass(value, tdb):
+            sub = (_apply_simple if len(prefix) < _DEEP else _apply_simple_deep)(
+                value._tensordict, fn, filter_empty, prefix + (key,)
+            )
+            if sub is None:
+                continue
+            res = _rewrap(value, sub)
+        else:
+            res = value
+        source[key] = res
+    if not source and filter_empty is not False:
+        if filter_empty or not td.is_empty():
+            return None
+    if dense:
+        # what TensorDict._new_unsafe does, without two calls per node (same batch
+        # size, device and names as ``td``)
+        out = _new_td(td_cls)
+        out._tensordict = source
+        out._batch_size = bs
+        out._device = td._device
+        if td._names is not None:
+            out._names = list(td._names)
+        return out
+    return td._new_like(source)
+
+
+def _checked(td: Any, key: str, res: Any, prefix: tuple, bs: torch.Size) -> Any:
+    """A leaf result of ``apply`` checked against the batch size ``bs`` (and converted, if
+    not a tensor or TensorDict), for the walks without recursion."""
+    full = prefix + (key,) if prefix else key
+    if not isinstance(res, (_Tensor, _classes.TensorDictBase)):
+        return td._convert_value(full, res)
+    n = len(bs)
+    if n and _breaks(res, n, bs[0], bs):
+        raise _bad_leaf(full, res.shape, bs)
+    return res
+
+
+def _apply_simple_deep(td: Any, fn: Callable, filter_empty: bool | None, prefix: tuple) -> Any:
+    """:func:`_apply_simple` without recursion (a chain of any depth works under the
+    default recursion limit): ``parents`` holds, for each node being built above the
+    current one, its state and the key under which the current node's result goes."""
+    tdb = _classes.TensorDictBase
     parents: list = []
     opening = True
     while True:
         if opening:
-            dense = td.__class__ is td_cls
-            if dense:
-                bs = td._batch_size
-                items = iter(td._tensordict.items())
-            else:
-                bs = td.batch_size
-                items = iter(td._items_raw())
-            n = len(bs)
-            b0 = bs[0] if n else 0
+            items = iter(td._items_raw())
             source: dict = {}
         for key, value in items:
-            cls = value.__class__
-            if cls is td_cls:
-                parents.append((td, items, source, prefix, dense, bs, n, b0, key, None))
-                td = value
-                prefix = prefix + (key,)
-                break
-            if cls is _Tensor or isinstance(value, _Tensor):
+            if isinstance(value, _Tensor):
                 res = fn(value)
                 if res is None:
                     continue
-                if res.__class__ is _Tensor:
-                    if n:
-                        if n == 1:
-                            try:
-                                bad = res.shape[0] != b0
-                            except IndexError:
-                                bad = True
-                        else:
-                            bad = res.shape[:n] != bs
-                        if bad:
-                            raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-                elif not isinstance(res, (_Tensor, tdb)):
-                    res = td._convert_value(prefix + (key,) if prefix else key, res)
-                elif n and _breaks(res, n, b0, bs):
-                    raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-            elif isinstance(value, tdb):
-                if isinstance(value, _classes.LazyStackedTensorDict):
-                    res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
-                    if res is None:
-                        continue
-                else:
-                    parents.append((td, items, source, prefix, dense, bs, n, b0, key, None))
-                    td = value
-                    prefix = prefix + (key,)
-                    break
-            elif _is_tensorclass(value, tdb):
-                parents.append((td, items, source, prefix, dense, bs, n, b0, key, value))
-                td = value._tensordict
-                prefix = prefix + (key,)
+                res = _checked(td, key, res, prefix, td.batch_size)
+            elif isinstance(value, _classes.LazyStackedTensorDict):
+                res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
+                if res is None:
+                    continue
+            elif isinstance(value, tdb) or _is_tensorclass(value, tdb):
+                wrapper = None if isinstance(value, tdb) else value
+                parents.append((td, items, source, prefix, key, wrapper))
+                td, prefix = (value if wrapper is None else value._tensordict), prefix + (key,)
                 break
             else:
                 res = value
             source[key] = res
-        else:
-            # every entry of ``td`` is done: build its node
+        else:  # every entry of ``td`` is done: its node
             if not source and filter_empty is not False and (filter_empty or not td.is_empty()):
                 node = None
-            elif dense:
-                # what TensorDict._new_unsafe does, without two calls per node (same batch
-                # size, device and names as ``td``)
-                node = _new_td(td_cls)
-                node._tensordict = source
-                node._batch_size = bs
-                node._device = td._device
-                if td._names is not None:
-                    node._names = list(td._names)
             else:
                 node = td._new_like(source)
             if not parents:
                 return node
-            td, items, source, prefix, dense, bs, n, b0, key, wrapper = parents.pop()
+            td, items, source, prefix, key, wrapper = parents.pop()
             if node is not None:
                 source[key] = node if wrapper is None else _rewrap(wrapper, node)
             opening = False
@@ -469,70 +666,122 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
 def _apply_others(
     td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple
 ) -> Any:
-    """``apply(fn, *others)`` without keywords: several TensorDicts walked together
-    (without recursion, like :func:`_apply_simple`)."""
+    """``apply(fn, *others)`` without keywords: several TensorDicts walked together, by
+    recursion (past ``_DEEP`` levels, by :func:`_apply_others_deep`)."""
     tdb = _classes.TensorDictBase
     td_cls = _classes.TensorDict
+    if td.__class__ is td_cls:
+        bs = td._batch_size
+        items = td._tensordict.items()
+    else:
+        bs = td.batch_size
+        items = td._items_raw()
+    n = len(bs)
+    b0 = bs[0] if n else 0
+    gets = [o._tensordict.get if o.__class__ is td_cls else o._get_raw for o in others]
+    single = gets[0] if len(gets) == 1 else None
+    store = others[0]._tensordict if single is not None and others[0].__class__ is td_cls else None
+    source = {}
+    for key, value in items:
+        if store is not None:
+            try:
+                other = store[key]
+            except KeyError:
+                raise _missing_in_other(prefix + (key,) if prefix else key, 1) from None
+            vals = None
+        elif single is not None:
+            other = single(key, _MISSING)
+            if other is _MISSING:
+                raise _missing_in_other(prefix + (key,) if prefix else key, 1)
+            vals = None
+        else:
+            vals = tuple(g(key, _MISSING) for g in gets)
+            for i, v in enumerate(vals):
+                if v is _MISSING:
+                    raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
+        if value.__class__ is _Tensor or isinstance(value, _Tensor):
+            res = fn(value, other) if vals is None else fn(value, *vals)
+            if res is None:
+                continue
+            if res.__class__ is _Tensor:
+                if n:
+                    if n == 1:
+                        try:
+                            bad = res.shape[0] != b0
+                        except IndexError:
+                            bad = True
+                    else:
+                        bad = res.shape[:n] != bs
+                    if bad:
+                        raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+            elif not isinstance(res, (_Tensor, tdb)):
+                res = td._convert_value(prefix + (key,) if prefix else key, res)
+            elif n and _breaks(res, n, b0, bs):
+                raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
+        elif isinstance(value, tdb):
+            if vals is None:
+                vals = (other,)
+            for i, v in enumerate(vals):
+                if not isinstance(v, tdb):
+                    full = prefix + (key,) if prefix else key
+                    msg = (
+                        f"apply: key {full!r} is a TensorDict in the TensorDict but a "
+                        f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
+                    )
+                    raise TypeError(msg)
+            if isinstance(value, _classes.LazyStackedTensorDict):
+                res = value.apply(fn, *vals, filter_empty=filter_empty)  # per stacked TensorDict
+            else:
+                res = (_apply_others if len(prefix) < _DEEP else _apply_others_deep)(
+                    value, fn, vals, filter_empty, prefix + (key,)
+                )
+            if res is None:
+                continue
+        elif _is_tensorclass(value, tdb):
+            subs = tuple(
+                v._tensordict if _is_tensorclass(v, tdb) else v
+                for v in ((other,) if vals is None else vals)
+            )
+            sub = (_apply_others if len(prefix) < _DEEP else _apply_others_deep)(
+                value._tensordict, fn, subs, filter_empty, prefix + (key,)
+            )
+            if sub is None:
+                continue
+            res = _rewrap(value, sub)
+        else:
+            res = value
+        source[key] = res
+    if not source and filter_empty is not False:
+        if filter_empty or not td.is_empty():
+            return None
+    return td._new_like(source)
+
+
+def _apply_others_deep(
+    td: Any, fn: Callable, others: tuple, filter_empty: bool | None, prefix: tuple
+) -> Any:
+    """:func:`_apply_others` without recursion (like :func:`_apply_simple_deep`)."""
+    tdb = _classes.TensorDictBase
     parents: list = []
     opening = True
     while True:
         if opening:
-            if td.__class__ is td_cls:
-                bs = td._batch_size
-                items = iter(td._tensordict.items())
-            else:
-                bs = td.batch_size
-                items = iter(td._items_raw())
-            n = len(bs)
-            b0 = bs[0] if n else 0
-            gets = [o._tensordict.get if o.__class__ is td_cls else o._get_raw for o in others]
-            single = gets[0] if len(gets) == 1 else None
-            store = (
-                others[0]._tensordict
-                if single is not None and others[0].__class__ is td_cls
-                else None
-            )
+            items = iter(td._items_raw())
             source: dict = {}
         for key, value in items:
-            if store is not None:
-                try:
-                    other = store[key]
-                except KeyError:
-                    raise _missing_in_other(prefix + (key,) if prefix else key, 1) from None
-                vals = None
-            elif single is not None:
-                other = single(key, _MISSING)
-                if other is _MISSING:
-                    raise _missing_in_other(prefix + (key,) if prefix else key, 1)
-                vals = None
-            else:
-                vals = tuple(g(key, _MISSING) for g in gets)
-                for i, v in enumerate(vals):
-                    if v is _MISSING:
-                        raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
-            if value.__class__ is _Tensor or isinstance(value, _Tensor):
-                res = fn(value, other) if vals is None else fn(value, *vals)
+            vals = tuple(o._get_raw(key, _MISSING) for o in others)
+            for i, v in enumerate(vals):
+                if v is _MISSING:
+                    raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
+            if isinstance(value, _Tensor):
+                res = fn(value, *vals)
                 if res is None:
                     continue
-                if res.__class__ is _Tensor:
-                    if n:
-                        if n == 1:
-                            try:
-                                bad = res.shape[0] != b0
-                            except IndexError:
-                                bad = True
-                        else:
-                            bad = res.shape[:n] != bs
-                        if bad:
-                            raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-                elif not isinstance(res, (_Tensor, tdb)):
-                    res = td._convert_value(prefix + (key,) if prefix else key, res)
-                elif n and _breaks(res, n, b0, bs):
-                    raise _bad_leaf(prefix + (key,) if prefix else key, res.shape, bs)
-            elif isinstance(value, tdb):
-                if vals is None:
-                    vals = (other,)
-                for i, v in enumerate(vals):
+                res = _checked(td, key, res, prefix, td.batch_size)
+            elif isinstance(value, tdb) or _is_tensorclass(value, tdb):
+                wrapper = None if isinstance(value, tdb) else value
+                subs = tuple(v._tensordict if _is_tensorclass(v, tdb) else v for v in vals)
+                for i, v in enumerate(subs):
                     if not isinstance(v, tdb):
                         full = prefix + (key,) if prefix else key
                         msg = (
@@ -541,21 +790,14 @@ def _apply_others(
                         )
                         raise TypeError(msg)
                 if isinstance(value, _classes.LazyStackedTensorDict):
-                    res = value.apply(fn, *vals, filter_empty=filter_empty)  # per stacked TensorDict
+                    res = value.apply(fn, *subs, filter_empty=filter_empty)  # per stacked TensorDict
                     if res is None:
                         continue
                 else:
-                    parents.append((td, items, source, prefix, others, n, bs, b0, store, single, gets, key, None))
-                    td, others, prefix = value, vals, prefix + (key,)
+                    parents.append((td, items, source, prefix, others, key, wrapper))
+                    td = value if wrapper is None else value._tensordict
+                    others, prefix = subs, prefix + (key,)
                     break
-            elif _is_tensorclass(value, tdb):
-                subs = tuple(
-                    v._tensordict if _is_tensorclass(v, tdb) else v
-                    for v in ((other,) if vals is None else vals)
-                )
-                parents.append((td, items, source, prefix, others, n, bs, b0, store, single, gets, key, value))
-                td, others, prefix = value._tensordict, subs, prefix + (key,)
-                break
             else:
                 res = value
             source[key] = res
@@ -566,7 +808,7 @@ def _apply_others(
                 node = td._new_like(source)
             if not parents:
                 return node
-            td, items, source, prefix, others, n, bs, b0, store, single, gets, key, wrapper = parents.pop()
+            td, items, source, prefix, others, key, wrapper = parents.pop()
             if node is not None:
                 source[key] = node if wrapper is None else _rewrap(wrapper, node)
             opening = False

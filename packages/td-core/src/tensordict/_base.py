@@ -1295,26 +1295,20 @@ class TensorDictBase(
                 (keyword only). Defaults to ``True``.
             convert_tensors (bool, optional): turn tensors into Python lists (keyword only).
         """
-        root: dict[str, Any] = {}
-        mine = TensorDictBase.to_dict
-        todo = [(self, root, retain_none)]  # nested TensorDicts walked without recursion
-        while todo:
-            td, out, retain = todo.pop()
-            for key, value in td._items_raw():
-                if isinstance(value, TensorDictBase):
-                    if type(value).to_dict is mine:
-                        sub: dict[str, Any] = {}
-                        out[key] = sub
-                        todo.append((value, sub, True))
-                    else:
-                        out[key] = value.to_dict(convert_tensors=convert_tensors)
-                elif isinstance(value, torch.Tensor):
-                    out[key] = value.tolist() if convert_tensors else value
-                elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its fields as a dict
-                    out[key] = value.to_dict(retain_none=retain, convert_tensors=convert_tensors)
-                else:
-                    out[key] = td._unwrap_leaf(value)
-        return root
+        out: dict[str, Any] = {}
+        for key, value in self._items_raw():
+            if isinstance(value, TensorDictBase):
+                try:
+                    out[key] = value.to_dict(convert_tensors=convert_tensors)
+                except RecursionError:  # nested deeper than the recursion limit allows
+                    out[key] = _to_dict_walk(value, convert_tensors)
+            elif isinstance(value, torch.Tensor):
+                out[key] = value.tolist() if convert_tensors else value
+            elif getattr(value, "_is_tensorclass", False):  # a tensorclass: its fields as a dict
+                out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
+            else:
+                out[key] = self._unwrap_leaf(value)
+        return out
 
     def _has_names(self) -> bool:
         return False
@@ -1433,3 +1427,27 @@ def _refuse_cycle(parent: Any, key: str, value: Any) -> None:
         subs = getattr(node, "tensordicts", None)
         if subs.__class__ is list:
             todo.extend(subs)
+
+
+def _to_dict_walk(td: TensorDictBase, convert_tensors: bool) -> dict:
+    """``td.to_dict(convert_tensors=...)`` without recursion (nesting of any depth)."""
+    root: dict[str, Any] = {}
+    mine = TensorDictBase.to_dict
+    todo: list[tuple[Any, dict]] = [(td, root)]
+    while todo:
+        node, out = todo.pop()
+        for key, value in node._items_raw():
+            if isinstance(value, TensorDictBase):
+                if type(value).to_dict is mine:
+                    sub: dict[str, Any] = {}
+                    out[key] = sub
+                    todo.append((value, sub))
+                else:
+                    out[key] = value.to_dict(convert_tensors=convert_tensors)
+            elif isinstance(value, torch.Tensor):
+                out[key] = value.tolist() if convert_tensors else value
+            elif getattr(value, "_is_tensorclass", False):
+                out[key] = value.to_dict(retain_none=True, convert_tensors=convert_tensors)
+            else:
+                out[key] = node._unwrap_leaf(value)
+    return root

@@ -25,8 +25,30 @@ class CompareMixin(TensorDictHost):
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, other: Any, op: Callable) -> TensorDictBase:
-        # nested TensorDicts are compared without recursion (any nesting depth)
-        return trampoline(_compare_node, self, other, op)
+        # by recursion (the fastest for the usual few levels); a nest deeper than the
+        # recursion limit allows is compared by :func:`_compare_node` (see _compare_leaf)
+        if getattr(other, "_is_tensorclass", False):  # a tensorclass compares as its TensorDict
+            other = other.to_tensordict(retain_none=True)  # (non-tensor fields included)
+        if _is_td(other) or (isinstance(other, Mapping) and not isinstance(other, torch.Tensor)):
+            source = {}
+            for key, value in self._items_raw():
+                o = other._get_raw(key, _MISSING) if _is_td(other) else other.get(key, _MISSING)
+                if o is _MISSING:
+                    msg = f"key {key!r} is missing from the other TensorDict in a comparison."
+                    raise KeyError(msg)
+                if value.__class__ is torch.Tensor and o.__class__ is torch.Tensor:
+                    source[key] = op(value, o)
+                else:
+                    source[key] = _compare_leaf(value, o, op, self.batch_size)
+            return self._new_like(source, device=self.device)
+        # against a number or a tensor, non-tensor leaves have nothing to compare: they are
+        # left out of the result (so ``.all()`` is decided by the tensors, as in tensordict)
+        source = {
+            k: _compare_leaf(v, other, op, self.batch_size)
+            for k, v in self._items_raw()
+            if v.__class__ is torch.Tensor or not isinstance(v, (NonTensorData, NonTensorStack))
+        }
+        return self._new_like(source)
 
     def all(self, dim: int | None = None) -> bool | TensorDictBase:
         """``True`` if every element of every leaf is true; with ``dim``, a TensorDict
@@ -156,7 +178,12 @@ def _is_td(value: Any) -> bool:
 
 def _compare_leaf(value: Any, other: Any, op: Callable, batch_size: torch.Size) -> Any:
     if _is_td(value):
-        return value._compare(other, op)
+        try:
+            return value._compare(other, op)
+        except RecursionError:  # nested too deep: compare this subtree without recursion
+            if type(value)._compare is not CompareMixin._compare:
+                raise
+            return trampoline(_compare_node, value, other, op)
     if isinstance(value, torch.Tensor):
         if isinstance(other, NonTensorData):  # a tensor against stored non-tensor data
             try:

@@ -162,13 +162,14 @@ class _Nest:
 
     __slots__ = ("items",)
 
-    def __init__(self, items: Any) -> None:
+    def __init__(self, items: Any, opts: Any = None) -> None:
         self.items = items
 
 
-def _value(key: str, value: Any, opts: _Opts) -> Any:
-    """Converts one input value to a storage value (or a pending placeholder, or a
-    :class:`_Nest` for a nested TensorDict)."""
+def _value(key: str, value: Any, opts: _Opts, nest: Any = None) -> Any:
+    """Converts one input value to a storage value (or a pending placeholder); a value that
+    becomes a nested TensorDict gives ``nest(items, opts)``: by default the TensorDict built
+    by :func:`_build_rec`, with ``nest=_Nest`` the :class:`_Nest` of its pairs."""
 
     if isinstance(value, _Tensor):
         return _to_device(value, opts.device)
@@ -181,16 +182,16 @@ def _value(key: str, value: Any, opts: _Opts) -> Any:
         # as from_any does at the top level, instead of wrapping each dataset object
         return import_sibling("persistent").PersistentTensorDict(group=value, device=opts.device)
     if isinstance(value, Mapping):
-        return _Nest(_normalize_items(value))
+        return (nest or _build_rec)(_normalize_items(value), opts)
     if isinstance(value, (bool, numbers.Number)):
         return _Scalar(value)
     if opts.any_mode:
         if _is_namedtuple(value):
-            return _Nest(zip(type(value)._fields, value))
+            return (nest or _build_rec)(zip(type(value)._fields, value), opts)
         if isinstance(value, tuple):
-            return _Nest((str(i), v) for i, v in enumerate(value))
+            return (nest or _build_rec)(((str(i), v) for i, v in enumerate(value)), opts)
         if _is_dataclass_instance(value):
-            return _Nest((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+            return (nest or _build_rec)(((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)), opts)
     if _is_numpy(value):
         from tensordict._convert_numpy import numpy_value
 
@@ -239,23 +240,53 @@ def _normalize_items(mapping: Mapping) -> list[tuple[str, Any]]:
 
 
 def _build(items: Any, opts: _Opts) -> Any:
-    """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``
-    (nested mappings at any depth: the levels are built without recursion)."""
-    return trampoline(_build_node, items, opts)
+    """Builds a ``TensorDict`` from ``(str, value)`` pairs with the options of ``opts``.
+
+    Nested mappings are built by recursion (the fastest for the usual few levels); a nest
+    deeper than the recursion limit allows is built again level by level without
+    recursion (nothing but new objects and ``opts.free`` is written, which is restored)."""
+    if items.__class__ is not list:
+        items = list(items)  # read again if the recursive walk gives up
+    free = set(opts.free) if opts.free else None
+    try:
+        return _build_rec(items, opts)
+    except RecursionError:
+        opts.free.clear()
+        opts.free.update(free or ())
+        return trampoline(_build_node, items, opts)
 
 
-def _build_node(items: Any, opts: _Opts) -> Generator[tuple, Any, Any]:
-    """One level of :func:`_build`: a nested TensorDict's pairs are yielded to
-    :func:`trampoline`, which sends the built TensorDict back."""
+def _build_rec(items: Any, opts: _Opts) -> Any:
+    """:func:`_build` by recursion."""
     source = {}
     for key, value in items:
         if key.__class__ is not str:
-            msg = f"key {key!r} of type {type(key).__name__} is not a str."
-            raise TypeError(msg)
-        out = _value(key, value, opts)
+            _str_key(key)
+        source[key] = _value(key, value, opts)
+    return _build_level(source, opts)
+
+
+def _build_node(items: Any, opts: _Opts) -> Generator[tuple, Any, Any]:
+    """One level of :func:`_build` without recursion: a nested TensorDict's pairs are
+    yielded to :func:`trampoline`, which sends the built TensorDict back."""
+    source = {}
+    for key, value in items:
+        out = _value(_str_key(key), value, opts, _Nest)
         if out.__class__ is _Nest:
             out = yield (out.items, opts)
         source[key] = out
+    return _build_level(source, opts)
+
+
+def _str_key(key: Any) -> str:
+    if key.__class__ is not str:
+        msg = f"key {key!r} of type {type(key).__name__} is not a str."
+        raise TypeError(msg)
+    return key
+
+
+def _build_level(source: dict, opts: _Opts) -> Any:
+    """The TensorDict of one level, its values converted (nested ones already built)."""
     free = False
     if opts.batch_size is not None:
         batch_size = opts.batch_size

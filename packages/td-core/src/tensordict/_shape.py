@@ -182,87 +182,50 @@ class ShapeMixin(TensorDictHost):
         return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
     def _index(self, index: Any) -> Any:
-        """``self[index]`` for a batch index: every leaf indexed, nested TensorDicts too.
-
-        The nested dense TensorDicts are walked without recursion (``parents`` holds the
-        nodes being built above the current one), so a chain of any depth works under
-        the default recursion limit; other nested containers use their own ``_index``."""
-        td_cls = _classes.TensorDict
-        tdb = _classes.TensorDictBase
-        parents: list | None = None
-        node = self
-        opening = True
-        while True:
-            if opening:
-                bs = node.batch_size
-                cls = index.__class__
-                if cls is int and bs:
-                    n = bs[0]
-                    if not -n <= index < n:
-                        msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
-                        raise IndexError(msg)
-                    new_bs = bs[1:]
-                    names = node.names[1:] if node._has_names() else None
-                elif cls is slice and bs:
-                    new_bs = torch.Size((len(range(*index.indices(bs[0]))), *bs[1:]))
-                    names = node.names if node._has_names() else None
-                else:
-                    index = node._normalize_index(index)
-                    names = None if not node._has_names() else index_names(node.names, index, len(bs))
-                    if len(index) == 1:
-                        index = index[0]
-                    new_bs = None
-                fixed = new_bs is not None
-                unbatched: list | None = None
-                source: dict = {}
-                items = iter(node._items_raw())
-            for key, value in items:
-                vcls = value.__class__
-                if vcls is _Tensor:
+        """``self[index]`` for a batch index: every leaf indexed, nested TensorDicts too, by
+        recursion (the fastest for the usual few levels); a subtree nested deeper than the
+        recursion limit allows is indexed by :func:`_index_deep` instead."""
+        bs = self.batch_size
+        index, new_bs, names = _index_plan(self, bs, index)
+        source = {}
+        if new_bs is not None:
+            for key, value in self._items_raw():
+                if value.__class__ is _Tensor:
                     source[key] = value[index]
-                    continue
-                if vcls is td_cls:
-                    if parents is None:
-                        parents = []
-                    parents.append((node, index, bs, new_bs, names, fixed, unbatched, source, items, key))
-                    node = value
-                    break
-                if vcls is UnbatchedTensor:
-                    if fixed:
-                        source[key] = value._rebatch(new_bs)
-                    else:
-                        if unbatched is None:
-                            unbatched = []
-                        unbatched.append(key)
-                        source[key] = value
-                elif isinstance(value, tdb):
-                    source[key] = value._index(index)
+                elif isinstance(value, _classes.TensorDictBase):
+                    try:
+                        source[key] = value._index(index)
+                    except RecursionError:  # nested too deep: index it without recursion
+                        source[key] = _index_deep(value, index)
+                elif value.__class__ is UnbatchedTensor:
+                    source[key] = value._rebatch(new_bs)
                 else:
                     source[key] = value[index]
-            else:
-                if new_bs is None:
-                    # the new batch dims, from the first tensor result (in key order)
-                    for key, value in node._items_raw():
-                        if value.__class__ is UnbatchedTensor or isinstance(value, tdb):
-                            continue
-                        out = source[key]
-                        if isinstance(out, _Tensor):
-                            new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
-                            break
-                    else:
-                        new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
-                for key in unbatched or ():
-                    source[key] = source[key]._rebatch(new_bs)
-                if new_bs.__class__ is not _Size:
-                    new_bs = _Size(new_bs)
-                res = node._new_like(source, batch_size=new_bs, names=names)
-                if not parents:
-                    return res
-                node, index, bs, new_bs, names, fixed, unbatched, source, items, key = parents.pop()
-                source[key] = res
-                opening = False
+            return self._new_like(source, batch_size=new_bs, names=names)
+        bd = len(bs)
+        unbatched = []
+        for key, value in self._items_raw():
+            if value.__class__ is UnbatchedTensor:
+                unbatched.append(key)
+                source[key] = value
                 continue
-            opening = True
+            if not isinstance(value, _classes.TensorDictBase):
+                out = value[index]
+            else:
+                try:
+                    out = value._index(index)
+                except RecursionError:  # nested too deep: index it without recursion
+                    out = _index_deep(value, index)
+            if new_bs is None and isinstance(out, torch.Tensor):
+                new_bs = out.shape[: out.ndim - (value.ndim - bd)]
+            source[key] = out
+        if new_bs is None:
+            new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
+        for key in unbatched:
+            source[key] = source[key]._rebatch(new_bs)  # type: ignore[attr-defined]
+        if new_bs.__class__ is not _Size:
+            new_bs = _Size(new_bs)
+        return self._new_like(source, batch_size=new_bs, names=names)
 
     # -------------------------------------------------------------- reshaping
     def view(self, *shape: Any, size: Any = None) -> Any:
@@ -735,3 +698,94 @@ class ShapeMixin(TensorDictHost):
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names))
+
+
+def _index_plan(td: Any, bs: torch.Size, index: Any) -> tuple:
+    """``(index, new_batch_size, names)`` of ``td[index]``: the new batch size when it follows
+    from the index alone (an int or a slice), else ``None`` (read from the results) and the
+    index normalised.
+
+    Raises:
+        IndexError: an int index out of range of the first batch dim.
+    """
+    cls = index.__class__
+    if cls is int and bs:
+        n = bs[0]
+        if not -n <= index < n:
+            msg = f"index {index} is out of bounds for dimension 0 with size {n} (batch_size {tuple(bs)})."
+            raise IndexError(msg)
+        return index, bs[1:], td.names[1:] if td._has_names() else None
+    if cls is slice and bs:
+        return index, _Size((len(range(*index.indices(bs[0]))), *bs[1:])), td.names if td._has_names() else None
+    index = td._normalize_index(index)
+    names = None if not td._has_names() else index_names(td.names, index, len(bs))
+    if len(index) == 1:
+        index = index[0]
+    return index, None, names
+
+
+def _index_deep(self: Any, index: Any) -> Any:
+    """``self._index(index)`` without recursion: the nested dense TensorDicts are walked
+    with ``parents`` holding the nodes being built above the current one, so a chain of
+    any depth works under the default recursion limit (other nested containers use their
+    own ``_index``)."""
+    td_cls = _classes.TensorDict
+    tdb = _classes.TensorDictBase
+    parents: list | None = None
+    node = self
+    opening = True
+    while True:
+        if opening:
+            bs = node.batch_size
+            index, new_bs, names = _index_plan(node, bs, index)
+            fixed = new_bs is not None
+            unbatched: list | None = None
+            source: dict = {}
+            items = iter(node._items_raw())
+        for key, value in items:
+            vcls = value.__class__
+            if vcls is _Tensor:
+                source[key] = value[index]
+                continue
+            if vcls is td_cls:
+                if parents is None:
+                    parents = []
+                parents.append((node, index, bs, new_bs, names, fixed, unbatched, source, items, key))
+                node = value
+                break
+            if vcls is UnbatchedTensor:
+                if fixed:
+                    source[key] = value._rebatch(new_bs)
+                else:
+                    if unbatched is None:
+                        unbatched = []
+                    unbatched.append(key)
+                    source[key] = value
+            elif isinstance(value, tdb):
+                source[key] = value._index(index)
+            else:
+                source[key] = value[index]
+        else:
+            if new_bs is None:
+                # the new batch dims, from the first tensor result (in key order)
+                for key, value in node._items_raw():
+                    if value.__class__ is UnbatchedTensor or isinstance(value, tdb):
+                        continue
+                    out = source[key]
+                    if isinstance(out, _Tensor):
+                        new_bs = out.shape[: out.ndim - (value.ndim - len(bs))]
+                        break
+                else:
+                    new_bs = torch.zeros((), dtype=torch.uint8).expand(bs)[index].shape
+            for key in unbatched or ():
+                source[key] = source[key]._rebatch(new_bs)
+            if new_bs.__class__ is not _Size:
+                new_bs = _Size(new_bs)
+            res = node._new_like(source, batch_size=new_bs, names=names)
+            if not parents:
+                return res
+            node, index, bs, new_bs, names, fixed, unbatched, source, items, key = parents.pop()
+            source[key] = res
+            opening = False
+            continue
+        opening = True
