@@ -111,8 +111,8 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
     ``parent`` is the key of ``source`` as a chain (``"a"``, then ``("a", "b")``, then
     ``(("a", "b"), "c")``...): one pair per level, so deep nests cost no quadratic key
     building; :func:`_key_path` unrolls it for the error message. Recursive (the fastest
-    for the usual few levels): a nest deeper than the recursion limit is built by
-    :func:`_from_plain_dict_deep` instead (see ``__init__``)."""
+    for the usual few levels): the levels a RecursionError stops are built by
+    :func:`_from_plain_dict_deep` instead (only those: the levels above carry on)."""
     obj = TensorDict.__new__(TensorDict)
     store: dict = {}
     obj._tensordict = store
@@ -128,7 +128,10 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
                 value = value.to(dev)
             store[key] = value
         elif cls is dict and key.__class__ is str:
-            store[key] = _from_plain_dict(value, bs, dev, (parent, key))
+            try:
+                store[key] = _from_plain_dict(value, bs, dev, (parent, key))
+            except RecursionError:  # deeper than the recursion limit: the rest without recursion
+                store[key] = _from_plain_dict_deep(value, bs, dev, (parent, key))
         else:
             obj.set(key, value)
     return obj
