@@ -607,15 +607,18 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
     return td._new_like(source)
 
 
-def _checked(td: Any, key: str, res: Any, prefix: tuple, bs: torch.Size) -> Any:
+def _checked(td: Any, key: str, res: Any, prefix: tuple, path: list, bs: torch.Size) -> Any:
     """A leaf result of ``apply`` checked against the batch size ``bs`` (and converted, if
-    not a tensor or TensorDict), for the walks without recursion."""
-    full = prefix + (key,) if prefix else key
+    not a tensor or TensorDict), for the walks without recursion; the leaf's nested key
+    is ``prefix + path + (key,)``, built only when needed (an error, a conversion) so that
+    a deep walk costs no key tuple per level."""
     if not isinstance(res, (_Tensor, _classes.TensorDictBase)):
-        return td._convert_value(full, res)
+        full = (*prefix, *path, key)
+        return td._convert_value(full if len(full) > 1 else key, res)
     n = len(bs)
     if n and _breaks(res, n, bs[0], bs):
-        raise _bad_leaf(full, res.shape, bs)
+        full = (*prefix, *path, key)
+        raise _bad_leaf(full if len(full) > 1 else key, res.shape, bs)
     return res
 
 
@@ -625,6 +628,7 @@ def _apply_simple_deep(td: Any, fn: Callable, filter_empty: bool | None, prefix:
     current one, its state and the key under which the current node's result goes."""
     tdb = _classes.TensorDictBase
     parents: list = []
+    path: list = []  # the keys from ``td`` (at ``prefix``) down to the node being built
     opening = True
     while True:
         if opening:
@@ -635,15 +639,16 @@ def _apply_simple_deep(td: Any, fn: Callable, filter_empty: bool | None, prefix:
                 res = fn(value)
                 if res is None:
                     continue
-                res = _checked(td, key, res, prefix, td.batch_size)
+                res = _checked(td, key, res, prefix, path, td.batch_size)
             elif isinstance(value, _classes.LazyStackedTensorDict):
                 res = value.apply(fn, filter_empty=filter_empty)  # per stacked TensorDict
                 if res is None:
                     continue
             elif isinstance(value, tdb) or _is_tensorclass(value, tdb):
                 wrapper = None if isinstance(value, tdb) else value
-                parents.append((td, items, source, prefix, key, wrapper))
-                td, prefix = (value if wrapper is None else value._tensordict), prefix + (key,)
+                parents.append((td, items, source, key, wrapper))
+                td = value if wrapper is None else value._tensordict
+                path.append(key)
                 break
             else:
                 res = value
@@ -655,7 +660,8 @@ def _apply_simple_deep(td: Any, fn: Callable, filter_empty: bool | None, prefix:
                 node = td._new_like(source)
             if not parents:
                 return node
-            td, items, source, prefix, key, wrapper = parents.pop()
+            td, items, source, key, wrapper = parents.pop()
+            path.pop()
             if node is not None:
                 source[key] = node if wrapper is None else _rewrap(wrapper, node)
             opening = False
@@ -763,6 +769,7 @@ def _apply_others_deep(
     """:func:`_apply_others` without recursion (like :func:`_apply_simple_deep`)."""
     tdb = _classes.TensorDictBase
     parents: list = []
+    path: list = []  # the keys from ``td`` (at ``prefix``) down to the node being built
     opening = True
     while True:
         if opening:
@@ -772,18 +779,18 @@ def _apply_others_deep(
             vals = tuple(o._get_raw(key, _MISSING) for o in others)
             for i, v in enumerate(vals):
                 if v is _MISSING:
-                    raise _missing_in_other(prefix + (key,) if prefix else key, i + 1)
+                    raise _missing_in_other((*prefix, *path, key) if prefix or path else key, i + 1)
             if isinstance(value, _Tensor):
                 res = fn(value, *vals)
                 if res is None:
                     continue
-                res = _checked(td, key, res, prefix, td.batch_size)
+                res = _checked(td, key, res, prefix, path, td.batch_size)
             elif isinstance(value, tdb) or _is_tensorclass(value, tdb):
                 wrapper = None if isinstance(value, tdb) else value
                 subs = tuple(v._tensordict if _is_tensorclass(v, tdb) else v for v in vals)
                 for i, v in enumerate(subs):
                     if not isinstance(v, tdb):
-                        full = prefix + (key,) if prefix else key
+                        full = (*prefix, *path, key) if prefix or path else key
                         msg = (
                             f"apply: key {full!r} is a TensorDict in the TensorDict but a "
                             f"{type(v).__name__} in TensorDict number {i + 1} of `*others`."
@@ -794,9 +801,10 @@ def _apply_others_deep(
                     if res is None:
                         continue
                 else:
-                    parents.append((td, items, source, prefix, others, key, wrapper))
+                    parents.append((td, items, source, others, key, wrapper))
                     td = value if wrapper is None else value._tensordict
-                    others, prefix = subs, prefix + (key,)
+                    others = subs
+                    path.append(key)
                     break
             else:
                 res = value
@@ -808,7 +816,8 @@ def _apply_others_deep(
                 node = td._new_like(source)
             if not parents:
                 return node
-            td, items, source, prefix, others, key, wrapper = parents.pop()
+            td, items, source, others, key, wrapper = parents.pop()
+            path.pop()
             if node is not None:
                 source[key] = node if wrapper is None else _rewrap(wrapper, node)
             opening = False
