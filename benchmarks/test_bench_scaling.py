@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 
 import pytest
 import torch
@@ -242,3 +243,91 @@ def test_scale_depth_keys(benchmark, n):
 def test_scale_depth_clone(benchmark, n):
     td, _ = deep(n)
     benchmark(td.clone)
+
+
+def deep_dict(depth: int) -> dict:
+    """The plain-dict source of :func:`deep`'s chain."""
+    node: dict = {"leaf": torch.zeros(4, 2)}
+    for i in reversed(range(depth)):
+        node = {f"l{i}": node}
+    return node
+
+
+@scale("depth: construct")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_construct(benchmark, n):
+    src = deep_dict(n)
+    benchmark(TensorDict, src, batch_size=[4])
+
+
+@scale("depth: apply(x + 1)")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_apply(benchmark, n):
+    td, _ = deep(n)
+    benchmark(td.apply, lambda x: x + 1)
+
+
+@scale("depth: index [1:3]")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_index(benchmark, n):
+    td, _ = deep(n)
+    benchmark(td.__getitem__, slice(1, 3))
+
+
+@scale("depth: stack of 2")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_stack(benchmark, n):
+    tds = [deep(n)[0], deep(n)[0]]
+    benchmark(torch.stack, tds, 0)
+
+
+def _remove_tree(root) -> None:
+    """Deletes a folder tree without recursion: pytest removes old ``tmp_path`` folders with
+    ``shutil.rmtree``, which recurses once per level (Python 3.11) and fails on a 1,000-deep
+    store, ending a later pytest session with a RecursionError."""
+    todo = [(os.fspath(root), False)]
+    while todo:
+        path, emptied = todo.pop()
+        if emptied:
+            os.rmdir(path)
+            continue
+        todo.append((path, True))
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append((entry.path, False))
+                else:
+                    os.unlink(entry.path)
+
+
+@pytest.fixture
+def deep_tmp(tmp_path):
+    """``tmp_path``, emptied without recursion afterwards (see :func:`_remove_tree`)."""
+    yield tmp_path
+    for entry in os.listdir(tmp_path):
+        _remove_tree(tmp_path / entry)
+
+
+def deep_short(depth: int) -> TensorDict:
+    """:func:`deep` with one-letter level names: a store's folders nest like the keys, and
+    the deepest path must stay under PATH_MAX (4,096 bytes) at depth 1,000."""
+    td = TensorDict(batch_size=[4])
+    td.set(("a",) * depth + ("leaf",), torch.zeros(4, 2))
+    return td
+
+
+@pytest.mark.skipif(not HAS_MEMMAP, reason="td-memmap is not installed")
+@scale("depth: memmap save")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_memmap_save(benchmark, n, deep_tmp):
+    td = deep_short(n)
+    counter = iter(range(10**9))
+    benchmark.pedantic(lambda: td.memmap(deep_tmp / f"s{next(counter)}"), rounds=3, iterations=1)
+
+
+@pytest.mark.skipif(not HAS_MEMMAP, reason="td-memmap is not installed")
+@scale("depth: memmap load")
+@pytest.mark.parametrize("n", DEPTHS)
+def test_scale_depth_memmap_load(benchmark, n, deep_tmp):
+    deep_short(n).memmap(deep_tmp / "store")
+    benchmark.pedantic(TensorDict.load_memmap, args=(deep_tmp / "store",), rounds=3, iterations=1)
