@@ -202,3 +202,16 @@ def test_clone_to_keys_and_lock():
     td.unlock_()
     assert not td.get(path).is_locked
     assert not td.is_shared()
+
+
+@pytest.mark.parametrize("depth", [DEPTH, 3_000])
+def test_shape_ops(depth):
+    td, path = chain(depth)
+    out = td.reshape(2, 2)
+    assert out.get(path).batch_size == torch.Size([2, 2])
+    assert torch.equal(leaf(out, path), torch.arange(8.0).view(2, 2, 2))
+    out = td.unsqueeze(0)
+    assert leaf(out, path).shape == (1, 4, 2)
+    out = td.unsqueeze(-1).permute(1, 0)
+    assert out.get(path).batch_size == torch.Size([1, 4])
+    assert torch.equal(leaf(out, path)[0], torch.arange(8.0).view(4, 2))

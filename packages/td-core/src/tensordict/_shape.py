@@ -8,12 +8,13 @@ Every op is a function ``fn(value, nd)`` acting on the first ``nd`` dims of a le
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes, _stack
+from tensordict._deep import trampoline
 from tensordict._host import TensorDictHost
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
@@ -169,7 +170,12 @@ class ShapeMixin(TensorDictHost):
                 if new_bs is None:
                     new_bs = out.shape[: out.ndim - (value.ndim - bd)]
             elif isinstance(value, _classes.TensorDictBase):
-                out = value._batch_transform(fn, nd) if names is None else value._batch_transform(fn, nd, names=names)
+                try:
+                    out = value._batch_transform(fn, nd) if names is None else value._batch_transform(fn, nd, names=names)
+                except RecursionError:  # nested too deep (out of place: redo this subtree without recursion)
+                    if type(value)._batch_transform is not ShapeMixin._batch_transform:
+                        raise
+                    out = trampoline(_batch_transform_node, value, fn, nd, names)
                 if new_bs is None:
                     new_bs = out.batch_size[: out.batch_dims - (value.batch_dims - bd)]
             else:
@@ -698,6 +704,37 @@ class ShapeMixin(TensorDictHost):
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
         return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names))
+
+
+def _batch_transform_node(td: Any, fn: Callable, nd: int, names: Any) -> Generator[tuple, Any, Any]:
+    """``td._batch_transform(fn, nd, names=names)`` as a node generator for
+    :func:`~tensordict._deep.trampoline`: a nested TensorDict that keeps
+    :meth:`ShapeMixin._batch_transform` is yielded, others transform themselves."""
+    bd = len(td.batch_size)
+    source = {}
+    new_bs = None
+    for key, value in td._items_raw():
+        if value.__class__ is _Tensor or (isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor):
+            out = fn(value, nd)
+            if new_bs is None:
+                new_bs = out.shape[: out.ndim - (value.ndim - bd)]
+            source[key] = out
+            continue
+        if isinstance(value, _classes.TensorDictBase):
+            if type(value)._batch_transform is ShapeMixin._batch_transform:
+                out = yield (value, fn, nd, names)
+            else:
+                out = value._batch_transform(fn, nd) if names is None else value._batch_transform(fn, nd, names=names)
+            if new_bs is None:
+                new_bs = out.batch_size[: out.batch_dims - (value.batch_dims - bd)]
+        else:
+            out = value._batch_transform(fn, nd)
+        source[key] = out
+    if new_bs is None:
+        new_bs = fn(torch.zeros((), dtype=torch.uint8).expand(td.batch_size), nd).shape
+    if names is not None:
+        names = derive_names(td, names, nd) if td._has_names() or not callable(names) else None
+    return td._new_like(source, batch_size=torch.Size(new_bs), names=names)
 
 
 def _index_plan(td: Any, bs: torch.Size, index: Any) -> tuple:
