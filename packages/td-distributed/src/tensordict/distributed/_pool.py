@@ -177,7 +177,9 @@ class _ForkedWorkers:
         self.procs: list = []
         self.conns: dict = {}  # connection -> process
         # worker w runs chunk w first (every worker gets one), then the counter hands out the rest
-        counter, lock = ctx.RawValue("q", job.num_workers), ctx.Lock()
+        # kept until every worker has exited: the shared heap block of a freed counter would be
+        # reused by the next map's counter while a worker of this one may still read it
+        self.shared = counter, lock = ctx.RawValue("q", job.num_workers), ctx.Lock()
         _WORKER_STATE[job.token] = (job.source, job.fn, job.inherited)
         try:
             for w in range(job.num_workers):
@@ -209,15 +211,16 @@ class _ForkedWorkers:
                 if not self.conns:
                     msg = f"{self.op}: the worker processes exited before returning chunk {next_id}."
                     raise RuntimeError(msg)
-                for conn in wait(list(self.conns)):
+                ready: list[Any] = wait(list(self.conns))
+                for conn in ready:
                     try:
-                        msg = conn.recv()  # type: ignore[union-attr]
+                        got = conn.recv()
                     except EOFError:  # the worker closed its pipe: it is done, or it died
                         proc = self.conns.pop(conn)
                         proc.join(5.0)
                         self._check_exit(proc)
                         continue
-                    pending[msg[1]] = msg
+                    pending[got[1]] = got
             yield pending.pop(next_id)
 
     def _check_exit(self, proc: Any) -> None:
@@ -236,7 +239,7 @@ class _ForkedWorkers:
             conn.close()
         procs = self.procs
 
-        def join() -> None:
+        def join(shared: tuple = self.shared) -> None:  # holds the counter until the workers are gone
             for proc in procs:
                 proc.join()
 
