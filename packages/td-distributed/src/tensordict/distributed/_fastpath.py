@@ -38,7 +38,7 @@ import torch
 
 from tensordict.distributed._integrity import integrity_mode
 from tensordict.distributed._transport import comm_error, default_gloo, tag_sequence
-from tensordict.distributed._wire import HEADER_SIZE, snapshot
+from tensordict.distributed._wire import HEADER_SIZE, snapshot, word_pairs
 
 __all__ = ["COUNTS", "SendBuffer", "fast_send"]
 
@@ -48,20 +48,6 @@ COUNTS = [0, 0]
 _II = struct.Struct("<II")
 #: byte offset of the (prefix checksum, nonce) pair in the header
 _CRC_AT = 48
-
-
-def _word_pair(dst: torch.Tensor, src: torch.Tensor) -> list:
-    """``[(dst part, src part), ...]``: one ``uint8`` copy split into 8-byte words and a rest."""
-    n = dst.numel()
-    body = n - n % 8
-    pairs = []
-    if body and dst.data_ptr() % 8 == 0 and src.data_ptr() % 8 == 0:
-        pairs.append((dst[:body].view(torch.int64), src[:body].view(torch.int64)))
-    else:
-        body = 0
-    if body != n:
-        pairs.append((dst[body:], src[body:]))
-    return pairs
 
 
 class SendBuffer:
@@ -92,7 +78,7 @@ class SendBuffer:
         self.pairs: list = []
         self.runs: list = []  # (out tensor, leaves, stack?) per dtype run
         if storage is not None:
-            self.pairs = _word_pair(payload, storage)
+            self.pairs = word_pairs(payload, storage)
         else:
             for (dtype, start, nbytes, idxs), same in zip(plan.runs, plan.same_shape):
                 if not nbytes:
@@ -159,8 +145,7 @@ def fast_send(op: str, td: Any, dst: Any, init_tag: int, pseudo_rand: bool) -> b
         return False
     try:
         tag = tag_sequence(init_tag, True)(0) if pseudo_rand else init_tag
-        with torch.no_grad():
-            buf.fill()
+        buf.fill()  # detached leaves: no autograd involved
         started = time.monotonic()
         try:
             pg.send([buf.stream], dst, tag).wait()

@@ -325,8 +325,9 @@ def _scratch(cap: int) -> tuple[bytearray, torch.Tensor]:
 class _Incoming:
     """A transfer being received: the first receive is posted on construction."""
 
-    def __init__(self, op: str, gsrc: int, group: Any, tag: Any, mode: tuple | None = None) -> None:
+    def __init__(self, op: str, gsrc: int, group: Any, tag: Any, mode: tuple | None = None, pg: Any = None) -> None:
         self.op, self.gsrc, self.group, self.tag = op, gsrc, group, tag
+        self.pg = pg  # the default gloo group itself (fast path): receives go straight to it
         self.who = f"rank {gsrc}"
         self.device, self.exact = comm_mode(group) if mode is None else mode
         self.waited = False
@@ -426,7 +427,8 @@ class _Incoming:
             return False
         self._wait([self.first_work])
         self.waited = True
-        if raw[:_CRC_AT] != expected[:_CRC_AT] or raw[HEADER_SIZE:p] != expected[HEADER_SIZE:]:
+        head, body = plan.expected_parts()
+        if raw[:_CRC_AT] != head or raw[HEADER_SIZE:p] != body:
             return False
         nonce = _U32.unpack_from(raw, _CRC_AT + 4)[0]
         if raw[n - NONCE_LEN : n] != _NONCE_PAIR.pack(nonce, nonce ^ 0xFFFFFFFF):
@@ -457,6 +459,8 @@ class _Incoming:
 
     def _irecv(self, buf: torch.Tensor, slot: int) -> Any:
         try:
+            if self.pg is not None:
+                return self.pg.recv([buf], self.gsrc, self.tag(slot))
             return p2p_irecv(buf, self.gsrc, self.group, self.tag(slot))
         except RuntimeError as err:
             raise comm_error(self.op, err, self.who, self.group, self.started) from err
@@ -522,15 +526,16 @@ def _as_consolidated(td: Any) -> Any:
 def _recv(op: str, td: Any, src: int | None, group: Any, group_src: int | None, init_tag: int,
           pseudo_rand: bool) -> int:
     info = default_gloo() if group is None and group_src is None else None
+    mode: tuple | None
     if info is not None and src.__class__ is int and 0 <= src < info[2] and src != info[1]:
-        gsrc, mode = src, _GLOO_MODE  # the default gloo group, a valid peer: nothing to resolve
+        gsrc, mode, pg = src, _GLOO_MODE, info[0]  # the default gloo group, a valid peer: nothing to resolve
     else:
         check_initialized(op, group)
         gsrc, _ = resolve_peer(op, src, group, group_src, "src")
         _check_not_self(op, gsrc, "src", group)
-        mode = None
+        mode = pg = None
     tag = tag_sequence(init_tag, pseudo_rand)
-    incoming = _Incoming(op, gsrc, group, tag, mode)
+    incoming = _Incoming(op, gsrc, group, tag, mode, pg)
     original = td
     snap = snapshot(td)  # a TensorDict received into (or sent) before, unchanged since
     if snap is not None:

@@ -73,8 +73,12 @@ def with_allow_pickle(fn: Any) -> Any:
     """Adds the keyword-only ``allow_pickle=False`` argument to a transfer function: the
     call runs under :func:`pickle_policy` (see the module docstring)."""
 
+    get = _ALLOW.get
+
     @functools.wraps(fn)
     def wrapper(*args: Any, allow_pickle: bool = False, **kwargs: Any) -> Any:
+        if not allow_pickle and not get():  # the policy already in force: nothing to set (hot path)
+            return fn(*args, **kwargs)
         with pickle_policy(allow_pickle):
             return fn(*args, **kwargs)
 

@@ -256,7 +256,7 @@ class Plan:
 
     __slots__ = (
         "digest", "runs", "total", "offsets", "sizes", "segments", "specs", "meta", "leaf_at", "same_shape",
-        "_prefixes", "_expected",
+        "_prefixes", "_expected", "_parts",
     )
 
     def __init__(self, td: Any, leaves: list, has_values: bool) -> None:
@@ -295,6 +295,7 @@ class Plan:
         self.meta = None if has_values else _encode_meta(root, self.specs)
         self._prefixes: dict = {}
         self._expected: Any = 0  # not computed yet (``None``: no one-message form)
+        self._parts: tuple | None = None
 
     def expected_prefix(self) -> bytes | None:
         """The prefix of the one-message form of this structure over gloo (``INLINE`` and ``TAILS``
@@ -311,6 +312,15 @@ class Plan:
                 expected = _tensor_to_bytes(prefix)
             self._expected = expected
         return expected
+
+    def expected_parts(self) -> tuple:
+        """``(bytes 0:48, bytes 56:)`` of :meth:`expected_prefix` (which must not be ``None``):
+        what a received prefix must hold around the per-transfer checksum and nonce."""
+        parts = self._parts
+        if parts is None:
+            expected = self.expected_prefix()
+            parts = self._parts = (expected[:48], expected[HEADER_SIZE:])  # type: ignore[index]
+        return parts
 
     def prefix(self, flags: int, seg_sizes: tuple, meta: bytes | None = None) -> torch.Tensor:
         """Header + segment table + metadata + padding, as a ``uint8`` tensor (cached without values)."""
@@ -525,6 +535,21 @@ def copy_bytes(dst: torch.Tensor, src: torch.Tensor) -> None:
     dst.copy_(src)
 
 
+def word_pairs(dst: torch.Tensor, src: torch.Tensor) -> list:
+    """``[(dst part, src part), ...]``: the copy of one ``uint8`` range into another, as
+    8-byte words where both are aligned (fewer elements, see :func:`copy_bytes`) and the rest."""
+    n = dst.numel()
+    body = n - n % 8
+    pairs = []
+    if body and dst.data_ptr() % 8 == 0 and src.data_ptr() % 8 == 0:
+        pairs.append((dst[:body].view(torch.int64), src[:body].view(torch.int64)))
+    else:
+        body = 0
+    if body != n:
+        pairs.append((dst[body:], src[body:]))
+    return pairs
+
+
 def _byte_range(t: torch.Tensor) -> torch.Tensor | None:
     """A flat ``uint8`` view of a contiguous ``t`` (``None`` if it is not contiguous)."""
     if not t.is_contiguous():
@@ -678,23 +703,29 @@ class Template:
         """Copies a received payload into the leaves (one copy into a consolidated storage).
 
         ``reusable`` names a receive buffer that the caller reuses from call to call
-        (``(buffer, offset)``): the views of the payload inside it are then built
-        once per TensorDict and kept with its cached analysis.
+        (``(buffer, offset)``): the copies from the payload inside it (its views and the
+        destinations, detached) are then planned once per TensorDict and kept with its
+        cached analysis.
         """
+        snap = None
+        if reusable is not None:
+            entry = _cache_entry(self.td, False)
+            snap = entry[1] if entry is not None else None
+        if snap is not None and snap.result[1] is self.plan:
+            cached = snap.views
+            if cached is None or cached[0] is not reusable[0] or cached[1] != reusable[1]:
+                if self.storage is not None and self.storage.device == payload.device:
+                    dst, src = zip(*word_pairs(self.storage, payload)) if payload.numel() else ((), ())
+                else:
+                    dst = tuple(t.detach() for t in self.leaves)
+                    src = tuple(_views(payload, self.plan.runs, self.leaves))
+                cached = snap.views = (reusable[0], reusable[1], list(dst), list(src))
+            if cached[2]:
+                torch._foreach_copy_(cached[2], cached[3])
+            return
         with torch.no_grad():
             if self.storage is not None and self.storage.device == payload.device:
                 copy_bytes(self.storage, payload)
-                return
-            snap = None
-            if reusable is not None:
-                entry = _cache_entry(self.td, False)
-                snap = entry[1] if entry is not None else None
-            if snap is not None and snap.result[1] is self.plan:
-                cached = snap.views
-                if cached is None or cached[0] is not reusable[0] or cached[1] != reusable[1]:
-                    cached = snap.views = (reusable[0], reusable[1], _views(payload, self.plan.runs, self.leaves))
-                if self.leaves:
-                    torch._foreach_copy_(self.leaves, cached[2])
                 return
             self._unpack(payload, None)
 
