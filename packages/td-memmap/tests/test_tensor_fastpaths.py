@@ -115,3 +115,18 @@ def test_forked_child_does_not_allocate_from_the_parent_slab():
     assert p.exitcode == 0
     # the parent's next tensor: had the child cut from the same slab, it would read 7s
     assert (MemoryMappedTensor.empty((16,)) == 0).all()
+
+
+def test_default_device_context_does_not_move_memmaps(tmp_path):
+    # a memory-mapped tensor is CPU memory: the same on the first call (full path) and later ones
+    with torch.device("meta"):
+        for _ in range(2):
+            for out in (
+                MemoryMappedTensor.empty((3, 9)),
+                MemoryMappedTensor.zeros((3, 9), dtype=torch.int16),
+                MemoryMappedTensor.full((2,), fill_value=4.0),
+                MemoryMappedTensor.empty((0, 9)),
+                MemoryMappedTensor.from_tensor(torch.ones(3, device="cpu")),
+                MemoryMappedTensor.empty((4,), filename=tmp_path / "x.memmap", existsok=True),
+            ):
+                assert type(out) is MemoryMappedTensor and out.device.type == "cpu"

@@ -157,10 +157,13 @@ def map_storage(path: str, nbytes: int, shared: bool = True) -> torch.UntypedSto
     return torch.UntypedStorage.from_file(path, shared, nbytes)  # type: ignore[return-value]
 
 
+_CPU = torch.device("cpu")
+
+
 def tensor_on(storage: torch.UntypedStorage, dtype: torch.dtype, shape: Sequence[int],
               offset: int = 0, stride: Sequence[int] | None = None) -> torch.Tensor:
     """A tensor of ``dtype``/``shape`` viewing ``storage`` at element ``offset``."""
-    out = torch.empty(0, dtype=dtype)
+    out = torch.empty(0, dtype=dtype, device=_CPU)  # mapped memory is CPU memory, whatever the default device
     if stride is None:
         return out.set_(storage, offset, tuple(shape))  # type: ignore[call-overload]
     return out.set_(storage, offset, tuple(shape), tuple(stride))

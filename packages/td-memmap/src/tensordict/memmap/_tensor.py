@@ -46,6 +46,8 @@ __all__ = ["MemoryMappedTensor"]
 _DisableTF = torch._C.DisableTorchFunctionSubclass
 _Tensor = torch.Tensor
 _new_tensor = torch.Tensor.__new__
+#: memory-mapped and shared memory is CPU memory, whatever the default device (``torch.device`` context)
+_CPU = torch.device("cpu")
 
 
 # --------------------------------------------------------------------------- shared memory
@@ -152,12 +154,12 @@ def _anonymous(shape: tuple, dtype: torch.dtype) -> tuple[torch.Tensor, _Shm | N
         msg = f"shape {shape} of {dtype} needs {nbytes} bytes (elements x itemsize), more than memory can address."
         raise ValueError(msg)
     if nbytes == 0:
-        return torch.empty(shape, dtype=dtype), None
+        return torch.empty(shape, dtype=dtype, device=_CPU), None
     if nbytes <= _SlabPool.MAX:
         shm, pos = _POOL.alloc(nbytes)
-        return torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shape), shm  # type: ignore[call-overload]
+        return torch.empty(0, dtype=dtype, device=_CPU).set_(shm.storage, pos // itemsize, shape), shm  # type: ignore[call-overload]
     shm = _Shm(nbytes)
-    return torch.empty(0, dtype=dtype).set_(shm.storage, 0, shape), shm  # type: ignore[call-overload]
+    return torch.empty(0, dtype=dtype, device=_CPU).set_(shm.storage, 0, shape), shm  # type: ignore[call-overload]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -410,7 +412,7 @@ def _nested_from_tensor(cls: type, input: torch.Tensor, filename: Any, existsok:
             raise RuntimeError(msg)
     out = _nested_empty(cls, sizes, input.dtype, filename, True)
     with _DisableTF():
-        buf = torch.empty(0, dtype=input.dtype).set_(out.untyped_storage(), _plain_offset(out), (flat.numel(),))  # type: ignore[call-overload]
+        buf = torch.empty(0, dtype=input.dtype, device=_CPU).set_(out.untyped_storage(), _plain_offset(out), (flat.numel(),))  # type: ignore[call-overload]
         buf.copy_(flat)
     return out
 
@@ -821,7 +823,7 @@ class MemoryMappedTensor(torch.Tensor):
                         # ``torch.Tensor.__new__(cls)``: an empty CPU ``cls`` of the default dtype
                         out = _new_tensor(cls).set_(shm.storage, pos // itemsize, shp)  # type: ignore[call-overload]
                     else:
-                        out = torch.empty(0, dtype=dtype).set_(shm.storage, pos // itemsize, shp)  # type: ignore[call-overload]
+                        out = torch.empty(0, dtype=dtype, device=_CPU).set_(shm.storage, pos // itemsize, shp)  # type: ignore[call-overload]
                         if cls is MemoryMappedTensor:
                             out.__class__ = cls  # a fresh tensor nobody else holds: retyped, not aliased
                         else:
