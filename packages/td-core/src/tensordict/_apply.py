@@ -70,15 +70,6 @@ def _flatten_tensors(td: Any, leaves: list, pointwise: bool = False) -> tuple:
         KeyError: (``pointwise=False``) a lazy stack holds a key that only some of its
             stacked TensorDicts have: the stacked walk would drop it.
     """
-    if td.__class__ is _classes.TensorDict:  # no nested node: no walk
-        store = td._tensordict
-        values = list(store.values())
-        for v in values:
-            if v.__class__ is not _Tensor:
-                break
-        else:
-            leaves.extend(values)
-            return (td, list(store), True)
     n = len(leaves)
     try:
         return _flatten_rec(td, leaves, pointwise)

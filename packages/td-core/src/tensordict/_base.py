@@ -1090,17 +1090,13 @@ class TensorDictBase(
             self.unlock_()
 
     def _set_lock_flag(self, value: bool) -> None:
-        mine = TensorDictBase._set_lock_flag
-        todo: list[Any] = [self]  # nested TensorDicts walked without recursion
-        while todo:
-            td = todo.pop()
-            td._is_locked = value
-            for _, v in td._items_raw():
-                if isinstance(v, TensorDictBase):
-                    if type(v)._set_lock_flag is mine:
-                        todo.append(v)
-                    else:
-                        v._set_lock_flag(value)
+        self._is_locked = value
+        for _, v in self._items_raw():
+            if isinstance(v, TensorDictBase):
+                try:
+                    v._set_lock_flag(value)
+                except RecursionError:  # nested too deep (setting a flag twice is harmless)
+                    _lock_flag_walk(v, value)
 
     def _push_op(self, op: tuple) -> None:
         if self._lock_stack is None:
@@ -1451,3 +1447,18 @@ def _to_dict_walk(td: TensorDictBase, convert_tensors: bool) -> dict:
             else:
                 out[key] = node._unwrap_leaf(value)
     return root
+
+
+def _lock_flag_walk(td: TensorDictBase, value: bool) -> None:
+    """``td._set_lock_flag(value)`` without recursion (nesting of any depth)."""
+    mine = TensorDictBase._set_lock_flag
+    todo: list[Any] = [td]
+    while todo:
+        node = todo.pop()
+        node._is_locked = value
+        for _, v in node._items_raw():
+            if isinstance(v, TensorDictBase):
+                if type(v)._set_lock_flag is mine:
+                    todo.append(v)
+                else:
+                    v._set_lock_flag(value)

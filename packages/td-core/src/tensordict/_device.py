@@ -179,20 +179,15 @@ class DeviceMixin(TensorDictHost):
         return self
 
     def _set_device_tree(self, device: Any) -> None:
-        # nested TensorDicts that keep this method are walked here, without recursion
-        mine = DeviceMixin._set_device_tree
-        todo: list[Any] = [self]
-        while todo:
-            td = todo.pop()
-            td._device = device
-            for key, value in list(td._items_raw()):
-                if isinstance(value, _classes.TensorDictBase):
-                    if type(value)._set_device_tree is mine:
-                        todo.append(value)
-                    else:
-                        value._set_device_tree(device)
-                elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
-                    td._set_raw(key, value.to(device))
+        self._device = device
+        for key, value in list(self._items_raw()):
+            if isinstance(value, _classes.TensorDictBase):
+                try:
+                    value._set_device_tree(device)
+                except RecursionError:  # nested too deep (setting a device twice is harmless)
+                    _device_tree_walk(value, device)
+            elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
+                self._set_raw(key, value.to(device))
 
     def cpu(self, **kwargs: Any) -> TensorDictBase:
         """``to("cpu")``."""
@@ -277,22 +272,15 @@ class DeviceMixin(TensorDictHost):
         return self
 
     def _tensor_leaves(self) -> list[torch.Tensor]:
-        """Every tensor leaf, depth first in key order (walked without recursion)."""
-        mine = DeviceMixin._tensor_leaves
-        tdb = _classes.TensorDictBase
-        out: list = []
-        todo = [iter(self._items_raw())]
-        while todo:
-            for _, value in todo[-1]:
-                if isinstance(value, torch.Tensor):
-                    out.append(value)
-                elif isinstance(value, tdb):
-                    if type(value)._tensor_leaves is mine:
-                        todo.append(iter(value._items_raw()))
-                        break
+        out = []
+        for _, value in self._items_raw():
+            if isinstance(value, torch.Tensor):
+                out.append(value)
+            elif isinstance(value, _classes.TensorDictBase):
+                try:
                     out.extend(value._tensor_leaves())
-            else:
-                todo.pop()
+                except RecursionError:  # nested too deep: the rest without recursion
+                    out.extend(_tensor_leaves_walk(value))
         return out
 
     def share_memory_(self) -> Self:
@@ -313,3 +301,40 @@ class DeviceMixin(TensorDictHost):
         if not leaves:
             return bool(getattr(self, "_is_shared", False))
         return all(t.is_shared() or t.is_cuda for t in leaves)
+
+
+def _device_tree_walk(td: Any, device: Any) -> None:
+    """``td._set_device_tree(device)`` without recursion (nesting of any depth)."""
+    mine = DeviceMixin._set_device_tree
+    todo: list[Any] = [td]
+    while todo:
+        node = todo.pop()
+        node._device = device
+        for key, value in list(node._items_raw()):
+            if isinstance(value, _classes.TensorDictBase):
+                if type(value)._set_device_tree is mine:
+                    todo.append(value)
+                else:
+                    value._set_device_tree(device)
+            elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
+                node._set_raw(key, value.to(device))
+
+
+def _tensor_leaves_walk(td: Any) -> list:
+    """``td._tensor_leaves()`` without recursion: every tensor leaf, depth first in key order."""
+    mine = DeviceMixin._tensor_leaves
+    tdb = _classes.TensorDictBase
+    out: list = []
+    todo = [iter(td._items_raw())]
+    while todo:
+        for _, value in todo[-1]:
+            if isinstance(value, torch.Tensor):
+                out.append(value)
+            elif isinstance(value, tdb):
+                if type(value)._tensor_leaves is mine:
+                    todo.append(iter(value._items_raw()))
+                    break
+                out.extend(value._tensor_leaves())
+        else:
+            todo.pop()
+    return out

@@ -28,9 +28,9 @@ def _common_device(tds: Sequence[TensorDictBase], dense: bool = False) -> torch.
     """The device every TensorDict of ``tds`` has, else ``None``; ``dense``: all of them are
     ``TensorDict`` instances, whose ``_device`` is read directly."""
     if dense:
-        device = tds[0]._device  # type: ignore[attr-defined]
+        device = tds[0]._device
         for td in tds:
-            if td._device is not device and td._device != device:  # type: ignore[attr-defined]
+            if td._device is not device and td._device != device:
                 return None
         return device
     device = tds[0].device

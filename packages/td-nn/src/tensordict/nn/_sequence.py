@@ -493,7 +493,7 @@ class TensorDictSequential(TensorDictModule):
                 td = m.forward(td)  # missing or non-tensor input: the step's own path
                 continue
             out = fn(value)
-            if out.__class__ is _Tensor and td._device is None and not td._is_locked:  # type: ignore[attr-defined]
+            if out.__class__ is _Tensor and td._device is None and not td._is_locked:
                 bs = td._batch_size  # type: ignore[attr-defined]
                 if out.shape[: len(bs)] == bs:
                     store[out_key] = out
