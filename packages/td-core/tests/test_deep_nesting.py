@@ -215,3 +215,22 @@ def test_shape_ops(depth):
     out = td.unsqueeze(-1).permute(1, 0)
     assert out.get(path).batch_size == torch.Size([1, 4])
     assert torch.equal(leaf(out, path)[0], torch.arange(8.0).view(4, 2))
+
+
+def test_deep_stack_keeps_the_errors_and_fallbacks_of_each_level():
+    td, path = chain()
+    # a nested level whose leaves do not stack: the error names that key
+    other = td.clone()
+    other.set(path + ("leaf",), torch.zeros(4, 3))
+    with pytest.raises(RuntimeError, match="cannot stack key 'leaf'"):
+        torch.stack([td, other], 0)
+    # maybe_dense_stack: that level (and the ones above) become lazy stacks instead
+    from tensordict import stack as td_stack
+
+    out = td_stack([td, other], 0, maybe_dense_stack=True)
+    assert out.batch_size == torch.Size([2, 4])
+    got = out.get(path + ("leaf",), as_list=True)
+    assert [t.shape for t in got] == [torch.Size([4, 2]), torch.Size([4, 3])]
+    # negative dims are normalised once, at the top
+    assert leaf(torch.stack([td, td], -1), path).shape == (4, 2, 2)
+    assert leaf(torch.cat([td, td], -1), path).shape == (8, 2)

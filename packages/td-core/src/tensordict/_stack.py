@@ -5,13 +5,12 @@ TensorDicts land here through ``__torch_function__``; under
 from __future__ import annotations
 
 import warnings
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict import _classes
-from tensordict._deep import trampoline
 from tensordict._nontensor import NonTensorData, NonTensorStack, _cat_non_tensor, _stack_non_tensor
 from tensordict._switch import ModeSwitch
 from tensordict._unbatched import UnbatchedTensor
@@ -119,15 +118,23 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
         >>> stack(tds, 1).batch_size
         torch.Size([3, 2])
     """
-    return trampoline(_stack_node, list_of_tensordicts, dim, out, maybe_dense_stack)
+    try:
+        return _stack_level(list_of_tensordicts, dim, out, maybe_dense_stack, _stack_nested)
+    except RecursionError:  # nested deeper than the recursion limit allows
+        return _bottom_up(_stack_level, list_of_tensordicts, dim, out, maybe_dense_stack)
 
 
-def _stack_node(
-    list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any, maybe_dense_stack: bool
-) -> Generator[tuple, Any, Any]:
-    """One level of :func:`stack`, run by :func:`~tensordict._deep.trampoline`: the stack of
-    a nested key is yielded (``(values, dim, None, maybe_dense_stack)``) and sent back, so
-    nesting of any depth works under the default recursion limit."""
+def _stack_nested(values: list, dim: int, maybe_dense_stack: bool) -> Any:
+    """The stack of a nested key's TensorDicts, by recursion (the usual case)."""
+    return _stack_level(values, dim, None, maybe_dense_stack, _stack_nested)
+
+
+def _stack_level(
+    list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any, maybe_dense_stack: bool, nested: Callable
+) -> Any:
+    """One level of :func:`stack`; ``nested(values, dim, maybe_dense_stack)`` gives the
+    stack of a nested key (:func:`_stack_nested`, or a look-up of the results that
+    :func:`_bottom_up` computed first for a deep tree)."""
     tds = list(list_of_tensordicts)
     if not tds:
         msg = "stack expects a non-empty sequence of TensorDicts."
@@ -221,7 +228,7 @@ def _stack_node(
         elif isinstance(first, _classes.TensorDictBase):
             lazy_cls = _classes.LazyStackedTensorDict
             try:
-                source[key] = yield (values, dim, None, maybe_dense_stack)
+                source[key] = nested(values, dim, maybe_dense_stack)
             except RuntimeError:
                 if not any(v.__class__ is lazy_cls for v in values):
                     raise
@@ -261,12 +268,19 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
         >>> cat(tds, 0).batch_size
         torch.Size([6, 4])
     """
-    return trampoline(_cat_node, list_of_tensordicts, dim, out)
+    try:
+        return _cat_level(list_of_tensordicts, dim, out, None, _cat_nested)
+    except RecursionError:  # nested deeper than the recursion limit allows
+        return _bottom_up(_cat_level, list_of_tensordicts, dim, out, None)
 
 
-def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any) -> Generator[tuple, Any, Any]:
-    """One level of :func:`cat`, run by :func:`~tensordict._deep.trampoline` (see
-    :func:`_stack_node`)."""
+def _cat_nested(values: list, dim: int, _unused: Any) -> Any:
+    """The concatenation of a nested key's TensorDicts, by recursion (the usual case)."""
+    return _cat_level(values, dim, None, None, _cat_nested)
+
+
+def _cat_level(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any, _unused: Any, nested: Callable) -> Any:
+    """One level of :func:`cat` (see :func:`_stack_level`)."""
     tds = list(list_of_tensordicts)
     if not tds:
         msg = "cat expects a non-empty sequence of TensorDicts."
@@ -333,7 +347,7 @@ def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any)
         elif isinstance(first, torch.Tensor):
             source[key] = torch.cat(values, dim)
         elif isinstance(first, _classes.TensorDictBase):
-            source[key] = yield (values, dim, None)
+            source[key] = nested(values, dim, None)
         elif isinstance(first, (NonTensorData, NonTensorStack)):
             source[key] = _cat_non_tensor(values, dim)
         else:
@@ -351,6 +365,51 @@ def _cat_node(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any)
         out.update_(result)
         return out
     return result
+
+
+def _bottom_up(level: Callable, tds: Sequence[TensorDictBase], dim: int, out: Any, flag: Any) -> Any:
+    """``level(tds, dim, out, flag, nested)`` for a tree deeper than the recursion limit,
+    without recursion: the lists of nested dense TensorDicts met under the same keys are
+    collected first (an explicit stack), then stacked/concatenated deepest first, each level
+    finding its nested results (or the error a nested level raised, re-raised where the
+    recursive walk would have raised it) in ``done``."""
+    tds = list(tds)
+    td_cls = _classes.TensorDict
+    if tds and tds[0].__class__ is td_cls and dim < 0:
+        # the nested levels get the dim as the top level normalises it
+        dim += len(tds[0].batch_size) + (level is _stack_level)
+    done: dict = {}
+
+    def nested(values: list, dim: int, flag: Any) -> Any:
+        res = done.get(tuple(map(id, values)), _MISSING_RESULT)
+        if res is _MISSING_RESULT:  # not collected (not dense): its own recursive walk
+            return level(values, dim, None, flag, nested)
+        if isinstance(res, BaseException):
+            raise res
+        return res
+
+    order: list = []
+    todo: list[list] = [tds]
+    while todo:
+        values = todo.pop()
+        first = values[0]
+        if first.__class__ is not td_cls:
+            continue
+        for key, value in first._tensordict.items():
+            if value.__class__ is td_cls:
+                subs = [v._tensordict.get(key) if v.__class__ is td_cls else None for v in values]
+                if all(sub.__class__ is td_cls for sub in subs):
+                    order.append(subs)
+                    todo.append(subs)
+    for values in reversed(order):  # every list after the lists nested in it
+        try:
+            done[tuple(map(id, values))] = level(values, dim, None, flag, nested)
+        except Exception as err:  # raised when its parent asks for it
+            done[tuple(map(id, values))] = err
+    return level(tds, dim, out, flag, nested)
+
+
+_MISSING_RESULT = object()
 
 
 def _cat_lazy(tds: list, dim: int, out: Any) -> Any:
