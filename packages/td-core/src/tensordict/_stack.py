@@ -125,8 +125,12 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: A
 
 
 def _stack_nested(values: list, dim: int, maybe_dense_stack: bool) -> Any:
-    """The stack of a nested key's TensorDicts, by recursion (the usual case)."""
-    return _stack_level(values, dim, None, maybe_dense_stack, _stack_nested)
+    """The stack of a nested key's TensorDicts, by recursion (the usual case); the level a
+    RecursionError stops finishes its subtree bottom up (the levels above carry on)."""
+    try:
+        return _stack_level(values, dim, None, maybe_dense_stack, _stack_nested)
+    except RecursionError:
+        return _bottom_up(_stack_level, values, dim, None, maybe_dense_stack)
 
 
 def _stack_level(
@@ -275,8 +279,12 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Any
 
 
 def _cat_nested(values: list, dim: int, _unused: Any) -> Any:
-    """The concatenation of a nested key's TensorDicts, by recursion (the usual case)."""
-    return _cat_level(values, dim, None, None, _cat_nested)
+    """The concatenation of a nested key's TensorDicts, by recursion (the usual case; see
+    :func:`_stack_nested`)."""
+    try:
+        return _cat_level(values, dim, None, None, _cat_nested)
+    except RecursionError:
+        return _bottom_up(_cat_level, values, dim, None, None)
 
 
 def _cat_level(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any, _unused: Any, nested: Callable) -> Any:
@@ -404,6 +412,8 @@ def _bottom_up(level: Callable, tds: Sequence[TensorDictBase], dim: int, out: An
     for values in reversed(order):  # every list after the lists nested in it
         try:
             done[tuple(map(id, values))] = level(values, dim, None, flag, nested)
+        except RecursionError:  # the caller is itself near the limit: nothing to keep
+            raise
         except Exception as err:  # raised when its parent asks for it
             done[tuple(map(id, values))] = err
     return level(tds, dim, out, flag, nested)
