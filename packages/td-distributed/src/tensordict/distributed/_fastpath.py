@@ -84,7 +84,7 @@ class SendBuffer:
                 if not nbytes:
                     continue
                 slab = payload[start : start + nbytes].view(dtype)
-                run = [leaves[i].detach() for i in idxs]
+                run = [leaves[i] for i in idxs]
                 if same:
                     self.runs.append((slab.view(len(run), *run[0].shape), run, True))
                 elif all(t.is_contiguous() for t in run):
@@ -110,7 +110,9 @@ class SendBuffer:
 
 
 def _buffer_of(td: Any) -> SendBuffer | None:
-    snap = snapshot(td)
+    # only a TensorDict sent (or received into) before: a first send takes the general path,
+    # which costs no more than building the buffer (a new TensorDict per step gains nothing)
+    snap = snapshot(td, analyse=False)
     if snap is None:
         return None
     buf = snap.fast
@@ -145,7 +147,8 @@ def fast_send(op: str, td: Any, dst: Any, init_tag: int, pseudo_rand: bool) -> b
         return False
     try:
         tag = tag_sequence(init_tag, True)(0) if pseudo_rand else init_tag
-        buf.fill()  # detached leaves: no autograd involved
+        with torch.no_grad():  # leaves that require grad are packed too
+            buf.fill()
         started = time.monotonic()
         try:
             pg.send([buf.stream], dst, tag).wait()

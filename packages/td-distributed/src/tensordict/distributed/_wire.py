@@ -489,13 +489,13 @@ def _analyse(td: Any) -> tuple[list, Plan, bool, bool, Any]:
     return result
 
 
-def snapshot(td: Any) -> _Snapshot | None:
+def snapshot(td: Any, analyse: bool = True) -> _Snapshot | None:
     """The valid :class:`_Snapshot` of a plain ``TensorDict`` (analysed now if needed).
 
     ``None`` unless every level of ``td`` is a plain ``TensorDict`` (no subclass, lazy
     stack or tensorclass). A snapshot stays valid while the keys, leaf objects, batch
     sizes, devices and names do, so a loop that sends or receives one TensorDict
-    analyses it once.
+    analyses it once. With ``analyse=False``, only an existing valid snapshot is returned.
     """
     if td.__class__ is not TensorDict:
         return None
@@ -504,7 +504,7 @@ def snapshot(td: Any) -> _Snapshot | None:
         snap = entry[1]
         if snap is not None and snap.valid(td):
             return snap
-    if has_lazy(td):  # its plain view is another TensorDict (``_lazy_view``)
+    if not analyse or has_lazy(td):  # with a lazy stack, its plain view is another TensorDict
         return None
     _analyse(td)
     entry = _cache_entry(td, False)
@@ -704,8 +704,8 @@ class Template:
 
         ``reusable`` names a receive buffer that the caller reuses from call to call
         (``(buffer, offset)``): the copies from the payload inside it (its views and the
-        destinations, detached) are then planned once per TensorDict and kept with its
-        cached analysis.
+        destinations) are then planned once per TensorDict and kept with its cached
+        analysis.
         """
         snap = None
         if reusable is not None:
@@ -714,14 +714,16 @@ class Template:
         if snap is not None and snap.result[1] is self.plan:
             cached = snap.views
             if cached is None or cached[0] is not reusable[0] or cached[1] != reusable[1]:
+                dst: Any
+                src: Any
                 if self.storage is not None and self.storage.device == payload.device:
                     dst, src = zip(*word_pairs(self.storage, payload)) if payload.numel() else ((), ())
                 else:
-                    dst = tuple(t.detach() for t in self.leaves)
-                    src = tuple(_views(payload, self.plan.runs, self.leaves))
+                    dst, src = self.leaves, _views(payload, self.plan.runs, self.leaves)
                 cached = snap.views = (reusable[0], reusable[1], list(dst), list(src))
             if cached[2]:
-                torch._foreach_copy_(cached[2], cached[3])
+                with torch.no_grad():  # leaves that require grad are written in place too
+                    torch._foreach_copy_(cached[2], cached[3])
             return
         with torch.no_grad():
             if self.storage is not None and self.storage.device == payload.device:
