@@ -115,3 +115,21 @@ def test_stack_and_cat_results_and_checks():
     on_cpu = [TensorDict({"x": torch.zeros(2)}, [2], device="cpu") for _ in range(3)]
     assert torch.stack(on_cpu).device == torch.device("cpu")
     assert torch.stack([*on_cpu, TensorDict({"x": torch.zeros(2)}, [2])]).device is None
+
+
+def test_reshape_view_inferred_shapes_are_remembered_exactly():
+    td = TensorDict({"x": torch.arange(24.0).reshape(4, 6, 1)}, [4, 6])
+    for _ in range(2):  # the second call reads the remembered shape
+        assert td.reshape(-1).batch_size == (24,)
+        assert td.view(3, -1).batch_size == (3, 8)
+        assert td.reshape(2, 12)["x"].shape == (2, 12, 1)
+    # a float equal to a remembered int is still refused, and bad shapes still raise
+    with pytest.raises(TypeError):
+        td.reshape(24.0)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        td.reshape(-1, -1)
+    with pytest.raises(RuntimeError, match="invalid for a TensorDict of batch_size"):
+        td.view(5, -1)
+    # the same shape on another batch size infers anew
+    other = TensorDict({"x": torch.zeros(2, 3)}, [2, 3])
+    assert other.reshape(-1).batch_size == (6,)

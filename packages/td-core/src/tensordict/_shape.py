@@ -82,7 +82,29 @@ def _shape_arg(shape: tuple) -> tuple:
     return shape
 
 
+#: ``(shape, numel) -> torch.Size`` for the int shapes ``_infer_shape`` resolved (bounded):
+#: a ``reshape``/``view`` of the same batch size again skips the inference and the checks
+_INFERRED: dict = {}
+
+
 def _infer_shape(shape: Sequence[int], numel: int, batch_size: torch.Size, op: str) -> torch.Size:
+    ints = shape.__class__ is tuple
+    if ints:
+        for s in shape:
+            if s.__class__ is not int:  # (a float equal to an int would hit its entry)
+                ints = False
+                break
+        else:
+            out = _INFERRED.get((shape, numel))
+            if out is not None:
+                return out
+    out = _infer_shape_checked(shape, numel, batch_size, op)
+    if ints and len(_INFERRED) < 512:
+        _INFERRED[(shape, numel)] = out
+    return out
+
+
+def _infer_shape_checked(shape: Sequence[int], numel: int, batch_size: torch.Size, op: str) -> torch.Size:
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     known = math.prod(s for s in shape if s != -1)
@@ -183,9 +205,14 @@ class ShapeMixin(TensorDictHost):
             source[key] = out
         if new_bs is None:
             new_bs = fn(torch.zeros((), dtype=torch.uint8).expand(self.batch_size), nd).shape
+        if new_bs.__class__ is not _Size:
+            new_bs = _Size(new_bs)
         if names is not None:
             names = derive_names(self, names, nd) if self._has_names() or not callable(names) else None
-        return self._new_like(source, batch_size=torch.Size(new_bs), names=names)
+        td_cls = _classes.TensorDict
+        if self.__class__ is td_cls:  # what ``_new_like`` does for a TensorDict, without the call
+            return td_cls._new_unsafe(source, new_bs, self._device, names)
+        return self._new_like(source, batch_size=new_bs, names=names)
 
     def _index(self, index: Any) -> Any:
         """``self[index]`` for a batch index: every leaf indexed, nested TensorDicts too, by
