@@ -49,6 +49,27 @@ def tensorclass_of(items: list) -> Any:
     return type(first) if getattr(first, "_is_tensorclass", False) else None
 
 
+def _all_dense(tds: list) -> bool:
+    """Whether every item of ``tds`` is a plain ``TensorDict`` (whose attributes and store the
+    stacking code may read directly)."""
+    td_cls = _classes.TensorDict
+    for td in tds:
+        if td.__class__ is not td_cls:
+            return False
+    return True
+
+
+def _dense_keys(stores: list) -> list | None:
+    """The keys of ``stores[0]`` when every store has as many keys, else ``None``. With the
+    per-key gather (``[s[key] for s in stores]``, a ``KeyError`` when a key is missing) equal
+    lengths make equal key sets, without a set comparison of every store."""
+    n_keys = len(stores[0])
+    for store in stores:
+        if len(store) != n_keys:
+            return None
+    return list(stores[0])
+
+
 def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
     keys = list(tds[0]._keys_raw())
     ref = set(keys)
@@ -146,12 +167,7 @@ def _stack_level(
     tc = tensorclass_of(tds)
     if tc is not None:
         return tc.maybe_dense_stack(tds, dim, out=out) if maybe_dense_stack else tc.stack(tds, dim, out=out)
-    td_cls = _classes.TensorDict
-    dense = True
-    for td in tds:
-        if td.__class__ is not td_cls:
-            dense = False
-            break
+    dense = _all_dense(tds)
     bs = tds[0].batch_size
     checked = False
     if dense:  # attribute reads, not properties; equal sizes are often one object
@@ -183,16 +199,7 @@ def _stack_level(
         if swapped is not None:
             return swapped
     stores = [td._tensordict for td in tds] if dense else None
-    keys = None
-    if dense:
-        # equal lengths here, and every key of the first found in each store below (a
-        # KeyError there), make equal key sets: no set comparison of every store
-        n_keys = len(stores[0])  # type: ignore[index]
-        for store in stores:  # type: ignore[union-attr]
-            if len(store) != n_keys:
-                break
-        else:
-            keys = list(stores[0])  # type: ignore[index]
+    keys = _dense_keys(stores) if stores is not None else None
     if keys is None:
         dense = False
         try:
@@ -310,12 +317,7 @@ def _cat_level(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any
         raise IndexError(msg)
     if dim < 0:
         dim += nd
-    td_cls = _classes.TensorDict
-    dense = True
-    for td in tds:
-        if td.__class__ is not td_cls:
-            dense = False
-            break
+    dense = _all_dense(tds)
     for i, td in enumerate(tds[1:], 1):
         obs = td._batch_size if dense else td.batch_size  # type: ignore[attr-defined]
         if obs is bs or obs == bs:  # the common case, without a generator per TensorDict
@@ -327,14 +329,7 @@ def _cat_level(list_of_tensordicts: Sequence[TensorDictBase], dim: int, out: Any
             )
             raise RuntimeError(msg)
     stores = [td._tensordict for td in tds] if dense else None
-    keys = None
-    if dense:  # as in _stack_node: equal lengths, then a KeyError below if a key is missing
-        n_keys = len(stores[0])  # type: ignore[index]
-        for store in stores:  # type: ignore[union-attr]
-            if len(store) != n_keys:
-                break
-        else:
-            keys = list(stores[0])  # type: ignore[index]
+    keys = _dense_keys(stores) if stores is not None else None
     if keys is None:
         dense = False
         keys = _check_keys(tds, "cat")
