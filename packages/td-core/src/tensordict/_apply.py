@@ -19,6 +19,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes
+from tensordict._apply_dense import (
+    NOT_DENSE,
+    _bad_leaf,
+    apply_dense,
+    apply_inplace_dense,
+    check_leaf_result,
+)
 from tensordict._deep import trampoline
 from tensordict._device import _to_device
 from tensordict._host import TensorDictHost
@@ -470,15 +477,6 @@ def _other_parts(stack: Any, other: Any, what: str, prefix: tuple = ()) -> list:
 
 
 # ---------------------------------------------------------------------- apply engine
-def _bad_leaf(key: Any, shape: Any, batch_size: Any) -> RuntimeError:
-    msg = (
-        f"apply: the result for key {key!r} has shape {tuple(shape)}, whose leading dims do "
-        f"not match the batch_size {tuple(batch_size)} of the result. Return values whose "
-        "shape starts with the batch size, or pass `batch_size=` with the new batch size."
-    )
-    return RuntimeError(msg)
-
-
 def _breaks(res: Any, n: int, b0: int, bs: torch.Size) -> bool:
     """``True`` if ``res``'s leading dims are not ``bs`` (``n = len(bs) > 0``)."""
     if getattr(res.__class__, "_pass_through", False):  # UnbatchedTensor: no batch dims
@@ -884,7 +882,6 @@ def _walk_node(
     bs = main.batch_size
     nd = len(bs)
     target_bs = bs if new_bs is None else new_bs
-    n_target = len(target_bs)
     default = ctx.default
     keys = list(tds[0]._keys_raw())
     if default is not NO_DEFAULT and len(tds) > 1:
@@ -988,16 +985,7 @@ def _walk_node(
             res = fn(*args)
         if res is None:
             continue
-        if isinstance(res, (_Tensor, TensorDictBase)):
-            if n_target and res.shape[:n_target] != target_bs:
-                if getattr(res.__class__, "_pass_through", False):  # UnbatchedTensor
-                    res = res._rebatch(target_bs)  # type: ignore[union-attr]
-                else:
-                    raise _bad_leaf(full, res.shape, target_bs)
-            if device is not NO_DEFAULT and device is not None and res.device != device:
-                res = res.to(device)
-        elif source is not None:
-            res = main._convert_value(full, res) if new_bs is None else res
+        res = check_leaf_result(main, full, res, target_bs, device, source is not None and new_bs is None)
         if inplace:
             wrote = True
             dest = values[0]
@@ -1300,6 +1288,24 @@ class ApplyMixin(TensorDictHost):
                 result = _apply_others(self, fn, others, filter_empty, prefix)
             else:
                 result = _apply_simple(self, fn, filter_empty, prefix)
+        elif (
+            out is None
+            and not call_on_nested
+            and is_leaf is None
+            and default is NO_DEFAULT
+            and (not inplace or (not named and new_bs is None and device is NO_DEFAULT))
+            and (
+                result := (
+                    apply_inplace_dense(self, fn, others, filter_empty)
+                    if inplace
+                    else apply_dense(self, fn, others, named, nested_keys, prefix, filter_empty, new_bs, device)
+                )
+            )
+            is not NOT_DENSE
+        ):
+            # a tree of dense TensorDicts: one flat loop over the leaves (_apply_dense.py)
+            if inplace:
+                return result
         else:
             ctx = _Ctx(
                 fn=fn,
