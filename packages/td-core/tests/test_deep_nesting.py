@@ -234,3 +234,46 @@ def test_deep_stack_keeps_the_errors_and_fallbacks_of_each_level():
     # negative dims are normalised once, at the top
     assert leaf(torch.stack([td, td], -1), path).shape == (4, 2, 2)
     assert leaf(torch.cat([td, td], -1), path).shape == (8, 2)
+
+
+@pytest.mark.parametrize("depth", [DEPTH, 3_000])
+def test_in_place_leaf_ops(depth):
+    """zero_/fill_/requires_grad_/detach_ (apply_leaves_) and apply_/named_apply list the
+    leaves without recursion, then touch each once."""
+    td, path = chain(depth)
+    td.apply_(lambda x: x.add_(1))
+    assert torch.equal(td.get(path + ("leaf",)), torch.arange(8.0).view(4, 2) + 1)
+    assert torch.equal(td.get(path[:-1] + ("x",)), torch.full((4,), float(depth - 1) + 1))
+    names = td.named_apply(lambda k, x: x, nested_keys=True).keys(True, True)
+    assert path + ("leaf",) in set(names)
+    td = td.clone()  # chain()'s deepest leaf is a view, which detach_ refuses
+    td.requires_grad_()
+    assert td.get(path + ("leaf",)).requires_grad
+    td.detach_()
+    assert not td.get(path + ("leaf",)).requires_grad
+    td.zero_()
+    assert not td.get(path + ("leaf",)).any() and not td["x"].any()
+    td.fill_(path[0], 3.0)  # every leaf below the first level
+    assert bool((td.get(path + ("leaf",)) == 3).all()) and not td["x"].any()
+
+
+def test_apply_leaves_order_with_lazy_stack_and_tensorclass():
+    from tensordict import tensorclass
+
+    @tensorclass
+    class Pair:
+        u: torch.Tensor
+
+    seen = []
+    td = TensorDict(
+        {
+            "a": torch.zeros(2),
+            "s": lazy_stack([TensorDict({"v": torch.zeros(())}, []), TensorDict({"v": torch.zeros(())}, [])]),
+            "t": Pair(u=torch.zeros(2, 3), batch_size=[2]),
+            "z": torch.zeros(2, 1),
+        },
+        [2],
+    )
+    td.apply_leaves_(lambda x: seen.append(tuple(x.shape)) or x.add_(1))
+    assert seen == [(2,), (), (), (2, 3), (2, 1)]
+    assert bool((td["t"].u == 1).all()) and bool((td["s", "v"] == 1).all())

@@ -1177,14 +1177,35 @@ class TensorDictBase(
         return self
 
     def apply_leaves_(self, fn: Callable[[torch.Tensor], Any]) -> TensorDictBase:
-        """Calls ``fn`` on every tensor leaf (for in-place tensor methods)."""
-        for _, value in self._items_raw():
-            if isinstance(value, torch.Tensor):
-                fn(value)
-            elif isinstance(value, TensorDictBase):
-                value.apply_leaves_(fn)
-            elif getattr(value, "_is_tensorclass", False):  # a nested tensorclass: its own leaves
-                value._tensordict.apply_leaves_(fn)
+        """Calls ``fn`` on every tensor leaf (for in-place tensor methods), depth first in
+        key order, nested tensorclasses included.
+
+        The leaves are listed first, without recursion (so any depth works), then ``fn``
+        runs on each; a nested container with its own ``apply_leaves_`` (a lazy stack, an
+        HDF5-backed TensorDict) is handed ``fn`` at its place in the order.
+        """
+        mine = TensorDictBase.apply_leaves_
+        work: list = []  # a tensor, or a (container,) whose own apply_leaves_ takes fn
+        todo = [iter(self._items_raw())]
+        while todo:
+            for _, value in todo[-1]:
+                if isinstance(value, torch.Tensor):
+                    work.append(value)
+                    continue
+                if getattr(value, "_is_tensorclass", False) and not isinstance(value, TensorDictBase):
+                    value = value._tensordict  # a nested tensorclass: its own leaves
+                if isinstance(value, TensorDictBase):
+                    if type(value).apply_leaves_ is mine:
+                        todo.append(iter(value._items_raw()))
+                        break
+                    work.append((value,))
+            else:
+                todo.pop()
+        for item in work:
+            if item.__class__ is tuple:
+                item[0].apply_leaves_(fn)
+            else:
+                fn(item)
         return self
 
     def zero_(self) -> TensorDictBase:
