@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from tensordict import NonTensorData, TensorDict
+from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential, set_skip_existing
 
 
@@ -49,6 +49,19 @@ def test_non_tensor_input_and_missing_key(in_sequence):
     assert (runner(td)["y"] == 0).all()
     with pytest.raises(KeyError, match="'s'"):
         _mod(i="s")(TensorDict(x=torch.zeros(2), batch_size=[2]))
+
+
+@pytest.mark.parametrize("in_sequence", [False, True])
+def test_non_tensor_inputs_arrive_as_python_values(in_sequence):
+    seen = []
+    module = TensorDictModule(lambda s, n: seen.append((s, n)) or s + "!", in_keys=["s", "n"], out_keys=["out"])
+    runner = TensorDictSequential(module) if in_sequence else module
+    td = TensorDict(s="a string", n=NonTensorStack(NonTensorData(1), NonTensorData(2)))
+    out = runner(td)
+    (s, n), = seen
+    assert s.__class__ is str and s == "a string"
+    assert list(n) == [1, 2] and not isinstance(n, NonTensorStack)
+    assert out["out"] == "a string!"
 
 
 @pytest.mark.parametrize("in_sequence", [False, True])

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict import NestedKey, TensorDict, TensorDictBase, is_non_tensor
 from tensordict.nn._common import (
     _DISPATCH_TD_NN_MODULES,
     _NOTSET,
@@ -304,6 +304,10 @@ class TensorDictModule(TensorDictModuleBase):
             if self.strict:
                 raise _missing_in_key_error(self._label(), key, tensordict)
             return None
+        if value.__class__ is not _Tensor and is_non_tensor(value):
+            # non-tensor data reaches the module as its Python value (a str, a list for
+            # a stack), as ``td[key]`` gives it
+            return tensordict[key]
         return value
 
     def _set_one(self, dest: TensorDictBase, key: NestedKey, value: Any) -> None:
