@@ -71,3 +71,27 @@ def test_cuda_unavailable_raises_clearly():
         pytest.skip("GPU present")
     with pytest.raises((RuntimeError, AssertionError)):
         make().cuda()
+
+
+@pytest.mark.parametrize("source_device", [None, "cpu"])
+def test_to_device_as_context_manager_writes_back(source_device):
+    td = TensorDict(x=torch.zeros(3), batch_size=[3], device=source_device)
+    with td.to("cpu") as moved:  # a new TensorDict from no device; ``td`` itself from cpu
+        assert (moved is td) == (source_device is not None)
+        moved["y"] = moved["x"] + 1
+        moved["x"] += 2
+    assert torch.equal(td["y"], torch.ones(3)) and torch.equal(td["x"], torch.full((3,), 2.0))
+
+
+def test_to_device_keeps_no_strong_reference_to_the_source():
+    import gc
+    import weakref
+
+    td = TensorDict(x=torch.zeros(3), batch_size=[3])
+    ref = weakref.ref(td)
+    moved = td.to("cpu") if td.device is not None else td.to(torch.device("cpu"))
+    del td
+    gc.collect()
+    assert ref() is None  # ``td = td.to(device)`` frees the old copy
+    with moved:  # the source is gone: nothing to write back, no error
+        moved["z"] = torch.ones(3)

@@ -4,6 +4,7 @@ dtype casts, ``pin_memory``, ``share_memory_``, ``clear_device_``."""
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,7 @@ class DeviceMixin(TensorDictHost):
             if batch_size is None and getattr(self, "_consolidated", None) is not None:
                 out = self._to_consolidated(device, non_blocking)  # one copy of one buffer
                 if out is not None:
-                    return out
+                    return _track_move(self, out)
             fn = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
         elif device is None:
             fn = lambda t: t.to(dtype, non_blocking=non_blocking)  # noqa: E731
@@ -125,6 +126,8 @@ class DeviceMixin(TensorDictHost):
             torch.cuda.synchronize()
         if batch_size is not None:
             out.batch_size = batch_size
+        elif dtype is None:
+            _track_move(self, out)
         return out
 
     def attrs(self, *, fields: Sequence[str] = ("device", "dtype", "shape"), num_threads: int | None = None) -> Any:
@@ -318,6 +321,19 @@ def _device_tree_walk(td: Any, device: Any) -> None:
                     value._set_device_tree(device)
             elif not isinstance(value, torch.Tensor) and hasattr(value, "to"):
                 node._set_raw(key, value.to(device))
+
+
+def _track_move(source: Any, moved: Any) -> Any:
+    """``with td.to(device) as moved: ...`` writes back on exit, as upstream: new keys are
+    set in ``source`` and changed values copied into its leaves, moved back to ``source``'s
+    device (a ``source`` without device keeps the new leaves where they are). The record
+    is the one the shape ops keep (``_shape_context.py``); nothing else is paid when the
+    result is not used as a context manager; ``source`` is held weakly, and a ``source``
+    gone by the exit gets nothing."""
+    device = source.device
+    # a weak reference: ``td = td.to("cuda")`` must not keep the old copy alive
+    moved._shape_source = (weakref.ref(source), (lambda r: r) if device is None else (lambda r: r.to(device)))
+    return moved
 
 
 def _tensor_leaves_walk(td: Any) -> list:

@@ -16,6 +16,7 @@ bases and only adds the record and the keywords (``inplace=``, ``batch_size=``,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +151,10 @@ class ShapeContextMixin(TensorDictHost):
             return False
         self._shape_source = None
         source, inverse = record
+        if source.__class__ is weakref.ref:  # ``to(device)`` keeps its source weakly
+            source = source()
+            if source is None:
+                return True
         write_back(source, inverse(self))
         return True
 
