@@ -59,6 +59,12 @@ class TestMappings:
         assert torch.allclose(scale, torch.ones(3, 4))
         assert len(list(module.parameters())) == 1
 
+    def test_state_independent_scale_after_a_recurrent_module(self):
+        lstm = torch.nn.LSTM(3, 4)
+        loc, scale, (h, c) = AddStateIndependentNormalScale(4)(*lstm(torch.randn(5, 2, 3)))
+        assert loc.shape == scale.shape == (5, 2, 4)
+        assert h.shape == c.shape == (1, 2, 4)
+
 
 class TestDelta:
     def test_sample_and_log_prob(self):

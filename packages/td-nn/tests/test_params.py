@@ -274,3 +274,21 @@ def test_out_writes_into_parameters_work():
     assert (params["w"] == 1).all() and params["w"].requires_grad
     with pytest.raises(RuntimeError, match="out.batch_size and stacked"):
         lazy_stack(parts[:2], 0, out=params)
+
+
+def test_get_post_hook_reads_through_nested_params():
+    td = TensorDict(
+        {"a": {"b": torch.zeros(2, requires_grad=True)}, "e": torch.zeros(2, requires_grad=True)}, []
+    )
+    params = TensorDictParams(td)
+    params.register_get_post_hook(lambda self, x: x.data)
+    assert not params["e"].requires_grad and not params.get(("a", "b")).requires_grad
+    assert not any(v.requires_grad for v in params.values(True, True))
+    # the same storage, and the parameters themselves are untouched
+    assert params["a", "b"].data_ptr() == td["a", "b"].data_ptr()
+    assert all(p.requires_grad for p in params.parameters())
+    params["f"] = TensorDict(g=torch.ones(2, requires_grad=True))  # a nested one added later
+    assert not params["f", "g"].requires_grad
+    calls = []
+    params.register_get_post_hook(lambda self, x: calls.append(1))  # None: the value is kept
+    assert not params["e"].requires_grad and calls == [1]

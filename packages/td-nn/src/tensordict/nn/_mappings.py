@@ -179,6 +179,9 @@ class AddStateIndependentNormalScale(nn.Module):
         >>> loc, scale = module(torch.zeros(3, 4))
         >>> scale.shape
         torch.Size([3, 4])
+        >>> loc, scale, hidden = module(torch.zeros(3, 4), "hidden state")  # passed through
+        >>> hidden
+        'hidden state'
     """
 
     def __init__(
@@ -200,6 +203,8 @@ class AddStateIndependentNormalScale(nn.Module):
         self.scale_mapping = mappings(scale_mapping)
         self.scale_lb = scale_lb
 
-    def forward(self, loc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, loc: torch.Tensor, *others: Any) -> tuple[Any, ...]:
+        """``(loc, scale, *others)``: extra positional inputs (an LSTM's ``(h, c)``) pass
+        through after the scale, so the module can follow a module returning a tuple."""
         scale = self.scale_mapping(self.scale).clamp_min(self.scale_lb).expand_as(loc)
-        return loc, scale
+        return (loc, scale, *others)

@@ -165,15 +165,51 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
         return _ChainKeys(self)
 
     def _items_raw(self) -> Iterator[tuple[str, Any]]:
-        return _iter_items(self.__dict__)
+        hooks = self.__dict__.get("_get_post_hooks")
+        if not hooks:
+            return _iter_items(self.__dict__)
+        return ((key, self._hooked(value)) for key, value in _iter_items(self.__dict__))
 
     def _get_raw(self, key: str, default: Any = NO_DEFAULT) -> Any:
         d = self.__dict__
         for name in _STORES:
             value = d[name].get(key)
             if value is not None:
-                return value
+                return self._hooked(value) if d.get("_get_post_hooks") else value
         return default
+
+    def _hooked(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            for hook in self.__dict__["_get_post_hooks"]:
+                out = hook(self, value)
+                if out is not None:
+                    value = out
+        return value
+
+    def register_get_post_hook(self, hook: Any) -> None:
+        """Registers ``hook(params, tensor) -> tensor | None``, run on every tensor read
+        from this TensorDictParams and the TensorDictParams nested in it (``get``,
+        ``td[key]``, ``values``, ``items``...); a non-``None`` return replaces the tensor
+        read. For example ``lambda self, x: x.data`` reads the parameters without their
+        autograd link. Nested TensorDictParams added later get the hook too.
+
+        Args:
+            hook (Callable): ``hook(params, tensor)``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.nn import TensorDictParams
+            >>> params = TensorDictParams(TensorDict(w=torch.zeros(2, requires_grad=True)))
+            >>> params.register_get_post_hook(lambda self, x: x.data)
+            >>> params["w"].requires_grad
+            False
+        """
+        d = self.__dict__
+        d.setdefault("_get_post_hooks", []).append(hook)
+        for value in d["_modules"].values():
+            if isinstance(value, TensorDictParams):
+                value.register_get_post_hook(hook)
 
     def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
         d = self.__dict__
@@ -184,6 +220,8 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
         elif isinstance(value, TensorDictBase):
             if not isinstance(value, TensorDictParams):
                 value = TensorDictParams(value, no_convert=d["no_convert"], lock=value.is_locked)
+            for hook in d.get("_get_post_hooks", ()):
+                value.register_get_post_hook(hook)
             store = "_modules"
         else:
             store = "_extra"
