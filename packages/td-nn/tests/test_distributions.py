@@ -197,9 +197,12 @@ class TestComposite:
     def test_cdf_icdf(self):
         params = TensorDict({"a": {"loc": torch.zeros(3), "scale": torch.ones(3)}}, [3])
         dist = CompositeDistribution(params, {"a": d.Normal})
-        cdf = dist.cdf(TensorDict(a=torch.zeros(3), batch_size=[3]))
-        torch.testing.assert_close(cdf["a_cdf"], torch.full((3,), 0.5))
-        torch.testing.assert_close(dist.icdf(cdf)["a"], torch.zeros(3), atol=1e-6, rtol=0)
+        sample = TensorDict(a=torch.full((3,), 0.25), batch_size=[3])
+        cdf = dist.cdf(sample)
+        assert cdf is sample  # written into the sample, as upstream
+        back = dist.icdf(cdf)
+        assert back is sample and set(back.keys()) == {"a", "a_cdf", "a_icdf"}
+        torch.testing.assert_close(back["a_icdf"], back["a"], atol=1e-6, rtol=0)
 
     def test_missing_params_key(self):
         with pytest.raises(KeyError, match="no entry 'b'"):

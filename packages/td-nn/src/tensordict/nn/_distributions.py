@@ -611,17 +611,19 @@ class CompositeDistribution(D.Distribution):
             out.set(self.entropy_key, total)  # type: ignore[union-attr]
         return out  # type: ignore[return-value]
 
-    def cdf(self, sample: TensorDictBase) -> TensorDict:  # type: ignore[override]
-        """A TensorDict of each key's CDF at the sample (``"<key>_cdf"``)."""
-        out = TensorDict({}, batch_size=sample.batch_size)
-        for key, dist in self.dists.items():
-            out.set(_suffixed(self.name_map[key], "_cdf"), dist.cdf(sample.get(self.name_map[key])))
-        return out
-
-    def icdf(self, sample: TensorDictBase) -> TensorDict:  # type: ignore[override]
-        """A TensorDict of samples from quantiles stored at ``"<key>_cdf"``."""
-        out = TensorDict({}, batch_size=sample.batch_size)
+    def cdf(self, sample: TensorDictBase) -> TensorDictBase:  # type: ignore[override]
+        """Writes each key's CDF at the sample under ``"<key>_cdf"`` into ``sample``
+        and returns it (as tensordict 0.15)."""
         for key, dist in self.dists.items():
             name = self.name_map[key]
-            out.set(name, dist.icdf(sample.get(_suffixed(name, "_cdf"))))
-        return out
+            sample.set(_suffixed(name, "_cdf"), dist.cdf(sample.get(name)))
+        return sample
+
+    def icdf(self, sample: TensorDictBase) -> TensorDictBase:  # type: ignore[override]
+        """Reads the quantiles stored under ``"<key>_cdf"`` and writes each key's inverse
+        CDF at them under ``"<key>_icdf"`` into ``sample``; returns ``sample`` (as
+        tensordict 0.15: ``dist.icdf(dist.cdf(x))`` holds ``x`` again at ``"<key>_icdf"``)."""
+        for key, dist in self.dists.items():
+            name = self.name_map[key]
+            sample.set(_suffixed(name, "_icdf"), dist.icdf(sample.get(_suffixed(name, "_cdf"))))
+        return sample
