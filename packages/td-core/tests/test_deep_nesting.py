@@ -277,3 +277,31 @@ def test_apply_leaves_order_with_lazy_stack_and_tensorclass():
     td.apply_leaves_(lambda x: seen.append(tuple(x.shape)) or x.add_(1))
     assert seen == [(2,), (), (), (2, 3), (2, 1)]
     assert bool((td["t"].u == 1).all()) and bool((td["s", "v"] == 1).all())
+
+
+def test_unbind_split_chunk_and_iteration():
+    td, path = chain()
+    deepest = torch.arange(8.0).view(4, 2)
+    parts = td.unbind(0)
+    assert len(parts) == 4 and torch.equal(leaf(parts[2], path), deepest[2])
+    assert leaf(parts[2], path).data_ptr() == leaf(td, path)[2].data_ptr()  # views, as unbind gives
+    sizes = [p.batch_size[0] for p in td.split([1, 3])]
+    assert sizes == [1, 3] and torch.equal(leaf(td.split([1, 3])[1], path), deepest[1:])
+    assert [c.batch_size[0] for c in td.chunk(2)] == [2, 2]
+    assert [t.batch_size[0] for t in td.tensor_split([1, 1, 3])] == [1, 0, 2, 1]
+    rows = list(td)
+    assert len(rows) == 4 and torch.equal(leaf(rows[3], path), deepest[3])
+
+
+def test_select_exclude_and_update_along_a_deep_key():
+    td, path = chain()
+    deep_key = path + ("leaf",)
+    picked = td.select(deep_key)
+    assert list(picked.keys(True, True)) == [deep_key]
+    dropped = td.exclude(deep_key)
+    assert deep_key not in dropped.keys(True, True) and path[:-1] + ("x",) in dropped.keys(True, True)
+    other, _ = chain()
+    other.set(deep_key, torch.ones(4, 2))
+    other.set(path + ("new",), torch.zeros(4))
+    td.update(other)
+    assert torch.equal(td.get(deep_key), torch.ones(4, 2)) and path + ("new",) in td.keys(True, True)

@@ -88,20 +88,13 @@ class SelectMixin(TensorDictHost):
         return out
 
     def _select_tree(self, tree: dict, strict: bool) -> TensorDictBase:
-        source = {}
-        for key, sub in tree.items():
-            value = self._get_raw(key, _MISSING)
-            if value is _MISSING:
-                if strict:
-                    raise missing_key_error(key, self._keys_raw())
-                continue
-            if sub is True:
-                source[key] = value
-            elif _is_td(value):
-                source[key] = value._select_tree(sub, strict)
-            elif strict:
-                raise missing_key_error(key, self._keys_raw())
-        return self._new_like(source)
+        """The selection of the key tree ``tree`` (``{key: True | subtree}``): by recursion
+        (the fastest for the usual few levels), or with an explicit stack past the
+        recursion limit (nothing is written, so walking again is safe)."""
+        try:
+            return _select_rec(self, tree, strict)
+        except RecursionError:
+            return _select_deep(self, tree, strict)
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDictBase:
         """A TensorDict without ``keys`` (missing keys are ignored).
@@ -148,25 +141,25 @@ class SelectMixin(TensorDictHost):
         return self._exclude_tree(tree)
 
     def _exclude_inplace(self, tree: dict) -> None:
-        for key, sub in tree.items():
-            value = self._get_raw(key, _MISSING)
-            if value is _MISSING:
-                continue
-            if sub is True:
-                self._del_raw(key)
-            elif _is_td(value):
-                value._exclude_inplace(sub)
+        todo = [(self, tree)]  # an explicit stack: any depth
+        while todo:
+            td, tree = todo.pop()
+            for key, sub in tree.items():
+                value = td._get_raw(key, _MISSING)
+                if value is _MISSING:
+                    continue
+                if sub is True:
+                    td._del_raw(key)
+                elif _is_td(value):
+                    todo.append((value, sub))
 
     def _exclude_tree(self, tree: dict) -> TensorDictBase:
-        source = {}
-        for key, value in self._items_raw():
-            sub = tree.get(key)
-            if sub is True:
-                continue
-            if sub and _is_td(value):
-                value = value._exclude_tree(sub)
-            source[key] = value
-        return self._new_like(source)
+        """``self`` without the key tree ``tree``: by recursion, or with an explicit stack
+        past the recursion limit (as :meth:`_select_tree`)."""
+        try:
+            return _exclude_rec(self, tree)
+        except RecursionError:
+            return _exclude_deep(self, tree)
 
     def split_keys(
         self, *key_sets: Sequence[NestedKey], inplace: bool = False, default: Any = None, strict: bool = True
@@ -675,3 +668,81 @@ def _prune(outs: list, prefixes: set) -> None:
             for out, node in zip(outs, nodes):
                 if node is not None:
                     out.del_(_shown(prefix))
+
+
+def _select_rec(td: Any, tree: dict, strict: bool) -> Any:
+    source = {}
+    for key, sub in tree.items():
+        value = td._get_raw(key, _MISSING)
+        if value is _MISSING:
+            if strict:
+                raise missing_key_error(key, td._keys_raw())
+            continue
+        if sub is True:
+            source[key] = value
+        elif _is_td(value):
+            source[key] = _select_rec(value, sub, strict)
+        elif strict:
+            raise missing_key_error(key, td._keys_raw())
+    return td._new_like(source)
+
+
+def _select_deep(root: Any, tree: dict, strict: bool) -> Any:
+    """:func:`_select_rec` with an explicit stack of ``[td, tree items, source, key]``."""
+    stack: list = [[root, iter(tree.items()), {}, None]]
+    while True:
+        frame = stack[-1]
+        td, items, source = frame[0], frame[1], frame[2]
+        for key, sub in items:
+            value = td._get_raw(key, _MISSING)
+            if value is _MISSING:
+                if strict:
+                    raise missing_key_error(key, td._keys_raw())
+                continue
+            if sub is True:
+                source[key] = value
+            elif _is_td(value):
+                stack.append([value, iter(sub.items()), {}, key])
+                break
+            elif strict:
+                raise missing_key_error(key, td._keys_raw())
+        else:
+            stack.pop()
+            node = td._new_like(source)
+            if not stack:
+                return node
+            stack[-1][2][frame[3]] = node
+
+
+def _exclude_rec(td: Any, tree: dict) -> Any:
+    source = {}
+    for key, value in td._items_raw():
+        sub = tree.get(key)
+        if sub is True:
+            continue
+        if sub and _is_td(value):
+            value = _exclude_rec(value, sub)
+        source[key] = value
+    return td._new_like(source)
+
+
+def _exclude_deep(root: Any, tree: dict) -> Any:
+    """:func:`_exclude_rec` with an explicit stack of ``[td, items, tree, source, key]``."""
+    stack: list = [[root, iter(root._items_raw()), tree, {}, None]]
+    while True:
+        frame = stack[-1]
+        td, items, tree, source = frame[0], frame[1], frame[2], frame[3]
+        for key, value in items:
+            sub = tree.get(key)
+            if sub is True:
+                continue
+            if sub and _is_td(value):
+                stack.append([value, iter(value._items_raw()), sub, {}, key])
+                break
+            source[key] = value
+        else:
+            stack.pop()
+            node = td._new_like(source)
+            if not stack:
+                return node
+            stack[-1][3][frame[4]] = node

@@ -666,6 +666,29 @@ class ShapeMixin(TensorDictHost):
             for row, shape in zip(rows, shapes)
         ]
 
+    def _split_at(self, fn: Callable[[Any, int], Sequence[Any]], nd: int, names: Any, d: int) -> tuple:
+        """``_split_leaves`` for a split along batch dim ``d``; a tree nested deeper than
+        the recursion limit is split by indexing instead (the same views: indexing walks
+        without recursion, and nothing was written before the walk gave up)."""
+        try:
+            return tuple(self._split_leaves(fn, nd, names))
+        except RecursionError:
+            pass
+        size = self.batch_size[d]
+        probe = torch.zeros((1,) * d + (size,) + (1,) * (nd - d - 1), dtype=torch.uint8)
+        lead = (slice(None),) * d
+        out = []
+        start = 0
+        for part in fn(probe, nd):
+            if part.dim() < nd:  # the dim is gone (unbind): one position
+                out.append(self[lead + (start,)])
+                start += 1
+            else:
+                length = part.shape[d]
+                out.append(self[lead + (slice(start, start + length),)])
+                start += length
+        return tuple(out)
+
     def unbind(self, dim: int = 0) -> tuple:
         """Splits along batch dim ``dim`` into a tuple of TensorDicts (views).
 
@@ -678,7 +701,7 @@ class ShapeMixin(TensorDictHost):
         """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.unbind(d), nd, drop_dims((d,))))
+        return self._split_at(lambda t, n: t.unbind(d), nd, drop_dims((d,)), d)
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
         """Splits along batch dim ``dim`` into chunks of ``split_size`` (or the given sizes).
@@ -707,7 +730,7 @@ class ShapeMixin(TensorDictHost):
             if sum(split_size) != self.batch_size[d]:
                 msg = f"split sizes {split_size} do not add up to batch dim {d} of size {self.batch_size[d]}."
                 raise RuntimeError(msg)
-        return tuple(self._split_leaves(lambda t, n: t.split(split_size, d), nd, _keep_names))
+        return self._split_at(lambda t, n: t.split(split_size, d), nd, _keep_names, d)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """Splits into ``chunks`` pieces along batch dim ``dim``.
@@ -718,7 +741,7 @@ class ShapeMixin(TensorDictHost):
         """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.chunk(chunks, d), nd, _keep_names))
+        return self._split_at(lambda t, n: t.chunk(chunks, d), nd, _keep_names, d)
 
     def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
         """``torch.tensor_split`` along batch dim ``dim``.
@@ -730,7 +753,7 @@ class ShapeMixin(TensorDictHost):
         """
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd)
-        return tuple(self._split_leaves(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names))
+        return self._split_at(lambda t, n: t.tensor_split(indices_or_sections, d), nd, _keep_names, d)
 
 
 def _batch_transform_node(td: Any, fn: Callable, nd: int, names: Any) -> Generator[tuple, Any, Any]:

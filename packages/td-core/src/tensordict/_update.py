@@ -38,39 +38,49 @@ class UpdateMixin(TensorDictHost):
     """``update``/``update_``/``update_at_`` of :class:`~tensordict.TensorDictBase`."""
 
     def _plan_update(self, source: Any, keys_to_update: Any, prefix: tuple = ()) -> list:
-        plan = []
-        items = source._items_raw() if isinstance(source, _classes.TensorDictBase) else source.items()
-        for key, value in items:
-            full = prefix + _as_tuple(key)
-            if keys_to_update is not None and not any(
-                full[: len(k)] == k or k[: len(full)] == full for k in keys_to_update
-            ):
-                continue
-            if isinstance(value, (_classes.TensorDictBase, Mapping)) and not is_tensor_collection(type(value)) or (
-                isinstance(value, _classes.TensorDictBase)
-            ):
-                existing = self._get_any_raw(full, None) if len(full) > 0 else None
-                lazy_cls = _classes.LazyStackedTensorDict
-                if (
-                    isinstance(value, lazy_cls)
-                    and isinstance(existing, _classes.TensorDictBase)
-                    and not isinstance(existing, lazy_cls)
-                    and value.stack_dim < existing.batch_dims
-                    and existing.batch_size == value.batch_size[: existing.batch_dims]
-                    and keys_to_update is None
+        """The ``(full key, value)`` writes of ``update(source)``, depth first in key order.
+        The sources nested in existing TensorDicts are walked with an explicit stack of
+        ``(items, prefix, existing node)``, so any depth works."""
+        plan: list = []
+        tdb = _classes.TensorDictBase
+        lazy_cls = _classes.LazyStackedTensorDict
+        node: Any = self._get_any_raw(prefix, None) if prefix else self
+        stack = [(iter(source._items_raw() if isinstance(source, tdb) else source.items()), prefix, node)]
+        while stack:
+            items, prefix, node = stack[-1]
+            for key, value in items:
+                sub = _as_tuple(key)
+                full = prefix + sub
+                if keys_to_update is not None and not any(
+                    full[: len(k)] == k or k[: len(full)] == full for k in keys_to_update
                 ):
-                    # a lazy stack merged into a dense TensorDict: the result is a lazy stack
-                    # (its TensorDicts may be heterogeneous), with the dense one's other keys
-                    parts = [p.clone(False) for p in existing.unbind(value.stack_dim)]
-                    for part, src in zip(parts, value.tensordicts):
-                        part.batch_size = src.batch_size
-                        part.update(src)
-                    plan.append((full, lazy_cls._from_list(parts, value.stack_dim)))
                     continue
-                if isinstance(existing, _classes.TensorDictBase):
-                    plan.extend(self._plan_update(value, keys_to_update, full))
-                    continue
-            plan.append((full, value))
+                if isinstance(value, tdb) or (isinstance(value, Mapping) and not is_tensor_collection(type(value))):
+                    # read relative to the existing node at ``prefix`` (one level, not the whole path)
+                    existing = None if not full else node._get_any_raw(sub, None) if node is not None else None
+                    if (
+                        isinstance(value, lazy_cls)
+                        and isinstance(existing, tdb)
+                        and not isinstance(existing, lazy_cls)
+                        and value.stack_dim < existing.batch_dims
+                        and existing.batch_size == value.batch_size[: existing.batch_dims]
+                        and keys_to_update is None
+                    ):
+                        # a lazy stack merged into a dense TensorDict: the result is a lazy stack
+                        # (its TensorDicts may be heterogeneous), with the dense one's other keys
+                        parts = [p.clone(False) for p in existing.unbind(value.stack_dim)]
+                        for part, src in zip(parts, value.tensordicts):
+                            part.batch_size = src.batch_size
+                            part.update(src)
+                        plan.append((full, lazy_cls._from_list(parts, value.stack_dim)))
+                        continue
+                    if isinstance(existing, tdb):
+                        nested = iter(value._items_raw() if isinstance(value, tdb) else value.items())
+                        stack.append((nested, full, existing))
+                        break
+                plan.append((full, value))
+            else:
+                stack.pop()
         return plan
 
     def update(
