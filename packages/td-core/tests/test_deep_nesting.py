@@ -305,3 +305,19 @@ def test_select_exclude_and_update_along_a_deep_key():
     other.set(path + ("new",), torch.zeros(4))
     td.update(other)
     assert torch.equal(td.get(deep_key), torch.ones(4, 2)) and path + ("new",) in td.keys(True, True)
+
+
+def test_write_at_index_share_memory_and_filter_empty():
+    td, path = chain()
+    row = td[1].clone()
+    row.set(path + ("leaf",), torch.full((2,), 7.0))
+    td[2] = row  # planned with an explicit stack, then written
+    assert torch.equal(leaf(td, path)[2], torch.full((2,), 7.0))
+    assert torch.equal(leaf(td, path)[1], torch.arange(8.0).view(4, 2)[1])
+    td.share_memory_()
+    assert leaf(td, path).is_shared() and td.is_locked
+    td = TensorDict(batch_size=[])
+    td.set(path + ("empty",), TensorDict())
+    td.set(path[:10] + ("kept",), torch.zeros(()))
+    td.filter_empty_()
+    assert list(td.keys(True, True)) == [path[:10] + ("kept",)]

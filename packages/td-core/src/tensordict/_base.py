@@ -895,32 +895,39 @@ class TensorDictBase(
         return probe[self._normalize_index(index)].shape
 
     def _plan_write_at(self, index: tuple, value: Any, plan: list) -> None:
-        vbd = value.batch_dims
-        bd = self.batch_dims
-        for key, v in value._items_raw():
-            dest = self._get_raw(key, _MISSING)
-            if dest is _MISSING:
-                plan.append((self, key, None, v, vbd))
-                continue
-            if isinstance(dest, TensorDictBase) and isinstance(v, TensorDictBase):
-                if isinstance(dest, _classes.LazyStackedTensorDict) and _plan_lazy_write_at(dest, index, v, plan):
+        """Appends ``(owner, key, dest, value, value batch dims)`` for each write of
+        ``self[index] = value``, depth first in key order, and checks feature shapes.
+        Nested pairs are walked with an explicit stack, so any depth works."""
+        lazy_cls = _classes.LazyStackedTensorDict
+        stack = [(self, iter(value._items_raw()), value.batch_dims, self.batch_dims)]
+        while stack:
+            node, items, vbd, bd = stack[-1]
+            for key, v in items:
+                dest = node._get_raw(key, _MISSING)
+                if dest is _MISSING:
+                    plan.append((node, key, None, v, vbd))
                     continue
-                dest._plan_write_at(index, v, plan)
-                continue
-            if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
-                df, vf = dest.shape[bd:], v.shape[vbd:]
-                if df != vf:
-                    try:
-                        ok = torch.broadcast_shapes(vf, df) == df
-                    except RuntimeError:
-                        ok = False
-                    if not ok:
-                        msg = (
-                            f"cannot write key {key!r} at index {index!r}: expected feature shape "
-                            f"{tuple(df)}, got {tuple(vf)}."
-                        )
-                        raise RuntimeError(msg)
-            plan.append((self, key, dest, v, vbd))
+                if isinstance(dest, TensorDictBase) and isinstance(v, TensorDictBase):
+                    if isinstance(dest, lazy_cls) and _plan_lazy_write_at(dest, index, v, plan):
+                        continue
+                    stack.append((dest, iter(v._items_raw()), v.batch_dims, dest.batch_dims))
+                    break
+                if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
+                    df, vf = dest.shape[bd:], v.shape[vbd:]
+                    if df != vf:
+                        try:
+                            ok = torch.broadcast_shapes(vf, df) == df
+                        except RuntimeError:
+                            ok = False
+                        if not ok:
+                            msg = (
+                                f"cannot write key {key!r} at index {index!r}: expected feature shape "
+                                f"{tuple(df)}, got {tuple(vf)}."
+                            )
+                            raise RuntimeError(msg)
+                plan.append((node, key, dest, v, vbd))
+            else:
+                stack.pop()
 
     def _write_at(self, index: Any, value: Any) -> None:
         """``td[index] = value``: validates every key first, pre-allocates missing keys."""

@@ -25,11 +25,13 @@ __all__ = ["DeviceMixin"]
 def _share_non_tensor_stacks(td: Any) -> None:
     """Puts the objects of every ``NonTensorStack`` in ``td`` in shared memory, so that
     workers' writes reach the parent (as for the tensors)."""
-    for _, value in td._items_raw():
-        if value.__class__ is _classes.NonTensorStack:
-            value.share_memory_()
-        elif value.__class__ is _classes.TensorDict:
-            _share_non_tensor_stacks(value)
+    todo = [td]  # an explicit stack: any depth
+    while todo:
+        for _, value in todo.pop()._items_raw():
+            if value.__class__ is _classes.NonTensorStack:
+                value.share_memory_()
+            elif value.__class__ is _classes.TensorDict:
+                todo.append(value)
 
 
 def _to_device(device: Any) -> torch.device | None:

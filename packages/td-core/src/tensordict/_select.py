@@ -205,12 +205,28 @@ class SelectMixin(TensorDictHost):
         return (*outs, rest)
 
     def filter_empty_(self) -> TensorDictBase:
-        """Removes, in place, every nested TensorDict without leaves."""
-        for key, value in list(self._items_raw()):
-            if _is_td(value):
-                value.filter_empty_()
-                if value.is_empty():
-                    self._del_raw(key)
+        """Removes, in place, every nested TensorDict without leaves (any depth: the
+        nested TensorDicts are listed with an explicit stack, then filtered children first)."""
+        mine = SelectMixin.filter_empty_
+        nested: list = []  # (parent, key, node, walked here): parents before children
+        todo = [self]
+        while todo:
+            node = todo.pop()
+            for key, value in list(node._items_raw()):
+                if _is_td(value):
+                    walked = type(value).filter_empty_ is mine
+                    nested.append((node, key, value, walked))
+                    if walked:
+                        todo.append(value)
+        for parent, key, node, walked in reversed(nested):
+            if walked:
+                # its nested TensorDicts are filtered already: empty now means no entry left
+                empty = next(iter(node._keys_raw()), None) is None
+            else:
+                node.filter_empty_()
+                empty = node.is_empty()
+            if empty:
+                parent._del_raw(key)
         return self  # type: ignore[return-value]
 
     def is_empty(self) -> bool:
