@@ -321,3 +321,14 @@ def test_write_at_index_share_memory_and_filter_empty():
     td.set(path[:10] + ("kept",), torch.zeros(()))
     td.filter_empty_()
     assert list(td.keys(True, True)) == [path[:10] + ("kept",)]
+
+
+def test_reductions():
+    td, path = chain()
+    total = td.sum()
+    assert torch.equal(leaf(total, path), torch.arange(8.0).sum())
+    mean = td.mean(0)
+    assert torch.equal(leaf(mean, path), torch.arange(8.0).view(4, 2).mean(0))
+    values, indices = td.max(0)
+    assert torch.equal(leaf(indices, path), torch.full((2,), 3))
+    assert leaf(td.std(0, keepdim=True), path).shape == (1, 2)

@@ -107,38 +107,58 @@ def _reduce_tree(
     td: Any, leaf_fn: Callable, mode: str, dims: tuple, keepdim: bool, nout: int
 ) -> list:
     """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
-    tuple of ``nout`` tensors)."""
-
+    tuple of ``nout`` tensors). The nested TensorDicts are walked with an explicit stack
+    of frames ``[td, items, sources, key, tensorclass instance]`` (any depth); a node's
+    results go into its parent's sources when its last entry is done."""
     TensorDictBase = _classes.TensorDictBase  # noqa: N806
-    bs = td.batch_size
-    nd = len(bs)
-    new_bs = _new_batch(bs, mode, dims, keepdim)
-    sources: list[dict] = [{} for _ in range(nout)]
-    if td.__class__ is not _classes.TensorDict and isinstance(td, _classes.LazyStackedTensorDict):
-        _refuse_exclusive(td)  # the stacked walk below would drop a key held by some only
-    for key, value in td._items_raw():
-        if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
-            for src in sources:
-                src[key] = value._rebatch(new_bs)
-        elif isinstance(value, _Tensor):
-            res = leaf_fn(value, nd)
-            if nout == 1:
-                sources[0][key] = res
+    stack: list = [_reduce_frame(td, nout, None, None)]
+    stack[0][5] = _new_batch(td.batch_size, mode, dims, keepdim)
+    while True:
+        frame = stack[-1]
+        node, items, sources = frame[0], frame[1], frame[2]
+        nd = len(node.batch_size)
+        new_bs = frame[5]
+        for key, value in items:
+            if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
+                for src in sources:
+                    src[key] = value._rebatch(new_bs)
+            elif isinstance(value, _Tensor):
+                res = leaf_fn(value, nd)
+                if nout == 1:
+                    sources[0][key] = res
+                else:
+                    for src, r in zip(sources, res):
+                        src[key] = r
+            elif isinstance(value, TensorDictBase):
+                stack.append(_reduce_frame(value, nout, key, None))
+                break
+            elif _is_tensorclass(value, TensorDictBase):
+                stack.append(_reduce_frame(value._tensordict, nout, key, value))
+                break
+            elif isinstance(value, NonTensorData):
+                sources[0][key] = value._with_batch(new_bs)
+        else:
+            stack.pop()
+            bs = node.batch_size
+            if new_bs == bs:
+                built = [node._new_like(src) for src in sources]
             else:
-                for src, r in zip(sources, res):
-                    src[key] = r
-        elif isinstance(value, TensorDictBase):
-            for src, r in zip(sources, _reduce_tree(value, leaf_fn, mode, dims, keepdim, nout)):
-                src[key] = r
-        elif _is_tensorclass(value, TensorDictBase):
-            subs = _reduce_tree(value._tensordict, leaf_fn, mode, dims, keepdim, nout)
-            for src, r in zip(sources, subs):
-                src[key] = _rewrap(value, r)
-        elif isinstance(value, NonTensorData):
-            sources[0][key] = value._with_batch(new_bs)
-    if new_bs == bs:
-        return [td._new_like(src) for src in sources]
-    return [td._new_like(src, batch_size=new_bs) for src in sources]
+                built = [node._new_like(src, batch_size=new_bs) for src in sources]
+            if not stack:
+                return built
+            key, wrapper = frame[3], frame[4]
+            for src, r in zip(stack[-1][2], built):
+                src[key] = r if wrapper is None else _rewrap(wrapper, r)
+            continue
+        # a nested TensorDict was pushed: its new batch size, from its own batch size
+        child = stack[-1]
+        child[5] = _new_batch(child[0].batch_size, mode, dims, keepdim)
+
+
+def _reduce_frame(td: Any, nout: int, key: Any, wrapper: Any) -> list:
+    if td.__class__ is not _classes.TensorDict and isinstance(td, _classes.LazyStackedTensorDict):
+        _refuse_exclusive(td)  # the stacked walk would drop a key held by some only
+    return [td, iter(td._items_raw()), [{} for _ in range(nout)], key, wrapper, None]
 
 
 def _finish_names(td: Any, out: Any, mode: str, dims: tuple, keepdim: bool) -> Any:
