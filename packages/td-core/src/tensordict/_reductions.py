@@ -108,57 +108,67 @@ def _reduce_tree(
 ) -> list:
     """Builds ``nout`` TensorDicts from ``leaf_fn(leaf, node_nd)`` (a tensor, or a
     tuple of ``nout`` tensors). The nested TensorDicts are walked with an explicit stack
-    of frames ``[td, items, sources, key, tensorclass instance]`` (any depth); a node's
-    results go into its parent's sources when its last entry is done."""
+    of frames ``(td, items, sources, key, tensorclass instance, nd, new batch size)``
+    (any depth); a node's results go into its parent's sources when its last entry is
+    done."""
     TensorDictBase = _classes.TensorDictBase  # noqa: N806
-    stack: list = [_reduce_frame(td, nout, None, None)]
-    stack[0][5] = _new_batch(td.batch_size, mode, dims, keepdim)
+    lazy_cls = _classes.LazyStackedTensorDict
+    td_cls = _classes.TensorDict
+    single = nout == 1
+    stack: list = []
+    node: Any = td
+    key: Any = None
+    wrapper: Any = None
     while True:
-        frame = stack[-1]
-        node, items, sources = frame[0], frame[1], frame[2]
-        nd = len(node.batch_size)
-        new_bs = frame[5]
+        if node is not None:  # open a node: its frame goes on the stack
+            if node.__class__ is not td_cls and isinstance(node, lazy_cls):
+                _refuse_exclusive(node)  # the stacked walk would drop a key held by some only
+            bs = node.batch_size
+            frame = (node, iter(node._items_raw()), [{} for _ in range(nout)], key, wrapper, len(bs),
+                     _new_batch(bs, mode, dims, keepdim))
+            stack.append(frame)
+            node = None
+        else:
+            frame = stack[-1]
+        _, items, sources, _, _, nd, new_bs = frame
         for key, value in items:
-            if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
+            if value.__class__ is _Tensor:
+                res = leaf_fn(value, nd)
+                if single:
+                    sources[0][key] = res
+                else:
+                    for src, r in zip(sources, res):
+                        src[key] = r
+            elif getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
                 for src in sources:
                     src[key] = value._rebatch(new_bs)
             elif isinstance(value, _Tensor):
                 res = leaf_fn(value, nd)
-                if nout == 1:
+                if single:
                     sources[0][key] = res
                 else:
                     for src, r in zip(sources, res):
                         src[key] = r
             elif isinstance(value, TensorDictBase):
-                stack.append(_reduce_frame(value, nout, key, None))
+                node, wrapper = value, None
                 break
             elif _is_tensorclass(value, TensorDictBase):
-                stack.append(_reduce_frame(value._tensordict, nout, key, value))
+                node, wrapper = value._tensordict, value
                 break
             elif isinstance(value, NonTensorData):
                 sources[0][key] = value._with_batch(new_bs)
         else:
             stack.pop()
-            bs = node.batch_size
-            if new_bs == bs:
-                built = [node._new_like(src) for src in sources]
+            owner = frame[0]
+            if new_bs == owner.batch_size:
+                built = [owner._new_like(src) for src in sources]
             else:
-                built = [node._new_like(src, batch_size=new_bs) for src in sources]
+                built = [owner._new_like(src, batch_size=new_bs) for src in sources]
             if not stack:
                 return built
             key, wrapper = frame[3], frame[4]
             for src, r in zip(stack[-1][2], built):
                 src[key] = r if wrapper is None else _rewrap(wrapper, r)
-            continue
-        # a nested TensorDict was pushed: its new batch size, from its own batch size
-        child = stack[-1]
-        child[5] = _new_batch(child[0].batch_size, mode, dims, keepdim)
-
-
-def _reduce_frame(td: Any, nout: int, key: Any, wrapper: Any) -> list:
-    if td.__class__ is not _classes.TensorDict and isinstance(td, _classes.LazyStackedTensorDict):
-        _refuse_exclusive(td)  # the stacked walk would drop a key held by some only
-    return [td, iter(td._items_raw()), [{} for _ in range(nout)], key, wrapper, None]
 
 
 def _finish_names(td: Any, out: Any, mode: str, dims: tuple, keepdim: bool) -> Any:
