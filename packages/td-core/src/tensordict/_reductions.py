@@ -119,6 +119,7 @@ def _reduce_tree(
     node: Any = td
     key: Any = None
     wrapper: Any = None
+    frame: tuple
     while True:
         if node is not None:  # open a node: its frame goes on the stack
             if node.__class__ is not td_cls and isinstance(node, lazy_cls):
