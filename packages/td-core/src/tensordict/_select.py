@@ -205,28 +205,14 @@ class SelectMixin(TensorDictHost):
         return (*outs, rest)
 
     def filter_empty_(self) -> TensorDictBase:
-        """Removes, in place, every nested TensorDict without leaves (any depth: the
-        nested TensorDicts are listed with an explicit stack, then filtered children first)."""
-        mine = SelectMixin.filter_empty_
-        nested: list = []  # (parent, key, node, walked here): parents before children
-        todo = [self]
-        while todo:
-            node = todo.pop()
-            for key, value in list(node._items_raw()):
-                if _is_td(value):
-                    walked = type(value).filter_empty_ is mine
-                    nested.append((node, key, value, walked))
-                    if walked:
-                        todo.append(value)
-        for parent, key, node, walked in reversed(nested):
-            if walked:
-                # its nested TensorDicts are filtered already: empty now means no entry left
-                empty = next(iter(node._keys_raw()), None) is None
-            else:
-                node.filter_empty_()
-                empty = node.is_empty()
-            if empty:
-                parent._del_raw(key)
+        """Removes, in place, every nested TensorDict without leaves. By recursion (the
+        fastest for the usual few levels); past the recursion limit the nested TensorDicts
+        are listed with an explicit stack and filtered children first. Filtering is
+        idempotent, so the second walk may start over what the first one did."""
+        try:
+            _filter_empty_rec(self)
+        except RecursionError:
+            _filter_empty_deep(self)
         return self  # type: ignore[return-value]
 
     def is_empty(self) -> bool:
@@ -762,3 +748,44 @@ def _exclude_deep(root: Any, tree: dict) -> Any:
             if not stack:
                 return node
             stack[-1][3][frame[4]] = node
+
+
+def _filter_empty_rec(td: Any) -> None:
+    td_cls = _classes.TensorDict
+    for key, value in list(td._items_raw()):
+        if value.__class__ is td_cls:
+            _filter_empty_rec(value)
+            if not value._tensordict:  # its own empty children are gone: empty means no entry
+                td._del_raw(key)
+        elif value.__class__ is not _Tensor and _is_td(value):
+            value.filter_empty_()
+            if value.is_empty():
+                td._del_raw(key)
+
+
+def _filter_empty_deep(root: Any) -> None:
+    """:func:`_filter_empty_rec` with an explicit stack (any depth)."""
+    mine = SelectMixin.filter_empty_
+    td_cls = _classes.TensorDict
+    nested: list = []  # (parent, key, node, walked here): parents before children
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for key, value in list(node._items_raw()):
+            cls = value.__class__
+            if cls is _Tensor:
+                continue
+            if cls is td_cls or _is_td(value):
+                walked = cls is td_cls or type(value).filter_empty_ is mine
+                nested.append((node, key, value, walked))
+                if walked:
+                    todo.append(value)
+    for parent, key, node, walked in reversed(nested):
+        if walked:
+            # its nested TensorDicts are filtered already: empty now means no entry left
+            empty = not node._tensordict if node.__class__ is td_cls else next(iter(node._keys_raw()), None) is None
+        else:
+            node.filter_empty_()
+            empty = node.is_empty()
+        if empty:
+            parent._del_raw(key)
