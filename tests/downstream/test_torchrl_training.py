@@ -156,14 +156,21 @@ def test_multiprocess_collector():
     import torchrl.collectors as collectors
 
     cls = getattr(collectors, "MultiSyncDataCollector", None) or collectors.MultiSyncCollector
-    collector = cls([make_env, make_env], None, frames_per_batch=20, total_frames=40)
+    # the workers are spawned: they cannot import this test module by its pytest name
+    # (``tests.downstream...``), so the env factory travels by value
+    cloudpickle = pytest.importorskip("cloudpickle")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     frames = 0
     try:
-        for batch in collector:
-            frames += batch.numel()
-            assert "action" in batch.keys() and ("next", "reward") in batch.keys(True)
+        collector = cls([make_env, make_env], None, frames_per_batch=20, total_frames=40)
+        try:
+            for batch in collector:
+                frames += batch.numel()
+                assert "action" in batch.keys() and ("next", "reward") in batch.keys(True)
+        finally:
+            collector.shutdown()
     finally:
-        collector.shutdown()
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert frames == 40
 
 

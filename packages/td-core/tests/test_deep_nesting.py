@@ -258,6 +258,7 @@ def test_in_place_leaf_ops(depth):
 
 
 def test_apply_leaves_order_with_lazy_stack_and_tensorclass():
+    pytest.importorskip("tensordict.tensorclass")  # td-core alone has no tensorclass
     from tensordict import tensorclass
 
     @tensorclass
