@@ -133,14 +133,7 @@ def _reduce_tree(
             frame = stack[-1]
         _, items, sources, _, _, nd, new_bs = frame
         for key, value in items:
-            if value.__class__ is _Tensor:
-                res = leaf_fn(value, nd)
-                if single:
-                    sources[0][key] = res
-                else:
-                    for src, r in zip(sources, res):
-                        src[key] = r
-            elif getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
+            if value.__class__ is not _Tensor and getattr(value.__class__, "_pass_through", False):  # UnbatchedTensor
                 for src in sources:
                     src[key] = value._rebatch(new_bs)
             elif isinstance(value, _Tensor):
