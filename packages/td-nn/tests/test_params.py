@@ -292,3 +292,15 @@ def test_get_post_hook_reads_through_nested_params():
     calls = []
     params.register_get_post_hook(lambda self, x: calls.append(1))  # None: the value is kept
     assert not params["e"].requires_grad and calls == [1]
+
+
+def test_buffers_are_marked_as_torch_buffers():
+    td = TensorDict(w=torch.zeros(2), i=torch.zeros(2, dtype=torch.long), f=torch.ones(2), batch_size=[])
+    params = TensorDictParams(td)
+    assert isinstance(params["w"], nn.Parameter) and isinstance(params["i"], nn.Buffer)
+    kept = TensorDictParams(td, no_convert=True)
+    assert isinstance(kept["f"], nn.Buffer) and not isinstance(kept["f"], nn.Parameter)
+    # the same storage: writes through the TensorDictParams reach the source
+    kept["f"].add_(1)
+    assert torch.equal(td["f"], torch.full((2,), 2.0))
+    assert "f" in dict(kept.named_buffers()) and "w" in dict(params.named_parameters())

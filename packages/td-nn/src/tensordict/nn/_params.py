@@ -33,6 +33,7 @@ from tensordict.nn._common import _NOTSET
 __all__ = ["TensorDictParams"]
 
 _STORES = ("_parameters", "_buffers", "_modules", "_extra")
+_Buffer = nn.Buffer
 
 
 def _iter_items(d: dict) -> Iterator[tuple[str, Any]]:
@@ -82,7 +83,11 @@ def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]
     if isinstance(value, nn.Parameter):
         return "_parameters", value
     if no_convert or not (value.is_floating_point() or value.is_complex()):
-        return "_buffers", value
+        if isinstance(value, _Buffer) or value.__class__ is not torch.Tensor:
+            return "_buffers", value
+        # marked as torch's Buffer (``isinstance(t, nn.Buffer)``), as upstream: a detached
+        # alias of the same storage that keeps ``requires_grad``
+        return "_buffers", _Buffer(value)
     return "_parameters", nn.Parameter(value, requires_grad=True)
 
 
