@@ -44,11 +44,13 @@ __all__ = ["load_tree", "transplant"]
 
 
 class _Ctx:
-    __slots__ = ("root", "meta_device", "fake", "allow_pickle", "generation", "seen", "shared", "zfs")
+    __slots__ = ("root", "meta_device", "fake", "allow_pickle", "generation", "seen", "shared", "zfs", "device")
 
-    def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True) -> None:
+    def __init__(self, root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True,
+                 device: torch.device | None = None) -> None:
         self.root, self.meta_device, self.fake, self.allow_pickle = root, meta_device, fake, allow_pickle
         self.shared = shared  # False: copy-on-write mappings (writes stay in this process)
+        self.device = device  # the device the caller asked for (cpu or meta), given to every TensorDict
         self.zfs: Any = None  # a ZipFS when loading a one-file archive
         self.generation: Any = None  # the root's generation id, once read
         self.seen: set = set()  # (st_dev, st_ino) of every folder visited
@@ -306,6 +308,8 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> Generator[tuple, Any, Tensor
     device = torch.device("cpu") if meta.get("device") is not None and not ctx.meta_device else None
     if ctx.meta_device and meta.get("device") is not None:
         device = torch.device("meta")
+    if ctx.device is not None:  # load_memmap(..., device=d): the result is on d, as upstream
+        device = ctx.device
     return TensorDict._new_unsafe(source, torch.Size(bs), device, names)
 
 
@@ -492,9 +496,18 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
                "rolls the store back to the rows it held before.")
         raise RuntimeError(msg)
     dev = torch.device(device) if device is not None else None
+    out_dev = getattr(out, "device", None) if out is not None else None
+    if out_dev is not None:  # out= keeps its device: the data is loaded on it
+        if dev is not None and (dev.type != out_dev.type or (
+                dev.index is not None and out_dev.index is not None and dev.index != out_dev.index)):
+            msg = f"load_memmap: cannot load on device {dev} into a TensorDict on device {out_dev} (out=)."
+            raise ValueError(msg)
+        dev = out_dev
     meta_device = dev is not None and dev.type == "meta"
     fake = _fake_mode_active()
-    result = _load_consistent(root, meta_device, fake, allow_pickle, MODES[mode])
+    # cpu and meta: the leaves are already there, so only the TensorDicts' device is set
+    on_dev = dev if dev is not None and dev.type in ("cpu", "meta") and not fake else None
+    result = _load_consistent(root, meta_device, fake, allow_pickle, MODES[mode], on_dev)
     if subpath is not None:
         result = _select_subpath(result, subpath, root)
     if dev is not None and dev.type not in ("cpu", "meta") and not fake:
@@ -512,7 +525,8 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
 RETRY_SECONDS = 10.0
 
 
-def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True) -> Any:
+def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True,
+                     device: torch.device | None = None) -> Any:
     """Loads ``root``, retrying while a concurrent save replaces it, so the result holds one save.
 
     Every ``meta.json`` read must carry the root's generation id, and after every
@@ -524,7 +538,7 @@ def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: boo
     if _is_regular(root):  # an archive: one open file, one consistent snapshot
         from tensordict.memmap._archive import ZipFS
 
-        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared)
+        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared, device)
         ctx.zfs = ZipFS(root, shared)
         try:
             return _load_folder("", ctx)
@@ -534,7 +548,7 @@ def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: boo
     attempts = 0
     while True:
         attempts += 1
-        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared)
+        ctx = _Ctx(root, meta_device, fake, allow_pickle, shared, device)
         try:
             result = _load_folder(root, ctx)
             if ctx.generation is False or _root_generation(root) == ctx.generation:

@@ -207,6 +207,8 @@ def load_upstream_folder(folder: str, meta: dict, ctx: Any, load_folder: Any, ma
     device = torch.device("cpu") if meta.get("device") is not None else None
     if ctx.meta_device and device is not None:
         device = torch.device("meta")
+    if getattr(ctx, "device", None) is not None:  # load_memmap(..., device=d)
+        device = ctx.device
     return TensorDict._new_unsafe(source, torch.Size(bs), device, names)
 
 
