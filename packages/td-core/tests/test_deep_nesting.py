@@ -333,3 +333,36 @@ def test_reductions():
     values, indices = td.max(0)
     assert torch.equal(leaf(indices, path), torch.full((2,), 3))
     assert leaf(td.std(0, keepdim=True), path).shape == (1, 2)
+
+
+def test_pad_out_of_place_and_in_place():
+    from tensordict import pad
+
+    td, path = chain()
+    padded = pad(td, [1, 0], value=-1.0)
+    assert padded.batch_size == (5,)
+    assert torch.equal(leaf(padded, path)[0], torch.full((2,), -1.0))
+    assert torch.equal(leaf(padded, path)[1:], torch.arange(8.0).view(4, 2))
+    deepest = td.get(path)
+    same = pad(td, [0, 2], inplace=True)
+    assert same is td and td.get(path) is deepest  # nested TensorDicts keep their identity
+    assert deepest.batch_size == (6,) and torch.equal(leaf(td, path)[4:], torch.zeros(2, 2))
+
+
+def test_empty_recurse_namedtuple_filter_and_densify():
+    td, path = chain()
+    empty = td.empty(recurse=True)
+    assert list(empty.keys(True, True)) == []  # no leaves, every level kept
+    assert empty.get(path).batch_size == (4,)
+    nt = td.to_namedtuple()
+    node = nt
+    for name in path:
+        node = getattr(node, name)
+    assert torch.equal(node.leaf, torch.arange(8.0).view(4, 2))
+    td.set(path + ("note",), "text")
+    filtered = td.filter_non_tensor_data()
+    assert (path + ("note",)) not in filtered.keys(True) and (path + ("leaf",)) in filtered.keys(True)
+    td.set(path + ("ragged",), lazy_stack([TensorDict(a=torch.zeros(i + 1)) for i in range(4)]))
+    dense = td.densify(layout=torch.jagged)
+    assert type(dense.get(path + ("ragged",))) is TensorDict
+    assert dense.get(path + ("ragged", "a")).is_nested

@@ -27,6 +27,7 @@ from tensordict._convert_build import (
     _Opts,
 )
 from tensordict._convert_pytree import from_pytree_impl, to_pytree_impl
+from tensordict._deep import trampoline
 from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:
@@ -716,8 +717,13 @@ def _tolist(
 
 
 def _to_namedtuple(td: Any, dest_cls: type | None) -> Any:
-    import collections
+    return trampoline(_namedtuple_node, td, dest_cls)
 
+
+def _namedtuple_node(td: Any, dest_cls: type | None) -> Any:
+    """One level of :meth:`to_namedtuple`, as a node generator for
+    :func:`~tensordict._deep.trampoline` (nested TensorDicts are yielded: any depth)."""
+    import collections
 
     keys = list(td._keys_raw())
     for key in keys:
@@ -736,7 +742,7 @@ def _to_namedtuple(td: Any, dest_cls: type | None) -> Any:
                 and set(getattr(dest_cls, "_fields", ())) == set(value._keys_raw())
                 else None
             )
-            values.append(_to_namedtuple(value, sub_cls))
+            values.append((yield (value, sub_cls)))
         elif isinstance(value, _Tensor):
             values.append(value)
         else:

@@ -10,6 +10,11 @@ arguments of each nested node it needs and is sent back that node's result.
 
 The hottest engines (``apply(fn)``, one TensorDict, no keyword) use a hand-written loop
 with the same explicit stack instead, which costs nothing per flat TensorDict.
+
+Light builders whose result for a node depends only on the results of its nested
+nodes (``filter_non_tensor_data``, ``densify``, ``empty(recurse=True)``) are written as
+one *level function* run by :func:`levels`: by recursion while the tree is shallow (a
+generator per node would cost them half their time), bottom up past the limit.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-__all__ = ["trampoline"]
+__all__ = ["levels", "trampoline"]
 
 
 def trampoline(node: Callable[..., Generator[tuple, Any, Any]], *args: Any) -> Any:
@@ -73,3 +78,51 @@ def trampoline(node: Callable[..., Generator[tuple, Any, Any]], *args: Any) -> A
         gen = node(*sub)
         res = None
         exc = None
+
+
+def levels(root: Any, level: Callable[[Any, Callable], Any], children: Callable[[Any], Any]) -> Any:
+    """Runs ``level(root, sub)``, where ``sub(child, sub)`` gives a nested node's result.
+
+    ``level`` builds one node's result and calls ``sub(child, sub)`` for each nested node
+    it needs; ``children(node)`` lists those nested nodes (the same ones, in any order).
+    While the tree is shallow, ``sub`` is ``level`` itself (plain recursion, one call per
+    node: the fastest for a few levels). Past the recursion limit the walk starts over:
+    the nodes are listed with an explicit stack and ``level`` runs on the deepest first,
+    ``sub`` then returning the results already made. ``level`` must therefore have no
+    side effects.
+
+    Args:
+        root: the root node.
+        level: the code for one node, ``level(node, sub) -> result``.
+        children: ``children(node) -> iterable of the nested nodes level asks sub for``.
+
+    Returns:
+        ``level(root, level)``.
+
+    Examples:
+        >>> def size(d, sub):
+        ...     return 1 + sum(sub(v, sub) for v in d.values())
+        >>> chain = {}
+        >>> for _ in range(5000):
+        ...     chain = {"next": chain}
+        >>> levels(chain, size, lambda d: d.values())
+        5001
+    """
+    try:
+        return level(root, level)
+    except RecursionError:
+        pass
+    order = [root]
+    i = 0
+    while i < len(order):
+        order.extend(children(order[i]))
+        i += 1
+    done: dict = {}  # id -> result (``order`` keeps every node alive, so ids stay unique)
+
+    def made(node: Any, _: Any) -> Any:
+        return done[id(node)]
+
+    for node in reversed(order):
+        if id(node) not in done:
+            done[id(node)] = level(node, made)
+    return done[id(root)]

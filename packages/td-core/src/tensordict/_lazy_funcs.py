@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes, _stack
+from tensordict._deep import levels
 from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -282,14 +283,36 @@ class LazyStackMethodsMixin(TensorDictHost):
             True
         """
 
+        return levels(self, _densify_level(layout), _densify_children)
+
+
+_DENSIFY = LazyStackMethodsMixin.densify
+
+
+def _densify_level(layout: torch.layout) -> Any:
+    """One level of :meth:`densify` for a TensorDict that uses the method above, run by
+    :func:`~tensordict._deep.levels` (any depth): ``sub`` densifies a nested one like it,
+    a lazy stack densifies itself."""
+    plain = _classes.TensorDict
+
+    def level(td: Any, sub: Any) -> Any:
         changed = {}
-        for key, value in self._items_raw():
+        for key, value in td._items_raw():
             if isinstance(value, _classes.TensorDictBase):
-                dense = value.densify(layout=layout)
+                if value.__class__ is plain or type(value).densify is _DENSIFY:
+                    dense = sub(value, sub)
+                else:
+                    dense = value.densify(layout=layout)
                 if dense is not value:
                     changed[key] = dense
         if not changed:
-            return self  # type: ignore[return-value]
-        source = dict(self._items_raw())
+            return td
+        source = dict(td._items_raw())
         source.update(changed)
-        return self._new_like(source)
+        return td._new_like(source)
+
+    return level
+
+
+def _densify_children(td: Any) -> list:
+    return [v for _, v in td._items_raw() if isinstance(v, _classes.TensorDictBase) and type(v).densify is _DENSIFY]

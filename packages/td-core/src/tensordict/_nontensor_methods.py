@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tensordict import _classes
+from tensordict._deep import levels
 from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack
@@ -122,15 +123,30 @@ class NonTensorMixin(TensorDictHost):
             >>> list(td.filter_non_tensor_data().keys())
             ['a']
         """
-        if isinstance(self, _classes.LazyStackedTensorDict):  # stays lazy: the leaves stay the stacked ones
-            return self._new_lazy([td.filter_non_tensor_data() for td in self.tensordicts])
-        source = {}
-        for key, value in self._items_raw():
-            if isinstance(value, (NonTensorData, NonTensorStack)):
+        return levels(self, _filter_level, _filter_children)
+
+
+def _filter_level(td: Any, sub: Any) -> Any:
+    """One level of :meth:`~NonTensorMixin.filter_non_tensor_data` (run by
+    :func:`~tensordict._deep.levels`: any depth); ``sub`` filters a nested level."""
+    if isinstance(td, _classes.LazyStackedTensorDict):  # stays lazy: the leaves stay the stacked ones
+        return td._new_lazy([sub(part, sub) for part in td.tensordicts])
+    source = {}
+    for key, value in td._items_raw():
+        if isinstance(value, (NonTensorData, NonTensorStack)):
+            continue
+        if isinstance(value, _classes.TensorDictBase):
+            value = sub(value, sub)
+            if value.is_empty():  # nothing but non-tensor data below: dropped
                 continue
-            if isinstance(value, _classes.TensorDictBase):
-                value = value.filter_non_tensor_data()
-                if value.is_empty():  # nothing but non-tensor data below: dropped
-                    continue
-            source[key] = value
-        return self._new_like(source)
+        source[key] = value
+    return td._new_like(source)
+
+
+def _filter_children(td: Any) -> list:
+    if isinstance(td, _classes.LazyStackedTensorDict):
+        return list(td.tensordicts)
+    return [
+        v for _, v in td._items_raw()
+        if isinstance(v, _classes.TensorDictBase) and not isinstance(v, (NonTensorData, NonTensorStack))
+    ]

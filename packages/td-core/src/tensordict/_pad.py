@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from tensordict import _classes
+from tensordict._deep import trampoline
 from tensordict._nontensor import NonTensorData, NonTensorStack
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,13 @@ def _assign_stack(old: NonTensorStack, new: Any) -> NonTensorStack:
 def _pad(
     td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size
 ) -> TensorDictBase:
+    """The padded copy of ``td`` (nested TensorDicts included, at any depth)."""
+    return trampoline(_pad_node, td, pad_size, value, new_bs)
+
+
+def _pad_node(td: TensorDictBase, pad_size: Sequence[int], value: float, new_bs: torch.Size) -> Any:
+    """One node of :func:`_pad`, run by :func:`~tensordict._deep.trampoline`: it yields the
+    arguments of each nested TensorDict and is sent back its padded copy."""
     source = {}
     for key, leaf in td._items_raw():
         if getattr(leaf.__class__, "_pass_through", False):
@@ -63,7 +71,7 @@ def _pad(
             source[key] = F.pad(leaf, _torch_pad_spec(pad_size, leaf.ndim), value=value)
         elif isinstance(leaf, _classes.TensorDictBase):
             sub_bs = torch.Size((*new_bs, *leaf.batch_size[len(new_bs) :]))
-            source[key] = _pad(leaf, pad_size, value, sub_bs)
+            source[key] = yield (leaf, pad_size, value, sub_bs)
         else:
             source[key] = _pad_non_tensor(leaf, pad_size, new_bs)
     return _classes.TensorDict._new_unsafe(source, new_bs, td.device, td.names if td._has_names() else None)
@@ -71,7 +79,17 @@ def _pad(
 
 def _assign_in_place(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence[int] = ()) -> TensorDictBase:
     """Makes ``td`` hold ``new``'s leaves and batch size; nested TensorDicts keep their
-    identity (each is updated the same way), the old leaves are released."""
+    identity (each is updated the same way, from a work list: any depth), the old leaves
+    are released."""
+    work: list = [(td, new, pad_left)]
+    while work:
+        node, padded, left = work.pop()
+        _assign_node(node, padded, left, work)
+    return td
+
+
+def _assign_node(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence[int], work: list) -> None:
+    """One node of :func:`_assign_in_place`; the nested pairs to update go on ``work``."""
     if type(td) is _classes.LazyStackedTensorDict:
         # the stack keeps its identity: it now stacks the padded TensorDicts
         if td.is_locked:
@@ -84,12 +102,13 @@ def _assign_in_place(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence
         for j, part in enumerate(parts):
             i = j - left
             if 0 <= i < len(old_tds) and type(old_tds[i]) is _classes.TensorDict:
-                parts[j] = _assign_in_place(old_tds[i], part)  # the stacked TensorDict keeps its identity
+                work.append((old_tds[i], part, ()))  # the stacked TensorDict keeps its identity
+                parts[j] = old_tds[i]
         td.tensordicts = parts
         td._batch_size = new.batch_size
         td._bs_cache = None
         td._fast = None
-        return td
+        return
     if type(td) is not _classes.TensorDict:
         if td.is_locked:
             msg = "pad(inplace=True): the TensorDict is locked; unlock it first."
@@ -98,12 +117,12 @@ def _assign_in_place(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence
             td.del_(key)
         td.batch_size = new.batch_size
         td.update(new)
-        return td
+        return
     store = td._tensordict
     for key, value in new._items_raw():
         old = store.get(key)
         if type(old) is _classes.TensorDict and isinstance(value, _classes.TensorDictBase):
-            _assign_in_place(old, value)
+            work.append((old, value, ()))
         elif type(old) is NonTensorStack and isinstance(value, (NonTensorStack, NonTensorData)):
             _assign_stack(old, value)
         else:
@@ -111,7 +130,6 @@ def _assign_in_place(td: TensorDictBase, new: TensorDictBase, pad_left: Sequence
     if len(new.batch_size) != len(td.batch_size):
         td._names = None
     td._batch_size = new.batch_size
-    return td
 
 
 def pad(

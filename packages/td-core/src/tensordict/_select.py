@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes
+from tensordict._deep import levels
 from tensordict._errors import locked_error, missing_key_error
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple, unravel_key
@@ -217,9 +218,23 @@ class SelectMixin(TensorDictHost):
 
     def is_empty(self) -> bool:
         """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
-        for _, value in self._items_raw():
-            if not _is_td(value) or not value.is_empty():
+        base = _classes.TensorDictBase
+        nested = None
+        for _, value in self._items_raw():  # a leaf at the top answers at once
+            if not isinstance(value, base):
                 return False
+            nested = [value] if nested is None else nested + [value]
+        mine, plain = SelectMixin.is_empty, _classes.TensorDict
+        while nested:  # an explicit stack: any depth
+            td = nested.pop()
+            if td.__class__ is not plain and type(td).is_empty is not mine:
+                if not td.is_empty():
+                    return False
+                continue
+            for _, value in td._items_raw():
+                if not isinstance(value, base):
+                    return False
+                nested.append(value)
         return True
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDictBase:
@@ -247,9 +262,7 @@ class SelectMixin(TensorDictHost):
             (['b'], torch.Size([3]))
         """
 
-        source = {}
-        if recurse:
-            source = {k: v.empty(recurse=True) for k, v in self._items_raw() if _is_td(v)}
+        source = levels(self, _empty_level, _empty_children) if recurse else {}
         return _classes.TensorDict._new_unsafe(
             source,
             torch.Size(batch_size) if batch_size is not None else self.batch_size,
@@ -620,6 +633,24 @@ def _build_tree(tree: dict, bs: Any, dev: Any) -> Any:
                 node[key] = sub  # a value replaced, no key added: the iteration goes on
                 todo.append(value)
     return root
+
+
+def _empty_level(td: Any, sub: Any) -> dict:
+    """The entries of ``td.empty(recurse=True)``: its nested TensorDicts, emptied (run by
+    :func:`~tensordict._deep.levels`: any depth). ``sub`` empties a nested TensorDict that
+    uses this same ``empty``; a lazy stack or a store uses its own."""
+    source = {}
+    for key, value in td._items_raw():
+        if _is_td(value):
+            if type(value).empty is SelectMixin.empty:
+                source[key] = _classes.TensorDict._new_unsafe(sub(value, sub), value.batch_size, value.device)
+            else:
+                source[key] = value.empty(recurse=True)
+    return source
+
+
+def _empty_children(td: Any) -> list:
+    return [v for _, v in td._items_raw() if _is_td(v) and type(v).empty is SelectMixin.empty]
 
 
 def _is_td(value: Any) -> bool:
