@@ -476,6 +476,44 @@ def _select_subpath(result: Any, subpath: Any, root: str) -> Any:
     return node
 
 
+def _subpath_folder(folder: str, parts: list[str], subpath: Any, ctx: _Ctx) -> str | None:
+    """The folder of the container at ``parts`` below ``folder``, found from the metadata alone,
+    so that nothing else of the store is read (``None`` for a store written by the tensordict
+    package: the whole tree is loaded, then the container selected)."""
+    for part in parts:
+        meta = _read_folder_meta(folder, ctx)
+        if is_upstream_meta(meta):
+            return None
+        name = None
+        if meta.get("type") == "LazyStackedTensorDict":
+            stack = meta.get("stack")
+            if isinstance(stack, list) and part.isdigit() and int(part) < len(stack):
+                name = stack[int(part)]
+        elif meta.get("registered") is None:
+            for entry in meta.get("entries") or ():
+                if isinstance(entry, dict) and entry.get("key") == part and entry.get("kind") == "tensordict":
+                    name = entry.get("dir")
+                    break
+        if name is None:
+            msg = f"No tensordict found under subpath {subpath!r} in the store {ctx.root!r} (no container at {part!r})."
+            raise ValueError(msg)
+        sub = _fs_member(folder, name, ctx, "sub-folder")
+        if not _fs_isdir(sub, ctx):
+            raise _incomplete(ctx.root, f"the folder {sub!r} of key {part!r} is missing")
+        folder = sub
+    return folder
+
+
+def _load_start(start: str, ctx: _Ctx, subpath: Any) -> tuple[Any, bool]:
+    """Loads the folder ``start`` of the store, or only the container at ``subpath`` below it;
+    the flag tells whether ``subpath`` was applied."""
+    if subpath is not None:
+        folder = _subpath_folder(start, _subpath_parts(subpath), subpath, ctx)
+        if folder is not None:
+            return _load_folder(folder, ctx), True
+    return _load_folder(start, ctx), False
+
+
 def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, out: Any = None,
               allow_pickle: bool = False, subpath: Any = None, mode: str | None = None, lock: bool = True) -> Any:
     """Loads the store at ``prefix``; see :func:`tensordict.memmap.load_memmap`."""
@@ -507,8 +545,10 @@ def load_tree(prefix: Any, device: Any = None, non_blocking: bool = False, *, ou
     fake = _fake_mode_active()
     # cpu and meta: the leaves are already there, so only the TensorDicts' device is set
     on_dev = dev if dev is not None and dev.type in ("cpu", "meta") and not fake else None
-    result = _load_consistent(root, meta_device, fake, allow_pickle, MODES[mode], on_dev)
     if subpath is not None:
+        _subpath_parts(subpath)  # a bad type raises before anything is read
+    result, selected = _load_consistent(root, meta_device, fake, allow_pickle, MODES[mode], on_dev, subpath)
+    if subpath is not None and not selected:
         result = _select_subpath(result, subpath, root)
     if dev is not None and dev.type not in ("cpu", "meta") and not fake:
         result = result.to(dev, non_blocking=non_blocking)
@@ -526,7 +566,7 @@ RETRY_SECONDS = 10.0
 
 
 def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: bool, shared: bool = True,
-                     device: torch.device | None = None) -> Any:
+                     device: torch.device | None = None, subpath: Any = None) -> tuple[Any, bool]:
     """Loads ``root``, retrying while a concurrent save replaces it, so the result holds one save.
 
     Every ``meta.json`` read must carry the root's generation id, and after every
@@ -541,7 +581,7 @@ def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: boo
         ctx = _Ctx(root, meta_device, fake, allow_pickle, shared, device)
         ctx.zfs = ZipFS(root, shared)
         try:
-            return _load_folder("", ctx)
+            return _load_start("", ctx, subpath)
         finally:
             ctx.zfs.close()
     deadline = time.monotonic() + RETRY_SECONDS
@@ -550,7 +590,7 @@ def _load_consistent(root: str, meta_device: bool, fake: bool, allow_pickle: boo
         attempts += 1
         ctx = _Ctx(root, meta_device, fake, allow_pickle, shared, device)
         try:
-            result = _load_folder(root, ctx)
+            result = _load_start(root, ctx, subpath)
             if ctx.generation is False or _root_generation(root) == ctx.generation:
                 return result
         except _Changed as changed:
