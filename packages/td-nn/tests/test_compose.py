@@ -74,7 +74,7 @@ class TestFx:
         assert isinstance(graph_module, TDGraphModule)
         ops = [n.op for n in graph_module.graph.nodes]
         assert ops.count("placeholder") == 1 and "call_module" in ops
-        assert "self.step0.linear" in graph_module.code
+        assert 'getattr(self, "0").module.linear' in graph_module.code  # the sequence's own layout
         td = TensorDict(input=torch.randn(8, 100), batch_size=[8])
         traced = graph_module(td.clone())
         eager = seq(td.clone())
@@ -145,3 +145,21 @@ def test_ensemble_keeps_buffers_as_buffers():
     assert isinstance(params["module", "0", "weight"], nn.Parameter)
     assert not isinstance(params["module", "1", "running_mean"], nn.Parameter)
     assert params["module", "0", "weight"].shape == (3, 1, 1)
+
+
+def test_traced_module_keeps_the_wrapped_module_names_and_parameters():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.linear(x), torch.sigmoid(self.linear(x))
+
+    module = TensorDictModule(Net(), in_keys=["input"], out_keys=[("outputs", "logits"), ("outputs", "probs")])
+    graph_module = symbolic_trace(module)
+    assert "self.linear(" in graph_module.code
+    targets = [n.target for n in graph_module.graph.nodes if n.op == "call_module"]
+    assert targets == ["linear", "linear"]
+    assert dict(graph_module.named_parameters()).keys() == {"_gm.linear.weight", "_gm.linear.bias"}
+    assert graph_module._gm.linear.weight is module.module.linear.weight  # shared, not copied

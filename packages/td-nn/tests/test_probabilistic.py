@@ -320,3 +320,34 @@ def test_composite_module_keeps_the_lp_mode_it_was_built_with():
         assert module.out_keys == ["cont", ("nested", "disc"), "sample_log_prob"]
     with set_composite_lp_aggregate(False), pytest.raises(RuntimeError, match="built under"):
         _ = module.log_prob_keys
+
+
+def test_deterministic_uses_mode_for_enumerable_support_and_mean_otherwise():
+    def draw(dist):
+        module = ProbabilisticTensorDictModule(in_keys=[], out_keys=["out"], distribution_class=lambda: dist)
+        return module(TensorDict())["out"]
+
+    assert draw(d.Bernoulli(probs=torch.tensor([0.7]))).tolist() == [1.0]  # the mode, not 0.7
+    assert draw(d.Binomial(10, torch.tensor([0.33]))).tolist() == [3.0]
+    torch.testing.assert_close(draw(d.Poisson(torch.tensor([2.5]))), torch.tensor([2.5]))  # no enumerable support
+    assert draw(d.StudentT(torch.tensor([0.5]))).isnan().all()  # the mean, even where it is nan
+    assert draw(d.Independent(d.Bernoulli(probs=torch.full((2, 3), 0.7)), 1)).eq(1).all()
+
+
+def test_deterministic_probabilistic_sequence_exports_with_torch_export():
+    model = ProbabilisticTensorDictSequential(
+        TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["latent"]),
+        TensorDictModule(NormalParamExtractor(), in_keys=["latent"], out_keys=["loc", "scale"]),
+        ProbabilisticTensorDictModule(
+            in_keys=["loc", "scale"],
+            out_keys=["sample"],
+            distribution_class=d.Normal,
+            distribution_kwargs={"validate_args": False},
+        ),
+    )
+    model.select_out_keys("sample")
+    x = torch.randn(2, 3)
+    exported = torch.export.export(model, args=(TensorDict(x=x, batch_size=[2]),), strict=False).module()
+    expected = model(TensorDict(x=x, batch_size=[2]))["sample"]
+    torch.testing.assert_close(exported(TensorDict(x=x, batch_size=[2]))["sample"], expected)
+    torch.testing.assert_close(expected, model[0](TensorDict(x=x, batch_size=[2]))["latent"][:, :2])

@@ -304,3 +304,16 @@ def test_tensordict_out_leaves_the_input_alone():
     out = TensorDict(batch_size=[2])
     assert seq(inp, tensordict_out=out) is out
     assert set(inp.keys()) == {"a"} and set(out.keys()) == {"b", "c", "d", "e"}
+
+
+def test_out_keys_follow_the_last_write_of_each_key():
+    seq = Seq(
+        Mod(lambda x: (x + 1, x + 2), in_keys=["x"], out_keys=["a", "b"]),
+        Mod(lambda b: b * 2, in_keys=["b"], out_keys=["a"]),
+        Mod(lambda a: a - 1, in_keys=["a"], out_keys=["c"]),
+    )
+    assert seq.out_keys == ["b", "a", "c"]  # "a" was written again after "b"
+    nested = Seq(seq, Mod(lambda c: c, in_keys=["c"], out_keys=["b"]))
+    assert nested.out_keys == ["a", "c", "b"]
+    out = seq(TensorDict(x=torch.zeros(2), batch_size=[2]))
+    assert out["a"].tolist() == [4.0, 4.0] and out["c"].tolist() == [3.0, 3.0]

@@ -512,18 +512,13 @@ class CompositeDistribution(D.Distribution):
         """Each distribution's ``deterministic_sample`` (or mean, or mode)."""
 
         def det(d: Any) -> torch.Tensor:
-            nan_mean = None
-            for attr in ("deterministic_sample", "mean", "mode"):
+            from tensordict.nn._probabilistic import _deterministic_order
+
+            for attr in _deterministic_order(d):  # mode first for enumerable supports
                 try:
-                    value = getattr(d, attr)
+                    return getattr(d, attr)
                 except (AttributeError, NotImplementedError):
                     continue
-                if attr == "mean" and value.is_floating_point() and value.isnan().any():
-                    nan_mean = value  # e.g. a Categorical's mean: the mode is the value
-                    continue
-                return value
-            if nan_mean is not None:
-                return nan_mean
             msg = f"{type(d).__name__} has no deterministic sample, mean or mode."
             raise NotImplementedError(msg)
 

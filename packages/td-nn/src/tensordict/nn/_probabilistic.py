@@ -53,9 +53,13 @@ class InteractionType(Enum):
     - ``MEDIAN``: ``dist.median`` (or ``icdf(0.5)``, or an empirical median);
     - ``MEAN``: ``dist.mean`` (or an empirical mean);
     - ``RANDOM``: ``dist.rsample()`` when available, else ``dist.sample()``;
-    - ``DETERMINISTIC``: ``dist.deterministic_sample`` if defined, else the mean,
-      else the mode, else (for a transformed distribution) the transformed
-      deterministic value of its base distribution.
+    - ``DETERMINISTIC``: ``dist.deterministic_sample`` if defined, else the mode for
+      a distribution with enumerable support (Categorical, Bernoulli, Binomial,
+      OneHotCategorical) and the mean for the others (the other one when the first
+      is not implemented), else (for a transformed distribution) the transformed
+      deterministic value of its base distribution. The choice depends on the
+      class only, never on the values, so it can be traced (``torch.export``,
+      ``torch.compile``).
 
     The values are the lower-case names (``InteractionType("mode")``), which is also
     what ``str()`` gives.
@@ -132,18 +136,27 @@ class set_interaction_type(ModeSwitch):  # noqa: N801 - public name of the tenso
         _INTERACTION_TYPE[0] = value
 
 
+def _deterministic_order(dist: Any) -> tuple[str, ...]:
+    """The attributes a DETERMINISTIC draw tries, in order, for ``dist``'s class.
+
+    The mode first for a class with enumerable support (a Categorical's mean is nan,
+    a Bernoulli's is not a value of the support), the mean first for the others.
+    Chosen from the class alone: a check on the values (e.g. "is the mean nan?") would
+    be data-dependent and break ``torch.export`` / ``torch.compile``.
+    """
+    base = dist.base_dist if isinstance(dist, D.Independent) else dist
+    if getattr(type(base), "has_enumerate_support", False) is True:
+        return ("deterministic_sample", "mode", "mean")
+    return ("deterministic_sample", "mean", "mode")
+
+
 def _deterministic(dist: D.Distribution) -> Any:
-    """``deterministic_sample``, else the mean, else the mode, else the transformed base value."""
-    nan_mean = None
-    for attr in ("deterministic_sample", "mean", "mode"):
+    """``deterministic_sample``, else the mode or the mean, else the transformed base value."""
+    for attr in _deterministic_order(dist):
         try:
-            value = getattr(dist, attr)
+            return getattr(dist, attr)
         except (AttributeError, NotImplementedError):
             continue
-        if attr == "mean" and isinstance(value, torch.Tensor) and value.is_floating_point() and value.isnan().any():
-            nan_mean = value  # e.g. a Categorical's mean: try the mode first
-            continue
-        return value
     if isinstance(dist, _LogitRelaxedBernoulli):
         return dist.logits / dist.temperature  # the noise-free relaxed logit
     if isinstance(dist, _ExpRelaxedCategorical):
@@ -154,8 +167,6 @@ def _deterministic(dist: D.Distribution) -> Any:
         for transform in dist.transforms:
             value = transform(value)
         return value
-    if nan_mean is not None:  # no mode either (e.g. FisherSnedecor with df2 <= 2)
-        return nan_mean
     msg = (
         f"Cannot draw a DETERMINISTIC value from {type(dist).__name__}: neither a "
         "deterministic_sample nor a mean nor a mode is defined (DETERMINISTIC, MEAN and MODE "

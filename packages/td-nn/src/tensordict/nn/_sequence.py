@@ -63,6 +63,18 @@ def _tracks_keys(module: nn.Module) -> bool:
     return bool(getattr(module, "_tracks_keys", False))
 
 
+def _add_written(out_keys: list, keys: Any) -> None:
+    """Appends a step's ``keys`` to the sequence's ``out_keys``, in the order of the last write.
+
+    A key written again by a later step moves to the end (as in tensordict 0.15), so
+    ``out_keys`` (and the tensors a keyword call returns) follow the last writer.
+    """
+    for key in keys:
+        if key in out_keys:
+            out_keys.remove(key)
+        out_keys.append(key)
+
+
 class TensorDictSequential(TensorDictModule):
     """Runs TensorDict modules one after the other on the same TensorDict.
 
@@ -150,10 +162,8 @@ class TensorDictSequential(TensorDictModule):
             for key in _keys_of(m, "in_keys"):
                 if key not in written and key not in in_keys:
                     in_keys.append(key)
-            for key in _keys_of(m, "out_keys"):
-                if key not in out_keys:
-                    out_keys.append(key)
-                written.add(key)
+            _add_written(out_keys, _keys_of(m, "out_keys"))
+            written.update(_keys_of(m, "out_keys"))
             tracked = tracked and _tracks_keys(m)
         d = self.__dict__
         d["_in_keys"] = in_keys
@@ -180,10 +190,8 @@ class TensorDictSequential(TensorDictModule):
             for key in _keys_of(m, "in_keys"):
                 if key not in written and key not in in_keys:
                     in_keys.append(key)
-            for key in _keys_of(m, "out_keys"):
-                if key not in out_keys:
-                    out_keys.append(key)
-                written.add(key)
+            _add_written(out_keys, _keys_of(m, "out_keys"))
+            written.update(_keys_of(m, "out_keys"))
         return in_keys, out_keys
 
     def _set_out_keys_source(self, keys: list) -> None:

@@ -53,22 +53,28 @@ class TDGraphModule(nn.Module):
         return dest
 
 
-def _steps(module: nn.Module) -> list:
+def _steps(module: nn.Module, prefix: str = "") -> list:
+    """``(prefix, step)`` pairs: each TensorDictModule and where its wrapped module's
+    submodules live in the traced graph (``linear`` for a traced TensorDictModule,
+    ``0.module.linear`` for the first step of a traced TensorDictSequential)."""
     from tensordict.nn._module import TensorDictModule
     from tensordict.nn._probabilistic import ProbabilisticTensorDictModule
     from tensordict.nn._sequence import TensorDictSequential
 
     if isinstance(module, TensorDictSequential):
         out = []
-        for sub in module._modules_list():
-            out.extend(_steps(sub))
+        for i, sub in enumerate(module._modules_list()):
+            sub_prefix = f"{prefix}{i}."
+            if not isinstance(sub, TensorDictSequential):
+                sub_prefix += "module."
+            out.extend(_steps(sub, sub_prefix))
         return out
     if isinstance(module, ProbabilisticTensorDictModule) or not isinstance(module, TensorDictModule):
         msg = (
             f"symbolic_trace supports TensorDictModule and TensorDictSequential, got {type(module).__name__}."
         )
         raise TypeError(msg)
-    return [module]
+    return [(prefix, module)]
 
 
 def symbolic_trace(td_module: nn.Module) -> TDGraphModule:
@@ -103,7 +109,7 @@ def symbolic_trace(td_module: nn.Module) -> TDGraphModule:
         True
     """
     steps = _steps(td_module)
-    root = nn.Module()
+    root: dict = {}  # qualified name -> submodule / parameter / buffer of the traced steps
     graph = fx.Graph()
     td_node = graph.placeholder("tensordict")
     env: dict = {}
@@ -114,14 +120,15 @@ def symbolic_trace(td_module: nn.Module) -> TDGraphModule:
             env[key] = graph.call_function(operator.getitem, (td_node, key))
         return env[key]
 
-    for i, step in enumerate(steps):
+    for i, (prefix, step) in enumerate(steps):
         inner = step.module
-        name = f"step{i}"
         traced = fx.symbolic_trace(inner)
-        root.add_module(name, traced)
         for node in traced.graph.nodes:
             if node.op in ("call_module", "get_attr"):
-                node.target = f"{name}.{node.target}"
+                target = str(node.target)
+                attr = traced.get_submodule(target) if node.op == "call_module" else _get_attr(traced, target)
+                root[f"{prefix}{target}"] = attr
+                node.target = f"{prefix}{node.target}"
         placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
         args = [read(k) for k in step.in_keys]
         kwargs_names = step._kwargs
@@ -156,6 +163,11 @@ def symbolic_trace(td_module: nn.Module) -> TDGraphModule:
     graph.output(tuple(env[k] for k in out_keys))
     gm = fx.GraphModule(root, graph)
     return TDGraphModule(gm, out_keys)
+
+
+def _get_attr(module: nn.Module, target: str) -> Any:
+    owner, _, name = target.rpartition(".")
+    return getattr(module.get_submodule(owner) if owner else module, name)
 
 
 
