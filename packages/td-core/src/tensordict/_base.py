@@ -914,6 +914,8 @@ class TensorDictBase(
                     break
                 if isinstance(dest, torch.Tensor) and isinstance(v, torch.Tensor):
                     df, vf = dest.shape[bd:], v.shape[vbd:]
+                    while not vbd and len(vf) > len(df) and vf[0] == 1:
+                        vf = vf[1:]  # torch's ``t[i] = v`` drops a value's leading unit dims too
                     if df != vf:
                         try:
                             ok = torch.broadcast_shapes(vf, df) == df

@@ -277,6 +277,16 @@ class _TensorClassCore(_Slots):
             out = td[index]
         return _new(type(self), out, self._non_tensordict)
 
+    def __getitems__(self, indices: Any) -> Self:
+        """``self[indices]`` for a list of indices, as one instance of batch ``[len(indices), ...]``.
+
+        ``torch.utils.data.DataLoader`` calls it to read a whole batch of a map-style
+        dataset in one indexing operation (then ``collate_fn=lambda x: x`` keeps it).
+        """
+        if isinstance(indices, (list, tuple)):
+            indices = torch.as_tensor(indices, dtype=torch.long)
+        return self[indices]
+
     def __setitem__(self, index: Any, value: Any) -> None:
         """Writes ``value`` (an instance, a TensorDict, a dict or a tensor) at ``index``."""
         kind = index.__class__
