@@ -517,8 +517,11 @@ def _reduce_ipc(t: MemoryMappedTensor) -> tuple:
         popen = context.get_spawning_popen()
         if popen is not None and shm.fd in getattr(popen, "_fds", ()):
             # several tensors of one segment sent to a spawned child: pass the descriptor
-            # once (a repeated one makes the spawn fail with "bad value(s) in fds_to_keep")
-            return _rebuild_shm, (popen.DupFd(shm.fd), shm.nbytes, *args)
+            # once (a repeated one makes the spawn fail with "bad value(s) in fds_to_keep").
+            # A spawn child finds a descriptor by its number, a forkserver child by its
+            # position in the list of descriptors sent along
+            ref = popen._fds.index(shm.fd) if getattr(popen, "method", None) == "forkserver" else shm.fd
+            return _rebuild_shm, (popen.DupFd(ref), shm.nbytes, *args)
         return _rebuild_shm, (DupFd(shm.fd), shm.nbytes, *args)
     return _rebuild_anonymous, (_plain(t),)
 
