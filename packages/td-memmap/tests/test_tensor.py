@@ -218,3 +218,13 @@ def test_repr_and_format_of_memmap_tensors():
     assert repr(x) == "MemoryMappedTensor([0, 0, 0])"
     assert f"{x[1]}" == "0"
     assert "MemoryMappedTensor" in repr(MemoryMappedTensor.ones(2, 2))
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_empty_nested_gives_nested_or_plain_tensor(tmp_path):
+    shapes = torch.tensor([[2, 3], [4, 3]])
+    nested = MemoryMappedTensor.empty_nested(shapes, dtype=torch.float32, filename=tmp_path / "n.memmap")
+    assert isinstance(nested, MemoryMappedTensor) and nested.is_nested
+    assert [e.shape for e in nested.unbind(0)] == [torch.Size([2, 3]), torch.Size([4, 3])]
+    plain = MemoryMappedTensor.empty_nested(shape=(2, 3), dtype=torch.int64)
+    assert plain.shape == torch.Size([2, 3]) and plain.dtype == torch.int64

@@ -855,6 +855,22 @@ class MemoryMappedTensor(torch.Tensor):
         return cls.from_filename(path, dtype, shp)
 
     @classmethod
+    def empty_nested(cls, *size: Any, dtype: torch.dtype | None = None, device: Any = None, filename: Any = None,
+                     existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
+        """:meth:`empty` under tensordict 0.15's name for nested shapes.
+
+        ``shape`` is either a shape, or an int64 tensor of one row per element (the
+        element shapes), which gives a nested tensor. The keywords are those of :meth:`empty`.
+
+        Examples:
+            >>> import torch
+            >>> t = MemoryMappedTensor.empty_nested(torch.tensor([[2, 3], [4, 3]]), dtype=torch.float32)
+            >>> [e.shape for e in t.unbind(0)]
+            [torch.Size([2, 3]), torch.Size([4, 3])]
+        """
+        return cls.empty(*size, dtype=dtype, device=device, filename=filename, existsok=existsok, shape=shape)
+
+    @classmethod
     def zeros(cls, *size: Any, dtype: torch.dtype | None = None, device: Any = None, filename: Any = None,
               existsok: bool = False, shape: Any = None) -> MemoryMappedTensor:
         """Like :meth:`empty`; the values are zeros (new files and shared memory start zeroed).
