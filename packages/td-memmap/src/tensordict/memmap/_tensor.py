@@ -515,12 +515,13 @@ def _reduce_ipc(t: MemoryMappedTensor) -> tuple:
         with _DisableTF():
             args = (dtype_name(t.dtype), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
         popen = context.get_spawning_popen()
-        if popen is not None and shm.fd in getattr(popen, "_fds", ()):
+        sent = list(getattr(popen, "_fds", ()))
+        if popen is not None and shm.fd in sent:
             # several tensors of one segment sent to a spawned child: pass the descriptor
             # once (a repeated one makes the spawn fail with "bad value(s) in fds_to_keep").
             # A spawn child finds a descriptor by its number, a forkserver child by its
             # position in the list of descriptors sent along
-            ref = popen._fds.index(shm.fd) if getattr(popen, "method", None) == "forkserver" else shm.fd
+            ref = sent.index(shm.fd) if getattr(popen, "method", None) == "forkserver" else shm.fd
             return _rebuild_shm, (popen.DupFd(ref), shm.nbytes, *args)
         return _rebuild_shm, (DupFd(shm.fd), shm.nbytes, *args)
     return _rebuild_anonymous, (_plain(t),)
