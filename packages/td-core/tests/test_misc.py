@@ -41,6 +41,17 @@ def test_contiguous():
     assert td.contiguous()["a"].is_contiguous()
 
 
+def test_is_contiguous_checks_nested_tensor_leaves_and_is_false_for_a_lazy_stack():
+    from tensordict import lazy_stack
+
+    td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.randn(4, 3).t()}, "s": "text"}, [3])
+    assert not td.is_contiguous()  # the nested leaf is a transposed view
+    assert td.contiguous().is_contiguous()  # non-tensor data does not count
+    dense = TensorDict({"a": torch.zeros(3)}, [3])
+    assert dense.is_contiguous()
+    assert not lazy_stack([dense, dense]).is_contiguous()
+
+
 def test_data_ptr():
     td = make()
     ptrs = td.data_ptr()

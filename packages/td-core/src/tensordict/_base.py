@@ -1242,6 +1242,25 @@ class TensorDictBase(
         """A TensorDict of detached leaves (same storage)."""
         return self._map_leaves(torch.Tensor.detach)
 
+    def is_contiguous(self) -> bool:
+        """Whether every tensor leaf is contiguous (``torch.Tensor.is_contiguous``), nested
+        TensorDicts included; non-tensor data does not count.
+
+        A lazy stack is never contiguous (its leaves live in separate TensorDicts): its
+        ``is_contiguous()`` is ``False``, and :meth:`contiguous` makes a dense copy.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4), "b": {"c": torch.zeros(4, 3).T}}, [3])
+            >>> td.is_contiguous(), td.contiguous().is_contiguous()
+            (False, True)
+        """
+        for leaf in self.values(True, True):
+            if isinstance(leaf, torch.Tensor) and not leaf.is_contiguous():
+                return False
+        return True
+
     def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDictBase:
         """A TensorDict of contiguous leaves (copies only what is not contiguous).
 

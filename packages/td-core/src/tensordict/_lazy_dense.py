@@ -57,6 +57,11 @@ def _pad_stack(values: list, dim: int, value: float, side: str) -> torch.Tensor:
 class LazyDenseMixin(LazyStackHost):
     """Conversions of a lazy stack to dense or nested storage, and its repr."""
 
+    def is_contiguous(self) -> bool:
+        """``False``: the leaves of a lazy stack live in the stacked TensorDicts (call
+        :meth:`contiguous` for one dense TensorDict)."""
+        return False
+
     def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> Any:
         """A dense ``TensorDict`` holding every shared key stacked (a copy).
 
