@@ -255,9 +255,12 @@ def test_print_directory_tree(tmp_path, capsys):
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.bin").write_bytes(b"0123")
-    print_directory_tree(tmp_path)
-    out = capsys.readouterr().out
-    assert "1 files" in out and "sub/" in out and "a.bin" in out
+    (tmp_path / "top.txt").write_bytes(b"x")
+    tree = print_directory_tree(tmp_path)
+    assert capsys.readouterr().out == tree + "\n"
+    assert tree.splitlines() == ["Directory size: 5.00 B", f"{tmp_path.name}/", "    sub/", "        a.bin", "    top.txt"]
+    inner = print_directory_tree(tmp_path / "sub", indent="> ", display_metadata=False)
+    assert inner.splitlines() == ["> sub/", ">     a.bin"]
     with pytest.raises(FileNotFoundError):
         print_directory_tree(tmp_path / "nope")
 

@@ -103,54 +103,63 @@ def is_namedtuple(obj: Any) -> bool:
 def _human_size(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.2f} {unit}" if unit != "B" else f"{n} B"
+        if size < 1024 or unit == "TB":
+            return f"{size:.2f} {unit}"
         size /= 1024
-    return f"{n} B"  # pragma: no cover
+    return f"{size:.2f} TB"
 
 
-def print_directory_tree(path: str | os.PathLike, indent: str = "", display_metadata: bool = True) -> None:
-    """Prints the folders and files under ``path`` as a tree (e.g. a memory-mapped TensorDict).
+def print_directory_tree(path: str | os.PathLike, indent: str = "", display_metadata: bool = True) -> str:
+    """Prints the folders and files under ``path`` as a tree (e.g. a memory-mapped
+    TensorDict) and returns the printed lines.
+
+    A folder's line ends with ``/``; each level below it is indented by four more
+    spaces. Entries are sorted by name. The walk uses an explicit stack (any depth).
 
     Args:
-        path (str or PathLike): the folder to show.
-        indent (str): prefix of every line. Defaults to ``""``.
-        display_metadata (bool): also print the number of files and the total size
-            before the tree. Defaults to ``True``.
+        path (str or PathLike): the folder (or file) to show.
+        indent (str): prefix of every line of the tree. Defaults to ``""``.
+        display_metadata (bool): first print ``Directory size: <total size of the
+            files>`` (``B``/``KB``/``MB``/``GB``, two decimals). Defaults to ``True``.
+
+    Returns:
+        the lines, joined by newlines (as tensordict 0.15 returns them).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
 
     Examples:
-        >>> import tempfile, pathlib
-        >>> with tempfile.TemporaryDirectory() as d:
+        >>> import contextlib, io, pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()) as out:
         ...     _ = (pathlib.Path(d) / "a.txt").write_text("x")
-        ...     print_directory_tree(d, display_metadata=False)  # doctest: +ELLIPSIS
-        --...
-            -- a.txt
+        ...     tree = print_directory_tree(d)
+        >>> tree.splitlines()[0], tree.splitlines()[2], out.getvalue() == tree + "\\n"
+        ('Directory size: 1.00 B', '    a.txt', True)
     """
     path = os.fspath(path)
     if not os.path.exists(path):
         msg = f"print_directory_tree: {path!r} does not exist."
         raise FileNotFoundError(msg)
+    lines = []
     if display_metadata:
-        count = total = 0
+        total = 0
         for root, _, files in os.walk(path):
             for name in files:
-                count += 1
                 total += os.path.getsize(os.path.join(root, name))
-        logger.info("Directory size: %s, %d files", _human_size(total), count)
-        print(f"{indent}Directory size: {_human_size(total)} ({count} files)")
-    if os.path.isdir(path):
-        print(f"{indent}-- {os.path.basename(os.path.normpath(path))}/")
-        for entry in sorted(os.listdir(path)):
-            full = os.path.join(path, entry)
-            if os.path.isdir(full):
-                print_directory_tree(full, indent + "    ", display_metadata=False)
-            else:
-                print(f"{indent}    -- {entry}")
-    else:
-        print(f"{indent}-- {os.path.basename(path)}")
+        lines.append(f"Directory size: {_human_size(total)}")
+    todo = [(path, indent)]  # depth first, in name order: an explicit stack
+    while todo:
+        entry, prefix = todo.pop()
+        name = os.path.basename(os.path.normpath(entry))
+        if os.path.isdir(entry):
+            lines.append(f"{prefix}{name}/")
+            todo.extend((os.path.join(entry, sub), prefix + "    ") for sub in sorted(os.listdir(entry), reverse=True))
+        else:
+            lines.append(f"{prefix}{name}")
+    text = "\n".join(lines)
+    print(text)
+    logger.debug("print_directory_tree(%r):\n%s", path, text)
+    return text
 
 
 # ------------------------------------------------------------------------ implement_for
