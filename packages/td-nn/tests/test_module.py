@@ -422,6 +422,55 @@ class TestBaseAndWrappers:
         text = repr(module)
         assert "Linear(in_features=3" in text and "in_keys=['x']" in text
 
+    def test_repr_of_a_callable_is_its_own_repr(self):
+        def double(x):
+            return 2 * x
+
+        text = repr(TensorDictModule(double, in_keys=["x"], out_keys=["y"]))
+        assert f"module={double!r}" in text and text.count("module=") == 1
+
+
+def test_base_repr_lists_children_then_keys_not_plain_attributes():
+    from tensordict.nn import TensorDictModuleBase
+
+    class Scaled(TensorDictModuleBase):
+        in_keys = ["a"]
+        out_keys = [("out", "b")]
+
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(3, 4)
+            self.act = nn.Sequential(nn.ReLU())
+            self.scale = 2.0
+
+        def forward(self, tensordict):
+            return tensordict
+
+    assert repr(Scaled()).splitlines() == [
+        "Scaled(",
+        "    net=Linear(in_features=3, out_features=4, bias=True),",
+        "    act=Sequential(",
+        "      (0): ReLU()",
+        "    ),",
+        "    in_keys=['a'],",
+        "    out_keys=[('out', 'b')])",
+    ]
+
+
+def test_probabilistic_module_and_sequence_repr():
+    from torch.distributions import Normal
+
+    from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential
+
+    prob = ProbabilisticTensorDictModule(in_keys=["loc", "scale"], out_keys=["action"], distribution_class=Normal)
+    text = repr(prob)
+    assert "in_keys=['loc', 'scale']" in text and "out_keys=['action']" in text
+    assert f"distribution_class={Normal!r}" in text and "default_interaction_type=deterministic" in text
+    head = TensorDictModule(nn.Linear(3, 4), in_keys=["obs"], out_keys=["loc", "scale"])
+    seq = repr(ProbabilisticTensorDictSequential(head, prob))
+    assert seq.startswith("ProbabilisticTensorDictSequential(\n    module=ModuleList(\n      (0): TensorDictModule(")
+    assert seq.endswith("in_keys=['obs'],\n    out_keys=['loc', 'scale', 'action'])")
+
 
 def test_device(device):
     module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"]).to(device)

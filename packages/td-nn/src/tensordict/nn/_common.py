@@ -641,6 +641,21 @@ class TensorDictModuleBase(nn.Module):
             value = _normalize_keys(value, name, type(self).__name__)  # ("b",) -> "b"
         super().__setattr__(name, value)
 
+    def __repr__(self) -> str:
+        """``ClassName(child=..., in_keys=[...], out_keys=[...])``, one entry per line: the
+        child modules (``named_children``), the keys, then the fields of
+        :meth:`_repr_fields`. Plain attributes are not listed."""
+        fields = [f"{name}={child!r}" for name, child in self.named_children()]
+        fields.append(f"in_keys={getattr(self, 'in_keys', [])}")
+        fields.append(f"out_keys={getattr(self, 'out_keys', [])}")
+        fields.extend(f"{name}={value}" for name, value in self._repr_fields())
+        body = ",\n".join("    " + field.replace("\n", "\n    ") for field in fields)
+        return f"{type(self).__name__}(\n{body})"
+
+    def _repr_fields(self) -> list:
+        """``(name, value)`` pairs a subclass adds to its repr after the keys."""
+        return []
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Same dispatch as ``nn.Module.__call__`` (which runs when any hook is registered,
         # globally or on this module, or when the module was compiled), one frame shorter.

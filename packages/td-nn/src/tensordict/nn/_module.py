@@ -464,7 +464,7 @@ class TensorDictModule(TensorDictModuleBase):
         return dest
 
     def __repr__(self) -> str:
-        inner = repr(self._fn) if isinstance(self._fn, nn.Module) else getattr(self._fn, "__name__", repr(self._fn))
+        inner = repr(self._fn)  # a module's repr, or a callable's (``<function f at 0x...>``)
         inner = inner.replace("\n", "\n    ")
         return (
             f"{type(self).__name__}(\n    module={inner},\n    in_keys={self.in_keys},\n"

@@ -370,6 +370,14 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         self.num_samples = torch.Size(num_samples) if num_samples is not None else None
         self._dist = None
 
+    def _repr_fields(self) -> list:
+        return [
+            ("distribution_class", self.distribution_class),
+            ("distribution_kwargs", self.distribution_kwargs),
+            ("default_interaction_type", self.default_interaction_type),
+            ("num_samples", self.num_samples),
+        ]
+
     def _check_lp_mode(self) -> None:
         built = self.__dict__.get("_lp_mode_at_build")
         if built is not None and bool(composite_lp_aggregate(nowarn=True)) != built:

@@ -517,7 +517,4 @@ class TensorDictSequential(TensorDictModule):
         label = f"{type(self).__name__} (step {type(reader).__name__} with in_keys={getattr(reader, 'in_keys', None)})"
         return _missing_in_key_error(label, key, tensordict)
 
-    def __repr__(self) -> str:
-        body = ",\n".join("    " + repr(m).replace("\n", "\n    ") for m in self._modules_list())
-        return f"{type(self).__name__}(\n{body},\n    in_keys={self.in_keys},\n    out_keys={self.out_keys})"
 
