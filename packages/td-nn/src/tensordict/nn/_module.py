@@ -185,6 +185,43 @@ class TensorDictModule(TensorDictModuleBase):
         if name in _PLAN_ATTRS:
             self._build_plan()
 
+    # -------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict:
+        """The module's state; a wrapped callable that is not an ``nn.Module`` (a lambda, a
+        local function) is serialized with ``cloudpickle``, as tensordict 0.15 does, so the
+        module can go to another process (``torch.multiprocessing`` with ``spawn``, a
+        collector's workers)."""
+        state = dict(self.__dict__)
+        fn = state.get("_fn")
+        if fn is not None and not isinstance(fn, nn.Module):
+            import cloudpickle
+
+            state["module"] = _CloudPickled(cloudpickle.dumps(fn))
+            state["_fn"] = None
+        state.pop("_fast", None)  # holds the callable too; rebuilt on load
+        return state
+
+    def __deepcopy__(self, memo: dict) -> TensorDictModule:
+        # copy.deepcopy without cloudpickle: a wrapped function is kept (as deepcopy keeps
+        # functions), modules and tensors are copied
+        import copy
+
+        state = dict(self.__dict__)
+        state.pop("_fast", None)
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__setstate__(copy.deepcopy(state, memo))
+        return new
+
+    def __setstate__(self, state: dict) -> None:
+        packed = state.get("module")
+        if isinstance(packed, _CloudPickled):
+            import cloudpickle
+
+            state["module"] = state["_fn"] = cloudpickle.loads(packed.payload)
+        super().__setstate__(state)
+        self._build_plan()
+
     def __getattr__(self, name: str) -> Any:
         try:
             return super().__getattr__(name)
@@ -470,6 +507,21 @@ class TensorDictModule(TensorDictModuleBase):
             f"{type(self).__name__}(\n    module={inner},\n    in_keys={self.in_keys},\n"
             f"    out_keys={self.out_keys})"
         )
+
+
+class _CloudPickled:
+    """A callable serialized by ``cloudpickle`` inside a pickled :class:`TensorDictModule`."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+
+    def __getstate__(self) -> bytes:
+        return self.payload
+
+    def __setstate__(self, payload: bytes) -> None:
+        self.payload = payload
 
 
 class WrapModule(TensorDictModuleBase):
