@@ -304,3 +304,27 @@ def test_buffers_are_marked_as_torch_buffers():
     kept["f"].add_(1)
     assert torch.equal(td["f"], torch.full((2,), 2.0))
     assert "f" in dict(kept.named_buffers()) and "w" in dict(params.named_parameters())
+
+
+def test_from_module_keeps_a_tensordictparams_submodule_itself_so_to_module_reaches_it():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))
+    params = TensorDict.from_module(net, as_module=True)
+
+    class Holder(nn.Module):
+        pass
+
+    holder = Holder()
+    holder.params = params
+    holder.extra = nn.Linear(2, 3)
+    for as_module in (False, True):
+        tree = TensorDict.from_module(holder, as_module=as_module)
+        assert tree["params"] is params  # the same module, not a copy of its tree
+        assert tree["extra", "weight"] is holder.extra.weight
+    tree = TensorDict.from_module(holder, as_module=True)
+    zeros = tree.apply(lambda x: x.data * 0)
+    with zeros.to_module(holder):
+        # the TensorDictParams is updated in place (so every view of it reads zeros), a
+        # plain submodule gets the zero tensors as its attributes
+        assert (tree["params"] == 0).all() and (params == 0).all() and (holder.extra.weight == 0).all()
+    assert not (params == 0).all()  # restored on exit
+    assert (params["0", "weight"] == net[0].weight).all()

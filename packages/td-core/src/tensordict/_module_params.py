@@ -46,7 +46,9 @@ def _module_tree(module: nn.Module, td_cls: Any) -> Any:
         if buf is not None:
             source[name] = buf
     for name, sub in module._modules.items():
-        if sub is not None:
+        if isinstance(sub, _classes.TensorDictBase):  # a TensorDictParams: kept itself, as upstream
+            source[name] = sub
+        elif sub is not None:
             source[name] = _module_tree(sub, td_cls)
     return td_cls._new_unsafe(source, torch.Size(()), None)
 
