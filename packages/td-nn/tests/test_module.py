@@ -226,6 +226,27 @@ class TestBadInput:
         assert "TensorDictModule(Linear" in str(info.value)
         assert set(td.keys()) == {"x"} and (td == before).all()
 
+    def test_optional_input_gets_none_when_missing_unless_strict(self):
+        module = TensorDictModule(lambda x, y: x if y is None else x + y, in_keys=["x", "y"], out_keys=["z"])
+        td = TensorDict(x=torch.ones(2), batch_size=[2])
+        assert torch.equal(module(td)["z"], torch.ones(2))  # y missing: passed as None
+        strict = TensorDictModule(lambda x, y: x, in_keys=["x", "y"], out_keys=["w"], strict=True)
+        with pytest.raises(KeyError, match="'y'"):
+            strict(td)
+        assert "w" not in td.keys()
+
+    def test_missing_input_that_breaks_the_call_is_a_key_error_and_the_call_error(self):
+        def fn(x, y):
+            return x + y
+
+        module = TensorDictModule(fn, in_keys={"x": "1", "y": "2"}, out_keys=["a"], out_to_in_map=False)
+        td = TensorDict({"1": torch.ones(1)}, [])
+        with pytest.raises(KeyError, match="unexpected keyword argument '1'"):
+            module(td)
+        with pytest.raises(TypeError, match="reads the key 'x'"):  # upstream lets the TypeError through
+            module(td)
+        assert set(td.keys()) == {"1"}
+
     def test_missing_nested_in_key(self):
         module = TensorDictModule(lambda x: x, in_keys=[("a", "b")], out_keys=["y"])
         with pytest.raises(KeyError, match=r"\('a', 'b'\)"):

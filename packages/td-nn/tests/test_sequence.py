@@ -232,16 +232,28 @@ class TestPartialTolerant:
 
 
 class TestBadInput:
-    def test_missing_key_leaves_input_unchanged(self):
+    def test_missing_key_with_strict_steps_leaves_input_unchanged(self):
         seq = Seq(
-            Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
-            Mod(lambda h, m: h * m, in_keys=["h", "mask"], out_keys=["y"]),
+            Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"], strict=True),
+            Mod(lambda h, m: h * m, in_keys=["h", "mask"], out_keys=["y"], strict=True),
         )
         td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
         with pytest.raises(KeyError, match="mask") as info:
             seq(td)
         assert "in_keys=['h', 'mask']" in str(info.value)
-        assert list(td.keys()) == ["x"]
+        assert list(td.keys()) == ["x"]  # checked before any step ran
+
+    def test_missing_key_by_default_fails_at_its_step_as_upstream(self):
+        # strict=False (the default): the step gets None for "mask" and fails; the earlier
+        # step's output stays, as in tensordict 0.15 (nothing that was there is lost)
+        seq = Seq(
+            Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["h"]),
+            Mod(lambda h, m: h * m, in_keys=["h", "mask"], out_keys=["y"]),
+        )
+        td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+        with pytest.raises(KeyError, match="mask"):
+            seq(td)
+        assert list(td.keys()) == ["x", "h"]
 
     def test_non_module_step(self):
         with pytest.raises(TypeError, match="nn.Module or a callable"):

@@ -100,6 +100,27 @@ def _missing_in_key_error(owner: str, key: NestedKey, tensordict: TensorDictBase
     return _ReadableKeyError(msg)
 
 
+class _MissingInputTypeError(_ReadableKeyError, TypeError):
+    """A missing input (``KeyError``) that made the module's call fail with ``TypeError``:
+    caught as either, so code written for tensordict 0.15 (which lets that
+    ``TypeError`` through) and code that expects a ``KeyError`` both work."""
+
+
+def _missing_input_call_error(owner: str, missing: list, tensordict: TensorDictBase, err: Exception) -> Exception | None:
+    """The error for a module call that failed with ``err`` while the inputs ``missing`` were
+    passed as ``None`` (``strict=False``), or ``None`` to let ``err`` through (it does not
+    look related to them)."""
+    if not missing:
+        return None
+    text = str(err)
+    if "None" not in text and not isinstance(err, TypeError):
+        return None
+    base = str(_missing_in_key_error(owner, missing[0], tensordict))
+    base = base.replace("The TensorDict was left unchanged.", "It was passed as None, and the call failed")
+    msg = f"{base} ({type(err).__name__}: {text})."
+    return (_MissingInputTypeError if isinstance(err, TypeError) else _ReadableKeyError)(msg)
+
+
 def _module_label(module: nn.Module) -> str:
     """``"TensorDictModule(Linear)"`` style label for error messages."""
     inner = module._modules.get("module") if isinstance(module, nn.Module) else None

@@ -26,6 +26,7 @@ from tensordict.nn._common import (
     _handles_kwargs,
     _infer_batch_size_,
     _missing_in_key_error,
+    _missing_input_call_error,
     _module_label,
     _normalize_keys,
     _ReadableKeyError,
@@ -98,8 +99,11 @@ class TensorDictModule(TensorDictModuleBase):
             ``{keyword: tensordict key}``, ``False`` as ``{tensordict key: keyword}``.
             Defaults to ``None``: a tuple (nested) key decides, then the callable's
             signature; ``{tensordict key: keyword}`` when it stays ambiguous.
-        strict (bool, optional): if ``True`` (default), a missing input raises
-            ``KeyError``; if ``False`` it is passed as ``None``.
+        strict (bool, optional): if ``True``, a missing input raises ``KeyError`` before
+            the module runs. If ``False`` (default, as tensordict 0.15), it is passed as
+            ``None`` (for modules with optional inputs); if the call then fails with an
+            error that mentions ``None``, a ``KeyError`` naming the missing key is raised
+            from it (nothing is written either way).
         method (str, optional): call ``module.<method>`` instead of ``module``.
         method_kwargs (dict, optional): extra keyword arguments for every call.
 
@@ -136,7 +140,7 @@ class TensorDictModule(TensorDictModuleBase):
         *,
         inplace: bool | str = True,
         out_to_in_map: bool | None = None,
-        strict: bool = True,
+        strict: bool = False,
         method: str | None = None,
         method_kwargs: dict | None = None,
     ) -> None:
@@ -307,7 +311,6 @@ class TensorDictModule(TensorDictModuleBase):
             d["_in_single"].__class__ is str
             and single.__class__ is str
             and d.get("inplace") is True
-            and d.get("strict", True)
             and d.get("method") is None
             and not d.get("method_kwargs")
             and "_fn" in d
@@ -434,16 +437,15 @@ class TensorDictModule(TensorDictModuleBase):
             fn, in_key, out_key = fast
             store = tensordict._tensordict
             value = store.get(in_key)
-            if value.__class__ is not _Tensor:
-                value = self._read(tensordict, in_key)
-            out = fn(value)
-            if out.__class__ is _Tensor and tensordict._device is None and not tensordict._is_locked:
-                bs = tensordict._batch_size
-                if out.shape[: len(bs)] == bs:
-                    store[out_key] = out
-                    return tensordict
-            self._write(tensordict, out)
-            return tensordict
+            if value.__class__ is _Tensor:  # else (missing, non-tensor): the general path
+                out = fn(value)
+                if out.__class__ is _Tensor and tensordict._device is None and not tensordict._is_locked:
+                    bs = tensordict._batch_size
+                    if out.shape[: len(bs)] == bs:
+                        store[out_key] = out
+                        return tensordict
+                self._write(tensordict, out)
+                return tensordict
         if not isinstance(tensordict, TensorDictBase):
             if getattr(tensordict, "_is_tensorclass", False):
                 # a tensorclass: run on its TensorDict, write the outputs through the instance
@@ -471,15 +473,23 @@ class TensorDictModule(TensorDictModuleBase):
         if self.method_kwargs:
             kwargs = {**self.method_kwargs, **kwargs}
         key = self._in_single
-        if key is not None:
-            out = fn(self._read(tensordict, key), *args, **kwargs)
+        values = [self._read(tensordict, key)] if key is not None else [self._read(tensordict, k) for k in self._in_tuple]
+        names = self._kwargs
+        if _any_none(values):  # strict=False and an input is missing: the module gets None
+            missing = [k for k, v in zip(self._in_tuple, values) if v is None and k not in tensordict.keys(True)]
+            try:
+                out = fn(*values, *args, **kwargs) if names is None else fn(*args, **dict(zip(names, values)), **kwargs)
+            except Exception as err:
+                error = _missing_input_call_error(self._label(), missing, tensordict, err)
+                if error is None:
+                    raise
+                raise error from err
+            if out is None and missing and self._n_out:
+                raise _missing_in_key_error(self._label(), missing[0], tensordict)
+        elif names is None:
+            out = fn(*values, *args, **kwargs)
         else:
-            values = [self._read(tensordict, key) for key in self._in_tuple]  # type: ignore[assignment]
-            names = self._kwargs
-            if names is None:
-                out = fn(*values, *args, **kwargs)
-            else:
-                out = fn(*args, **dict(zip(names, values)), **kwargs)
+            out = fn(*args, **dict(zip(names, values)), **kwargs)
         if tensordict_out is not None:
             dest = tensordict_out
         elif self.inplace is True:
@@ -507,6 +517,14 @@ class TensorDictModule(TensorDictModuleBase):
             f"{type(self).__name__}(\n    module={inner},\n    in_keys={self.in_keys},\n"
             f"    out_keys={self.out_keys})"
         )
+
+
+def _any_none(values: list) -> bool:
+    """Whether an input is ``None`` (``is`` tests: ``None in values`` would compare tensors)."""
+    for value in values:
+        if value is None:
+            return True
+    return False
 
 
 class _CloudPickled:
