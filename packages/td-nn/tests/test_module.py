@@ -1,5 +1,7 @@
 """TensorDictModule: keys, outputs, keyword calls, selection and bad input."""
 
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -225,6 +227,13 @@ class TestBadInput:
             module(td)
         assert "TensorDictModule(Linear" in str(info.value)
         assert set(td.keys()) == {"x"} and (td == before).all()
+
+    def test_discard_marker_as_an_input_key_warns(self):
+        with pytest.warns(UserWarning, match='key "_"'):
+            TensorDictModule(lambda x: x, in_keys=["_"], out_keys=["y"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            TensorDictModule(lambda x: x, in_keys=[("_", "")], out_keys=["_"])  # nested: no warning
 
     def test_optional_input_gets_none_when_missing_unless_strict(self):
         module = TensorDictModule(lambda x, y: x if y is None else x + y, in_keys=["x", "y"], out_keys=["z"])

@@ -178,6 +178,13 @@ class TensorDictModule(TensorDictModuleBase):
                 )
             self.__dict__["_in_keys"] = _normalize_keys(in_keys, "in_keys", owner)
             self.__dict__["_kwargs"] = None
+        if "_" in self.__dict__["_in_keys"]:
+            warnings.warn(
+                f'{owner}: the key "_" marks an output to discard; as an input key it reads an entry '
+                f'named "_" (in_keys={self.__dict__["_in_keys"]}).',
+                UserWarning,
+                stacklevel=2,
+            )
         self.out_to_in_map = out_to_in_map
         self._set_out_keys_source(_normalize_keys(out_keys, "out_keys", owner))
 
