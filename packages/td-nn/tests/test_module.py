@@ -292,6 +292,21 @@ class TestBadInput:
         with pytest.raises(TypeError, match="must be an nn.Module or a callable"):
             TensorDictModule(bad, in_keys=["x"], out_keys=["y"])
 
+    @pytest.mark.parametrize("bad", [nn.Linear, int])
+    def test_a_class_is_refused_with_the_error_types_of_both_conventions(self, bad):
+        with pytest.raises(TypeError, match="must be an nn.Module or a callable"):
+            TensorDictModule(bad, in_keys=["x"], out_keys=["y"])
+        with pytest.raises(ValueError, match=r"Module .* is not callable"):  # tensordict 0.15's type
+            TensorDictModule(bad, in_keys=["x"], out_keys=["y"])
+
+    @pytest.mark.parametrize("keys", [None, 123, [123]])
+    def test_bad_keys_raise_type_and_value_error(self, keys):
+        for kwargs in ({"in_keys": keys, "out_keys": ["y"]}, {"in_keys": ["x"], "out_keys": keys}):
+            with pytest.raises(ValueError, match="must be of type list, str or tuples of str"):
+                TensorDictModule(torch.relu, **kwargs)
+            with pytest.raises(TypeError):
+                TensorDictModule(torch.relu, **kwargs)
+
     def test_bad_key_type(self):
         with pytest.raises(TypeError, match="in_keys"):
             TensorDictModule(torch.relu, in_keys=[1], out_keys=["y"])

@@ -46,11 +46,16 @@ _NOTSET: Any = _NotSet()
 # ---------------------------------------------------------------------------- keys
 
 
+class _ArgumentError(TypeError, ValueError):
+    """A constructor argument of the wrong type: a ``TypeError`` (this project's convention)
+    that is also the ``ValueError`` tensordict 0.15 raises, so either ``except`` catches it."""
+
+
 def _normalize_keys(keys: Any, what: str, owner: str = "module") -> list[NestedKey]:
     """A list of unravelled keys from a key, a list of keys or ``None``.
 
     Raises:
-        TypeError: an entry is not a str or a (nested) tuple of str.
+        TypeError: (also a ``ValueError``) an entry is not a str or a (nested) tuple of str.
     """
     if keys is None:
         return []
@@ -63,16 +68,17 @@ def _normalize_keys(keys: Any, what: str, owner: str = "module") -> list[NestedK
                 out.append(unravel_key(key))
             except (TypeError, ValueError) as err:
                 msg = (
-                    f"{owner}: every entry of {what} must be a str or a tuple of str (a nested "
-                    f"key), got {key!r} of type {type(key).__name__} in {what}={list(keys)!r}."
+                    f"{owner}: {what} must be of type list, str or tuples of str: every entry must be a "
+                    f"str or a tuple of str (a nested key), got {key!r} of type {type(key).__name__} in "
+                    f"{what}={list(keys)!r}."
                 )
-                raise TypeError(msg) from err
+                raise _ArgumentError(msg) from err
         return out
     msg = (
-        f"{owner}: {what} must be a str, a list of keys or a tuple of keys, "
-        f"got {type(keys).__name__} ({keys!r})."
+        f"{owner}: {what} must be of type list, str or tuples of str (a key, or a list or tuple of "
+        f"keys), got {type(keys).__name__} ({keys!r})."
     )
-    raise TypeError(msg)
+    raise _ArgumentError(msg)
 
 
 def _key_to_name(key: NestedKey, separator: str = "_") -> str:

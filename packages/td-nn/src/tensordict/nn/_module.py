@@ -23,6 +23,7 @@ from tensordict.nn._common import (
     _NOTSET,
     TensorDictModuleBase,
     _all_present,
+    _ArgumentError,
     _handles_kwargs,
     _infer_batch_size_,
     _missing_in_key_error,
@@ -146,12 +147,17 @@ class TensorDictModule(TensorDictModuleBase):
     ) -> None:
         super().__init__()
         owner = type(self).__name__
-        if isinstance(module, TensorDictBase) or not callable(module):
+        if isinstance(module, (TensorDictBase, type)) or not callable(module):
+            what = f"class {module.__name__} (a class)" if isinstance(module, type) else f"of type {type(module).__name__}"
             msg = (
-                f"{owner}: module must be an nn.Module or a callable, got {type(module).__name__}. "
-                "Wrap tensors in an nn.Module or a function."
+                f"{owner}: Module {what} is not callable as a module: module must be an nn.Module or a "
+                "callable (instantiate a class first; wrap tensors in an nn.Module or a function)."
             )
-            raise TypeError(msg)
+            raise _ArgumentError(msg)
+        for what, keys in (("in_keys", in_keys), ("out_keys", out_keys)):
+            if keys is None:
+                msg = f"{owner}: {what} must be of type list, str or tuples of str, got None."
+                raise _ArgumentError(msg)
         if inplace is None:  # upstream's subclasses (TorchRL's SafeSequential) pass None for the default
             inplace = True
         if inplace not in (True, False, "empty"):
