@@ -204,38 +204,18 @@ class TensorDictModule(TensorDictModuleBase):
 
     # -------------------------------------------------------------- pickling
     def __getstate__(self) -> dict:
-        """The module's state; a wrapped callable that is not an ``nn.Module`` (a lambda, a
-        local function) is serialized with ``cloudpickle``, as tensordict 0.15 does, so the
+        """The module's state. A wrapped callable that is not an ``nn.Module`` (a lambda, a
+        local function) is pickled with ``cloudpickle``, as tensordict 0.15 does, so the
         module can go to another process (``torch.multiprocessing`` with ``spawn``, a
-        collector's workers)."""
+        collector's workers); ``copy.deepcopy`` keeps the function itself."""
         state = dict(self.__dict__)
         fn = state.get("_fn")
         if fn is not None and not isinstance(fn, nn.Module):
-            import cloudpickle
-
-            state["module"] = _CloudPickled(cloudpickle.dumps(fn))
-            state["_fn"] = None
+            state["module"] = state["_fn"] = _ByCloudpickle(fn)
         state.pop("_fast", None)  # holds the callable too; rebuilt on load
         return state
 
-    def __deepcopy__(self, memo: dict) -> TensorDictModule:
-        # copy.deepcopy without cloudpickle: a wrapped function is kept (as deepcopy keeps
-        # functions), modules and tensors are copied
-        import copy
-
-        state = dict(self.__dict__)
-        state.pop("_fast", None)
-        new = type(self).__new__(type(self))
-        memo[id(self)] = new
-        new.__setstate__(copy.deepcopy(state, memo))
-        return new
-
     def __setstate__(self, state: dict) -> None:
-        packed = state.get("module")
-        if isinstance(packed, _CloudPickled):
-            import cloudpickle
-
-            state["module"] = state["_fn"] = cloudpickle.loads(packed.payload)
         super().__setstate__(state)
         self._build_plan()
 
@@ -486,12 +466,12 @@ class TensorDictModule(TensorDictModuleBase):
         if self.method_kwargs:
             kwargs = {**self.method_kwargs, **kwargs}
         key = self._in_single
-        values = [self._read(tensordict, key)] if key is not None else [self._read(tensordict, k) for k in self._in_tuple]
+        inputs = [self._read(tensordict, key)] if key is not None else [self._read(tensordict, k) for k in self._in_tuple]
         names = self._kwargs
-        if _any_none(values):  # strict=False and an input is missing: the module gets None
-            missing = [k for k, v in zip(self._in_tuple, values) if v is None and k not in tensordict.keys(True)]
+        if _any_none(inputs):  # strict=False and an input is missing: the module gets None
+            missing = [k for k, v in zip(self._in_tuple, inputs) if v is None and k not in tensordict.keys(True)]
             try:
-                out = fn(*values, *args, **kwargs) if names is None else fn(*args, **dict(zip(names, values)), **kwargs)
+                out = fn(*inputs, *args, **kwargs) if names is None else fn(*args, **dict(zip(names, inputs)), **kwargs)
             except Exception as err:
                 error = _missing_input_call_error(self._label(), missing, tensordict, err)
                 if error is None:
@@ -500,9 +480,9 @@ class TensorDictModule(TensorDictModuleBase):
             if out is None and missing and self._n_out:
                 raise _missing_in_key_error(self._label(), missing[0], tensordict)
         elif names is None:
-            out = fn(*values, *args, **kwargs)
+            out = fn(*inputs, *args, **kwargs)
         else:
-            out = fn(*args, **dict(zip(names, values)), **kwargs)
+            out = fn(*args, **dict(zip(names, inputs)), **kwargs)
         if tensordict_out is not None:
             dest = tensordict_out
         elif self.inplace is True:
@@ -540,19 +520,23 @@ def _any_none(values: list) -> bool:
     return False
 
 
-class _CloudPickled:
-    """A callable serialized by ``cloudpickle`` inside a pickled :class:`TensorDictModule`."""
+class _ByCloudpickle:
+    """Stands for a callable in a :class:`TensorDictModule`'s pickled state: pickled, it
+    becomes ``cloudpickle.loads(<bytes>)`` (the callable again on load, in any process);
+    deep-copied, it becomes the callable itself (functions are not copied)."""
 
-    __slots__ = ("payload",)
+    __slots__ = ("fn",)
 
-    def __init__(self, payload: bytes) -> None:
-        self.payload = payload
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
 
-    def __getstate__(self) -> bytes:
-        return self.payload
+    def __reduce__(self) -> tuple:
+        import cloudpickle
 
-    def __setstate__(self, payload: bytes) -> None:
-        self.payload = payload
+        return cloudpickle.loads, (cloudpickle.dumps(self.fn),)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        return self.fn
 
 
 class WrapModule(TensorDictModuleBase):
