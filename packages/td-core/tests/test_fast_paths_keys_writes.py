@@ -123,14 +123,17 @@ def test_len_of_nested_views_matches_their_iteration():
                 view = td.keys(nested, leaves, is_leaf=is_leaf)
                 assert len(view) == len(list(view)), (nested, leaves)
                 items = td.items(nested, leaves, is_leaf=is_leaf)
-                assert [k for k, _ in items] == list(view)
+                # same keys; the order differs as in tensordict 0.15 (keys list a nested
+                # TensorDict after its own keys, items before)
+                assert sorted((k for k, _ in items), key=repr) == sorted(view, key=repr)
 
 
 def test_nested_keys_of_a_deep_chain_in_order():
     td = _chain(3)
     assert list(td.keys(True, True)) == [("l2", "l1", "l0", "leaf"), ("l2", "l1", "x"), ("l2", "x"), "x"]
+    # a nested TensorDict's key comes after its own keys, as in tensordict 0.15
     assert list(td.keys(True)) == [
-        "l2", ("l2", "l1"), ("l2", "l1", "l0"), ("l2", "l1", "l0", "leaf"), ("l2", "l1", "x"), ("l2", "x"), "x",
+        ("l2", "l1", "l0", "leaf"), ("l2", "l1", "l0"), ("l2", "l1", "x"), ("l2", "l1"), ("l2", "x"), "l2", "x",
     ]
 
 

@@ -380,7 +380,7 @@ class TestMaybeDenseStackOfLazyStacks:
     def test_keys_of_a_nested_heterogeneous_stack_stack_no_leaf(self) -> None:
         s = lazy_stack([TensorDict(x=torch.zeros(3), y={"z": torch.zeros(2)}), TensorDict(x=torch.zeros(4), y={"z": torch.zeros(2)})])
         td = TensorDict(a=s, b=torch.zeros(()))
-        assert list(td.keys(True)) == ["a", ("a", "x"), ("a", "y"), ("a", "y", "z"), "b"]
+        assert list(td.keys(True)) == [("a", "x"), ("a", "y", "z"), ("a", "y"), "a", "b"]  # as tensordict 0.15
         assert len(td.keys(True, True)) == 3
 
 

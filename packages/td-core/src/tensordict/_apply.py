@@ -1323,7 +1323,8 @@ class ApplyMixin(TensorDictHost):
             if inplace or out is not None:
                 return result
         if result is None:
-            if filter_empty:
+            if filter_empty is not False:
+                # every result was None (fn run for its side effects): None, as tensordict 0.15
                 return None
             result = self._new_like(
                 {}, batch_size=new_bs, device=self.device if device is NO_DEFAULT else device

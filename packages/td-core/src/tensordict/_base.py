@@ -382,11 +382,22 @@ class TensorDictBase(
             >>> td.auto_batch_size_().batch_size
             torch.Size([3, 4])
         """
+        return self._auto_batch_size(batch_dims, False)
+
+    def _auto_batch_size(self, batch_dims: int | None, keep_compliant_size: bool) -> TensorDictBase:
+        """:meth:`auto_batch_size_`; ``keep_compliant_size`` (TensorDict's keyword) leaves
+        a nested TensorDict that has ``batch_dims`` batch dims or more as it is."""
         if self.is_locked:
             raise locked_error("auto_batch_size_")
+        keep = keep_compliant_size and batch_dims is not None
         for _, v in self._items_raw():
             if isinstance(v, TensorDictBase):
-                v.auto_batch_size_(batch_dims)
+                if keep and v.batch_dims >= batch_dims:  # type: ignore[operator]
+                    continue
+                if isinstance(v, _classes.TensorDict) or type(v).auto_batch_size_ is _AUTO_BATCH_SIZE:
+                    v._auto_batch_size(batch_dims, keep_compliant_size)
+                else:  # a class with its own (a persistent one reads its metadata)
+                    v.auto_batch_size_(batch_dims)
         common: list[int] | None = None
         for _, v in self._items_raw():
             if isinstance(v, (NonTensorData, UnbatchedTensor)):
@@ -1436,6 +1447,10 @@ class TensorDictBase(
 
 
 _classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)
+
+#: the base ``auto_batch_size_``: a nested value whose class keeps it (a lazy stack) is
+#: sized by ``_auto_batch_size``, a class with its own (a persistent one) by its method
+_AUTO_BATCH_SIZE = TensorDictBase.auto_batch_size_
 
 # A TensorDict is a mapping of keys to values (tensordict 0.15's TensorDictBase is a
 # MutableMapping): APIs that take "a dict-like", such as nn.Module.load_state_dict,

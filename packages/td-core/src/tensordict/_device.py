@@ -276,6 +276,30 @@ class DeviceMixin(TensorDictHost):
                         value.clear_device_()
         return self
 
+    def auto_device_(self) -> Self:
+        """Sets ``device`` to the device of the tensor leaves, if they all share one.
+
+        The nested TensorDicts get the same device; leaves on several devices (or no
+        tensor leaf at all) give ``None``. No leaf is moved.
+
+        Returns:
+            ``self``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(3), batch_size=[3])
+            >>> print(td.device)
+            None
+            >>> td.auto_device_().device
+            device(type='cpu')
+        """
+        devices = {leaf.device for leaf in self._tensor_leaves()}
+        if len(devices) != 1:
+            return self.clear_device_()
+        self._set_device_tree(devices.pop())
+        return self
+
     def _tensor_leaves(self) -> list[torch.Tensor]:
         out = []
         for _, value in self._items_raw():

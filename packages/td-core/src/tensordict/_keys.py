@@ -194,9 +194,12 @@ class _KeysView:
             return
         # a plain tensor is a leaf under the default ``is_leaf``: one class check, no more
         tensor_cls = _Tensor if is_leaf is None else _Never
-        stack = [(prefix, iter(td._items_raw()))]
+        # keys (not items) list a nested TensorDict's key after its own keys, as tensordict
+        # 0.15 does: the node's key waits in its stack frame until the frame is done
+        post = keys_only and nested
+        stack: list = [(prefix, iter(td._items_raw()), None)]
         while stack:
-            pre, items = stack[-1]
+            pre, items, pending = stack[-1]
             for key, value in items:
                 full = pre + (key,) if pre else key
                 cls = value.__class__
@@ -204,38 +207,52 @@ class _KeysView:
                     append(full if keys_only else (full, value))
                     continue
                 if cls is td_cls:  # a dense TensorDict (a node under the default is_leaf)
-                    if not leaves_only:
+                    if not nested:
+                        if not leaves_only:
+                            append(full if keys_only else (full, value))
+                        continue
+                    if not leaves_only and not post:
                         append(full if keys_only else (full, value))
-                    if nested:
-                        sub = full if pre else (key,)
-                        store = value._tensordict
-                        if len(store) > 8 and only_tensors(map(type, store.values())):
-                            _extend_tensors(value, sub, out, keys_only)
-                            continue
-                        stack.append((sub, iter(store.items())))
-                        break
-                    continue
+                    node = full if post and not leaves_only else None
+                    sub = full if pre else (key,)
+                    store = value._tensordict
+                    if len(store) > 8 and only_tensors(map(type, store.values())):
+                        _extend_tensors(value, sub, out, keys_only)
+                        if node is not None:
+                            append(node)
+                        continue
+                    stack.append((sub, iter(store.items()), node))
+                    break
                 is_coll = isinstance(value, tdb)
                 if is_leaf is None:  # default: not TensorDicts, not non-tensor data
                     leaf = not is_coll and (value.__class__ is _Tensor or not _is_nt(value))
                 else:
                     leaf = is_leaf(type(value))
-                if not leaves_only or leaf:
+                if not (nested and is_coll):
+                    if not leaves_only or leaf:
+                        append(full if keys_only else (full, value))
+                    continue
+                listed = not leaves_only or leaf
+                if listed and not post:
                     append(full if keys_only else (full, value))
-                if nested and is_coll:
-                    # the key tuple is built once per node (keys at depth d cost O(d) each)
-                    sub = full if pre else (key,)
-                    if keys_only:
-                        inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
-                        if inner.__class__ is _classes.LazyStackedTensorDict:
-                            # its keys, without stacking a leaf (they may be heterogeneous)
-                            for k in inner.keys(True, leaves_only, is_leaf=is_leaf):
-                                append(sub + k if k.__class__ is tuple else (*sub, k))
-                            continue
-                    stack.append((sub, iter(value._items_raw())))
-                    break
+                node = full if post and listed else None
+                # the key tuple is built once per node (keys at depth d cost O(d) each)
+                sub = full if pre else (key,)
+                if keys_only:
+                    inner = value._tensordict if getattr(value, "_is_tensorclass", False) else value
+                    if inner.__class__ is _classes.LazyStackedTensorDict:
+                        # its keys, without stacking a leaf (they may be heterogeneous)
+                        for k in inner.keys(True, leaves_only, is_leaf=is_leaf):
+                            append(sub + k if k.__class__ is tuple else (*sub, k))
+                        if node is not None:
+                            append(node)
+                        continue
+                stack.append((sub, iter(value._items_raw()), node))
+                break
             else:
                 stack.pop()
+                if pending is not None:
+                    append(pending)
 
     def _pairs(self) -> Iterator[tuple[NestedKey, Any]]:
         if not self.include_nested and not self.leaves_only:
@@ -301,11 +318,11 @@ class _KeysView:
         return n
 
     def __contains__(self, key: object) -> bool:
+        # as tensordict 0.15: whether the key exists, whatever ``leaves_only`` says; a nested
+        # key is never in a view without ``include_nested``
         if key.__class__ is str:
-            if not self.leaves_only:
-                return key in self._td._keys_raw()
-            key = (key,)
-        elif key.__class__ is tuple:
+            return key in self._td._keys_raw()
+        if key.__class__ is tuple:
             try:
                 key = _as_tuple(key)
             except (TypeError, ValueError):
@@ -315,23 +332,13 @@ class _KeysView:
             msg = f"TensorDict keys are always strings (or tuples of strings); got a {type(key).__name__}."
             raise TypeError(msg)
         if len(key) > 1 and not self.include_nested:
-            msg = (
-                f"Nested membership checks with tuples of strings is only supported when setting "
-                f"`include_nested=True` (got {key!r}); use `key in td.keys(include_nested=True)`."
-            )
-            raise TypeError(msg)
+            return False
         td = self._td
         for sub in key[:-1]:
             td = td._get_raw(sub, None)
             if not isinstance(td, _classes.TensorDictBase):
                 return False
-        value = td._get_raw(key[-1], _MISSING)
-        if value is _MISSING:
-            return False
-        if self.leaves_only:
-            is_leaf = self.is_leaf or _default_is_leaf
-            return is_leaf(type(value))
-        return True
+        return td._get_raw(key[-1], _MISSING) is not _MISSING
 
     def __eq__(self, other: object) -> bool:
         try:

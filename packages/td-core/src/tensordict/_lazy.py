@@ -20,6 +20,7 @@ operations in ``_lazy_shape.py``, dense conversions and the repr in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,10 +91,11 @@ class _LazyKeysView(_KeysView):
                 leaf = not is_coll and not isinstance(first, (NonTensorData, NonTensorStack))
             else:
                 leaf = is_leaf(LazyStackedTensorDict if is_coll else type(first))
-            if not self.leaves_only or leaf:
-                out.append(full)
+            # a nested key's own keys come before it, as in tensordict 0.15
             if self.include_nested and is_coll:
                 self._lazy_keys(td._get_raw(key), prefix + (key,), out)
+            if not self.leaves_only or leaf:
+                out.append(full)
 
     def __iter__(self) -> Any:
         if not self.include_nested and not self.leaves_only:
@@ -116,7 +118,19 @@ class _LazyKeysView(_KeysView):
         else:
             return False
         if len(t) > 1 and not self.include_nested:
-            return False
+            if self.leaves_only:
+                return False
+            # tensordict 0.15 still finds it here (a TensorDict's view does not), and warns
+            if not _LazyKeysView(self._td, True, False, self.is_leaf).__contains__(t):
+                return False
+            warnings.warn(
+                f"Finding the nested key {t!r} in LazyStackedTensorDict.keys() without "
+                "include_nested=True is deprecated: a TensorDict's view returns False. Use "
+                "keys(include_nested=True) to look up a nested key.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            return True
         node: Any = self._td
         for sub in t[:-1]:
             node = node._get_raw(sub, None)

@@ -285,6 +285,72 @@ class LazyStackMethodsMixin(TensorDictHost):
 
         return levels(self, _densify_level(layout), _densify_children)
 
+    def to_padded_tensor(self, padding: float = 0.0, mask_key: Any = None) -> TensorDictBase:
+        """Replaces every nested-tensor leaf by its padded tensor.
+
+        The ragged batch dims (``-1`` in ``batch_size``, as :meth:`densify` gives
+        a lazy stack of TensorDicts of different batch sizes) take the padded size.
+
+        Args:
+            padding (float, optional): the value of the padded elements. Defaults to ``0.0``.
+            mask_key (NestedKey, optional): where to write a boolean mask of the batch
+                elements that are not padding. Defaults to ``None`` (no mask).
+
+        Returns:
+            a new TensorDict; the other leaves are kept as they are.
+
+        Raises:
+            RuntimeError: ``mask_key`` is given and the batch size has no ragged dim, or
+                this is a lazy stack (densify it first).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> stack = TensorDict.lazy_stack([
+            ...     TensorDict(a=torch.zeros(3), batch_size=[3]),
+            ...     TensorDict(a=torch.ones(4), batch_size=[4]),
+            ... ])
+            >>> padded = stack.densify(layout=torch.jagged).to_padded_tensor(-1.0, mask_key="mask")
+            >>> padded.batch_size
+            torch.Size([2, 4])
+            >>> padded["a"]
+            tensor([[ 0.,  0.,  0., -1.],
+                    [ 1.,  1.,  1.,  1.]])
+            >>> padded["mask"]
+            tensor([[ True,  True,  True, False],
+                    [ True,  True,  True,  True]])
+        """
+        if isinstance(self, _classes.LazyStackedTensorDict):
+            msg = "to_padded_tensor() of a lazy stack: call densify(layout=torch.jagged) first."
+            raise RuntimeError(msg)
+        bs = list(self.batch_size)
+        nb = len(bs)
+        ragged = [i for i, size in enumerate(bs) if size == -1]
+        if mask_key is not None and not ragged:
+            msg = (
+                f"to_padded_tensor(mask_key={mask_key!r}) needs a ragged batch dim (-1 in the "
+                f"batch size), got batch_size={tuple(self.batch_size)}."
+            )
+            raise RuntimeError(msg)
+        mask = None
+        for leaf in self.values(True, True):
+            if isinstance(leaf, torch.Tensor) and leaf.is_nested and ragged:
+                valid = torch.nested.to_padded_tensor(torch.ones_like(leaf, dtype=torch.bool), False)
+                for i in ragged:
+                    bs[i] = valid.shape[i]
+                mask = valid.reshape(*valid.shape[:nb], -1)[..., 0] if valid.dim() > nb else valid
+                break
+
+        def pad(leaf: Any) -> Any:
+            if isinstance(leaf, torch.Tensor) and leaf.is_nested:
+                return torch.nested.to_padded_tensor(leaf, padding)
+            return leaf
+
+        out = self.apply(pad, batch_size=bs if ragged else None)
+        if mask_key is not None:
+            out.set(mask_key, mask)
+        return out
+
 
 _DENSIFY = LazyStackMethodsMixin.densify
 

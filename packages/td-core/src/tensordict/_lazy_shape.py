@@ -19,7 +19,7 @@ import torch
 from tensordict import _classes, _stack
 from tensordict._factories import emptied_lazy
 from tensordict._host import LazyStackHost
-from tensordict._shape import _infer_shape, _norm_dim, _permute_dims, _shape_arg
+from tensordict._shape import BatchDimError, _infer_shape, _norm_dim, _permute_dims, _shape_arg
 
 __all__ = ["LazyShapeMixin"]
 
@@ -158,7 +158,7 @@ class LazyShapeMixin(LazyStackHost):
         if _stack._LAZY_LEGACY[0]:  # a live view of the stack (upstream's legacy lazy views)
             return _classes.CustomOpTensorDict._make(self, "unsqueeze", (dim,))
         sd = self.stack_dim
-        d = _norm_dim(dim, len(self._batch_size) + 1)
+        d = _norm_dim(dim, len(self._batch_size) + 1, err=BatchDimError)
         if d <= sd:
             return self._per_td(lambda td: td.unsqueeze(d), sd + 1)
         return self._per_td(lambda td: td.unsqueeze(d - 1), sd)

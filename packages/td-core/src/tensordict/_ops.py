@@ -47,6 +47,7 @@ from tensordict._ops_foreach import (
 )
 from tensordict._ops_generated import GeneratedOpsMixin
 from tensordict._reductions import ReductionMixin, _torch_reduction_table
+from tensordict._shape_context import _become, _refuse_lazy_inplace
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -713,11 +714,15 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         mask = _check_mask(self, mask, "masked_fill_")
         return _loop_(self, lambda x: x.masked_fill_(_align(mask, x), value))
 
-    def masked_select(self, mask: Any) -> TensorDictBase:
+    def masked_select(self, mask: Any, *, inplace: bool = False) -> TensorDictBase:
         """Keeps the batch elements where ``mask`` is ``True``.
 
         Args:
             mask (Tensor): a bool tensor of shape ``batch_size`` (or its leading dims).
+
+        Keyword Args:
+            inplace (bool): make this TensorDict hold the result (its identity kept) and
+                return it; a lazy stack raises ``NotImplementedError``. Defaults to ``False``.
 
         Returns:
             a TensorDict whose masked batch dims are flattened to one dim of size
@@ -734,10 +739,13 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             >>> out.batch_size, out["a"]
             (torch.Size([3]), tensor([0, 2, 5]))
         """
+        if inplace:
+            _refuse_lazy_inplace(self, "masked_select")
         mask = _check_mask(self, mask, "masked_select")
         if mask.dtype is not torch.bool:
             mask = mask.bool()
-        return self._index(mask)
+        out = self._index(mask)
+        return _become(self, out) if inplace else out
 
     def where(self, condition: Any, other: Any, *, out: Any = None, pad: Any = None) -> TensorDictBase:
         """Picks ``self``'s leaf where ``condition`` holds and ``other``'s elsewhere.

@@ -69,10 +69,15 @@ def _keep_lock(td: Any, out: Any) -> Any:
     return out
 
 
-def _norm_dim(dim: int, nd: int, what: str = "dim") -> int:
+class BatchDimError(IndexError, RuntimeError):
+    """A batch dim out of range where tensordict 0.15 raises ``RuntimeError``: also the
+    ``IndexError`` torch raises for a tensor."""
+
+
+def _norm_dim(dim: int, nd: int, what: str = "dim", err: type[Exception] = IndexError) -> int:
     if not -nd <= dim < nd if nd else dim not in (0, -1):
         msg = f"{what}={dim} is out of range for a TensorDict with {nd} batch dims."
-        raise IndexError(msg)
+        raise err(msg)
     return dim + nd if dim < 0 else dim
 
 
@@ -369,7 +374,7 @@ class ShapeMixin(TensorDictHost):
     def unsqueeze(self, dim: int) -> Any:
         """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
         nd = len(self.batch_size)
-        d = _norm_dim(dim, nd + 1)
+        d = _norm_dim(dim, nd + 1, err=BatchDimError)
         return _legacy_view(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
 
     def expand(self, *shape: Any) -> TensorDictBase:
