@@ -225,3 +225,23 @@ def test_filter_drops_nodes_left_empty_and_auto_batch_size():
     td.auto_batch_size_()
     assert td.batch_size == (4, 3)
     assert td.get(("data", "m")).batch_size == (4, 3)
+
+
+def test_batch_ops_keep_one_object_or_make_a_stack_as_tensordict_015():
+    td = TensorDict({"a": torch.zeros(3, 4), "s": "txt"}, batch_size=[3, 4])
+    # one object with a new batch size
+    for out in (td.repeat(2, 1), td.repeat_interleave(2, dim=0), td.unflatten(1, (2, 2)), td.reshape(12)):
+        assert type(out.get("s")) is NonTensorData and out["s"] == "txt"
+    # a stack: unsqueeze and expand
+    for out in (td.unsqueeze(0), td.expand(2, 3, 4)):
+        assert type(out.get("s")) is NonTensorStack
+    # squeezing or indexing the new dim gives the one object back
+    assert td.unsqueeze(1).squeeze(1)["s"] == "txt"
+    assert td.unsqueeze(0)[0]["s"] == "txt"
+    stacked = torch.stack([td, td.clone()])
+    assert type(stacked[1].get("s")) is NonTensorData and stacked[1]["s"] == "txt"
+    # a reshape of the stack stays a stack, and different objects stay a stack
+    assert type(td.unsqueeze(0).view(3, 4).get("s")) is NonTensorStack
+    mixed = torch.stack([TensorDict(s="a", batch_size=[2]), TensorDict(s="b", batch_size=[2])])
+    assert mixed[0]["s"] == "a" and mixed[:, 0]["s"] == ["a", "b"]
+    assert type(mixed.unsqueeze(0).squeeze(0).get("s")) is NonTensorStack

@@ -79,6 +79,20 @@ def _shape_arg(shape: tuple) -> tuple:
     return tuple(shape)
 
 
+def _adds_stack_dim(old: torch.Size, out: torch.Tensor) -> bool:
+    """Whether a batch-dim op on a ``NonTensorData`` makes it a ``NonTensorStack``, as in
+    tensordict 0.15: ``expand`` (a broadcast: a zero stride) and ``unsqueeze`` (one new
+    size-1 dim) do; ``repeat``, ``repeat_interleave``, ``unflatten``, ``reshape`` and the
+    other ops keep one object with the new batch size. ``out`` is the op applied to a
+    tensor of shape ``old``."""
+    shape = out.shape
+    if out.numel() > 1 and 0 in out.stride():
+        return True
+    if len(shape) != len(old) + 1 or shape.numel() != old.numel():
+        return False
+    return any(shape[i] == 1 and shape[:i] + shape[i + 1 :] == old for i in range(len(shape)))
+
+
 class _NonTensorShapeOps:
     """Batch-dim shape ops shared by ``NonTensorData`` and ``NonTensorStack``.
 
@@ -98,7 +112,7 @@ class _NonTensorShapeOps:
         def numel(self) -> int: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
 
-    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:  # pragma: no cover
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False, member: bool = False) -> Any:  # pragma: no cover
         raise NotImplementedError
 
     def view(self, *shape: Any) -> Any:
@@ -119,7 +133,7 @@ class _NonTensorShapeOps:
         return self._apply_index(lambda t: t.unsqueeze(dim), grow=True)
 
     def squeeze(self, dim: int | None = None) -> Any:
-        return self._apply_index(lambda t: t.squeeze() if dim is None else t.squeeze(dim))
+        return self._apply_index(lambda t: t.squeeze() if dim is None else t.squeeze(dim), member=True)
 
     def permute(self, *dims: Any) -> Any:
         return self._apply_index(lambda t: t.permute(_shape_arg(dims)))
@@ -134,10 +148,10 @@ class _NonTensorShapeOps:
         return self.expand(other.shape)
 
     def repeat(self, *repeats: Any) -> Any:
-        return self._apply_index(lambda t: t.repeat(_shape_arg(repeats)), grow=True)
+        return self._apply_index(lambda t: t.repeat(_shape_arg(repeats)))
 
     def repeat_interleave(self, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Any:
-        return self._apply_index(lambda t: t.repeat_interleave(repeats, dim=dim, output_size=output_size), grow=True)
+        return self._apply_index(lambda t: t.repeat_interleave(repeats, dim=dim, output_size=output_size))
 
     def flip(self, dims: Any) -> Any:
         return self._apply_index(lambda t: t.flip(dims))
@@ -375,14 +389,13 @@ class NonTensorData(_NonTensorShapeOps):
             return NonTensorStack._from_flat([self.data] * shape.numel(), shape, self._device)
         return self._rebuild(shape)
 
-    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False, member: bool = False) -> Any:
         shape = fn(torch.zeros(self._batch_size, dtype=torch.uint8)).shape
         return self._reshaped(shape, grow)
 
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
-        shape = fn(torch.zeros(self._batch_size, dtype=torch.uint8), nd).shape
-        old = self._batch_size
-        return self._reshaped(shape, shape.numel() > old.numel() or len(shape) > len(old))
+        out = fn(torch.zeros(self._batch_size, dtype=torch.uint8), nd)
+        return self._reshaped(out.shape, _adds_stack_dim(self._batch_size, out))
 
     def __getitem__(self, index: Any) -> NonTensorData:
         shape = _shape_of_index(self._batch_size, lambda t: t[index])
@@ -594,13 +607,25 @@ class NonTensorStack(_NonTensorShapeOps):
     def _index_tensor(self) -> torch.Tensor:
         return torch.arange(len(self._items)).view(self._batch_size)
 
-    def _from_index(self, idx: torch.Tensor) -> NonTensorStack | NonTensorData:
+    def _from_index(self, idx: torch.Tensor, member: bool = False) -> NonTensorStack | NonTensorData:
+        """The leaf holding the objects at ``idx`` (positions in ``_items``). ``member``: the
+        op took one slice of the first dim (``stack[i]``) or squeezed a size-1 dim, which in
+        tensordict 0.15 gives back a stacked member: a result holding one object throughout
+        is then that object as ``NonTensorData`` (``td.unsqueeze(0).squeeze(0)`` and
+        ``torch.stack(tds)[i]`` give back the ``NonTensorData`` they started from)."""
         flat = idx.reshape(-1).tolist()
         items = [self._items[i] for i in flat]
         if idx.ndim == 0:
             out = NonTensorData(items[0], (), self._device)
             out._owner = (self, flat[0])  # type: ignore[attr-defined]
             return out
+        if member and items:
+            first = items[0]
+            for item in items:
+                if item is not first:
+                    break
+            else:
+                return NonTensorData(first, idx.shape, self._device)
         return NonTensorStack._from_flat(items, idx.shape, self._device)
 
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
@@ -609,13 +634,15 @@ class NonTensorStack(_NonTensorShapeOps):
             # ``new_zeros`` & co: every element repeats the first object (the index the
             # factory made up would point anywhere)
             idx = torch.zeros(idx.shape, dtype=torch.long)
-        return self._from_index(idx)
+        return self._from_index(idx, getattr(fn, "_squeezes", False))
 
-    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False) -> Any:
-        return self._from_index(fn(self._index_tensor()))
+    def _apply_index(self, fn: Callable[[torch.Tensor], Any], grow: bool = False, member: bool = False) -> Any:
+        return self._from_index(fn(self._index_tensor()), member)
 
     def __getitem__(self, index: Any) -> Any:
-        return self._from_index(self._index_tensor()[index])
+        first = index[0] if index.__class__ is tuple and index else index
+        member = first.__class__ is int and len(self._batch_size) > 1
+        return self._from_index(self._index_tensor()[index], member)
 
     def where(self, condition: torch.Tensor, other: Any, *, out: Any = None, pad: Any = None) -> NonTensorStack:
         """Element ``i`` is ``self[i]`` where ``condition[i]`` else ``other[i]``.

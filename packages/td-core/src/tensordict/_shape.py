@@ -369,7 +369,7 @@ class ShapeMixin(TensorDictHost):
             dims = (d,) if self.batch_size[d] == 1 else ()
         if not dims:
             return self
-        return _legacy_view(self, self._batch_transform(lambda t, n: t.squeeze(dims), nd, names=drop_dims(dims)))
+        return _legacy_view(self, self._batch_transform(_squeezer(dims), nd, names=drop_dims(dims)))
 
     def unsqueeze(self, dim: int) -> Any:
         """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
@@ -881,3 +881,15 @@ def _index_deep(self: Any, index: Any) -> Any:
             opening = False
             continue
         opening = True
+
+
+def _squeezer(dims: tuple) -> Any:
+    """``t.squeeze(dims)`` for the batch-transform engine, marked as a squeeze (``_squeezes``):
+    a non-tensor stack squeezed back to one object throughout becomes that object's
+    ``NonTensorData`` (see ``NonTensorStack._from_index``)."""
+
+    def squeeze(t: torch.Tensor, n: int) -> torch.Tensor:
+        return t.squeeze(dims)
+
+    squeeze._squeezes = True  # type: ignore[attr-defined]
+    return squeeze
