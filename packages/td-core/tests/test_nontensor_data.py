@@ -230,7 +230,8 @@ def test_filter_drops_nodes_left_empty_and_auto_batch_size():
 def test_batch_ops_keep_one_object_or_make_a_stack_as_tensordict_015():
     td = TensorDict({"a": torch.zeros(3, 4), "s": "txt"}, batch_size=[3, 4])
     # one object with a new batch size
-    for out in (td.repeat(2, 1), td.repeat_interleave(2, dim=0), td.unflatten(1, (2, 2)), td.reshape(12)):
+    for out in (td.repeat(2, 1), td.repeat_interleave(2, dim=0), td.unflatten(1, (2, 2)), td.reshape(12),
+                td.reshape(3, 4, 1)):
         assert type(out.get("s")) is NonTensorData and out["s"] == "txt"
     # a stack: unsqueeze and expand
     for out in (td.unsqueeze(0), td.expand(2, 3, 4)):

@@ -79,18 +79,13 @@ def _shape_arg(shape: tuple) -> tuple:
     return tuple(shape)
 
 
-def _adds_stack_dim(old: torch.Size, out: torch.Tensor) -> bool:
+def _adds_stack_dim(fn: Any, out: torch.Tensor) -> bool:
     """Whether a batch-dim op on a ``NonTensorData`` makes it a ``NonTensorStack``, as in
-    tensordict 0.15: ``expand`` (a broadcast: a zero stride) and ``unsqueeze`` (one new
-    size-1 dim) do; ``repeat``, ``repeat_interleave``, ``unflatten``, ``reshape`` and the
-    other ops keep one object with the new batch size. ``out`` is the op applied to a
-    tensor of shape ``old``."""
-    shape = out.shape
-    if out.numel() > 1 and 0 in out.stride():
-        return True
-    if len(shape) != len(old) + 1 or shape.numel() != old.numel():
-        return False
-    return any(shape[i] == 1 and shape[:i] + shape[i + 1 :] == old for i in range(len(shape)))
+    tensordict 0.15: ``unsqueeze`` (its function is marked ``_unsqueezes``) and ``expand``
+    (a broadcast: a zero stride in ``out``, the op applied to a tensor of the batch size)
+    do; ``repeat``, ``repeat_interleave``, ``unflatten``, ``reshape`` and the other ops keep
+    one object with the new batch size."""
+    return getattr(fn, "_unsqueezes", False) or (out.numel() > 1 and 0 in out.stride())
 
 
 class _NonTensorShapeOps:
@@ -395,7 +390,7 @@ class NonTensorData(_NonTensorShapeOps):
 
     def _batch_transform(self, fn: Callable[[torch.Tensor, int], torch.Tensor], nd: int) -> Any:
         out = fn(torch.zeros(self._batch_size, dtype=torch.uint8), nd)
-        return self._reshaped(out.shape, _adds_stack_dim(self._batch_size, out))
+        return self._reshaped(out.shape, _adds_stack_dim(fn, out))
 
     def __getitem__(self, index: Any) -> NonTensorData:
         shape = _shape_of_index(self._batch_size, lambda t: t[index])

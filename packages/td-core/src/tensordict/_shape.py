@@ -375,7 +375,7 @@ class ShapeMixin(TensorDictHost):
         """Inserts a batch dim of size 1 at ``dim`` (``-1`` is after the last batch dim)."""
         nd = len(self.batch_size)
         d = _norm_dim(dim, nd + 1, err=BatchDimError)
-        return _legacy_view(self, self._batch_transform(lambda t, n: t.unsqueeze(d), nd, names=insert_dim(d)))
+        return _legacy_view(self, self._batch_transform(_unsqueezer(d), nd, names=insert_dim(d)))
 
     def expand(self, *shape: Any) -> TensorDictBase:
         """Expands the batch dims to ``shape`` (new leading dims allowed); no copy."""
@@ -893,3 +893,15 @@ def _squeezer(dims: tuple) -> Any:
 
     squeeze._squeezes = True  # type: ignore[attr-defined]
     return squeeze
+
+
+def _unsqueezer(dim: int) -> Any:
+    """``t.unsqueeze(dim)`` for the batch-transform engine, marked ``_unsqueezes``: a
+    ``NonTensorData`` unsqueezed becomes a stack, as in tensordict 0.15 (a ``reshape`` that
+    adds the same size-1 dim keeps it one object)."""
+
+    def unsqueeze(t: torch.Tensor, n: int) -> torch.Tensor:
+        return t.unsqueeze(dim)
+
+    unsqueeze._unsqueezes = True  # type: ignore[attr-defined]
+    return unsqueeze
