@@ -152,3 +152,26 @@ def test_unsqueeze_out_of_range_raises_runtime_error_and_index_error():
     with pytest.raises(RuntimeError):
         lazy_stack([td, td]).unsqueeze(4)
     assert td.unsqueeze(2).batch_size == (3, 4, 1) and td.unsqueeze(-3).batch_size == (1, 3, 4)
+
+
+def test_update_with_is_leaf_replaces_a_nested_tensordict_whole():
+    def make() -> TensorDict:
+        return TensorDict({"a": torch.zeros(3), "b": {"c": torch.arange(3.0)}}, [3])
+
+    for source in (TensorDict({"b": TensorDict({"d": torch.zeros(3)}, [3])}, [3]), {"b": {"d": torch.zeros(3)}}):
+        assert list(make().update(source).keys(True, True)) == ["a", ("b", "c"), ("b", "d")]
+        replaced = make().update(source, is_leaf=lambda cls: issubclass(cls, TensorDict))
+        assert list(replaced.keys(True, True)) == ["a", ("b", "d")]
+    # an is_leaf that does not accept TensorDicts merges as without it
+    kept = make().update({"b": {"d": torch.zeros(3)}}, is_leaf=lambda cls: issubclass(cls, torch.Tensor))
+    assert list(kept.keys(True, True)) == ["a", ("b", "c"), ("b", "d")]
+
+
+def test_get_of_a_key_through_a_leaf_raises_without_default():
+    td = TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3)}}, [3])
+    assert td.get(("n", "zz")) is None and td.get(("zz", "y")) is None and td.get("zz") is None
+    with pytest.raises(ValueError):
+        td.get(("a", "zz"))
+    with pytest.raises(ValueError):
+        td.get(("n", "b", "zz"))
+    assert td.get(("a", "zz"), None) is None and td.get(("a", "zz"), 5) == 5

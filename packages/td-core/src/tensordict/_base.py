@@ -41,6 +41,7 @@ from tensordict._keys import (
     _MISSING,
     NO_DEFAULT,
     NestedKey,
+    _as_tuple,
     _ItemsView,
     _KeysView,
     _ValuesView,
@@ -70,6 +71,8 @@ _GET_DEFAULTS_TO_NONE = [True]
 #: levels of plain TensorDicts that ``_map_tree`` rebuilds by recursion before it switches to
 #: an explicit stack (recursion is the cheapest per node; the stack has no depth limit)
 _MAP_RECURSION_DEPTH = 200
+#: what ``get`` passes as the default to tell a missing key from a stored value
+_NOT_FOUND: Any = object()
 
 
 def _map_tree(node: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: dict, depth: int) -> Any:
@@ -562,6 +565,22 @@ class TensorDictBase(
             True
         """
         if default is NO_DEFAULT and _GET_DEFAULTS_TO_NONE[0]:
+            if key.__class__ is tuple and len(key) > 1:
+                # a missing key gives None, a key that runs through a leaf raises the
+                # ValueError of td[key], as in tensordict 0.15
+                out = self._get_any_raw(key, _NOT_FOUND)
+                if out is not _NOT_FOUND:
+                    return out
+                node: Any = self
+                for sub in _as_tuple(key)[:-1]:
+                    node = node._get_raw(sub, _NOT_FOUND)
+                    if node is _NOT_FOUND:
+                        return None
+                    if not isinstance(node, TensorDictBase):
+                        if not is_tensor_collection(node):  # a tensor: td[key]'s ValueError
+                            self._get_any_raw(key)
+                        return None
+                return None
             default = None
         return self._get_any_raw(key, default)
 

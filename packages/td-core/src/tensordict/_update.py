@@ -37,10 +37,11 @@ _TENSOR_ONLY = frozenset((torch.Tensor,))
 class UpdateMixin(TensorDictHost):
     """``update``/``update_``/``update_at_`` of :class:`~tensordict.TensorDictBase`."""
 
-    def _plan_update(self, source: Any, keys_to_update: Any, prefix: tuple = ()) -> list:
+    def _plan_update(self, source: Any, keys_to_update: Any, prefix: tuple = (), is_leaf: Any = None) -> list:
         """The ``(full key, value)`` writes of ``update(source)``, depth first in key order.
         The sources nested in existing TensorDicts are walked with an explicit stack of
-        ``(items, prefix, existing node)``, so any depth works."""
+        ``(items, prefix, existing node)``, so any depth works. A nested source whose class
+        ``is_leaf`` accepts (a dict counts as a TensorDict) replaces the existing entry."""
         plan: list = []
         tdb = _classes.TensorDictBase
         lazy_cls = _classes.LazyStackedTensorDict
@@ -74,7 +75,9 @@ class UpdateMixin(TensorDictHost):
                             part.update(src)
                         plan.append((full, lazy_cls._from_list(parts, value.stack_dim)))
                         continue
-                    if isinstance(existing, tdb):
+                    if isinstance(existing, tdb) and not (
+                        is_leaf is not None and is_leaf(type(value) if isinstance(value, tdb) else _classes.TensorDict)
+                    ):
                         nested = iter(value._items_raw() if isinstance(value, tdb) else value.items())
                         stack.append((nested, full, existing))
                         break
@@ -118,8 +121,10 @@ class UpdateMixin(TensorDictHost):
                 ``self.device``. Defaults to ``False``.
             keys_to_update (sequence of NestedKey, optional): write only these keys
                 (and what is nested under them). Defaults to every key.
-            is_leaf (callable, optional): accepted for compatibility with tensordict
-                0.15; the keys of nested TensorDicts are always merged.
+            is_leaf (callable, optional): ``is_leaf(cls) -> bool``; a nested TensorDict
+                (or dict, as a TensorDict) of the source whose class it accepts replaces
+                the entry of ``self`` whole instead of being merged into it. Defaults to
+                ``None``: nested TensorDicts are merged key by key.
             update_batch_size (bool, optional): first set ``self.batch_size`` to
                 ``input_dict_or_td.batch_size`` (when it is a TensorDict). Defaults to
                 ``False``.
@@ -154,13 +159,13 @@ class UpdateMixin(TensorDictHost):
             return self
         if update_batch_size and isinstance(input_dict_or_td, _classes.TensorDictBase):
             return self._update_resize(input_dict_or_td, clone, inplace, non_blocking, keys_to_update, is_leaf, ignore_lock)
-        if keys_to_update is None and not (clone or inplace or update_batch_size or self.is_locked):
+        if keys_to_update is None and is_leaf is None and not (clone or inplace or update_batch_size or self.is_locked):
             if self._update_fast(input_dict_or_td, non_blocking):
                 return self
         if isinstance(input_dict_or_td, _classes.TensorDictBase):
             self._check_update_batch(input_dict_or_td)
         ktu = None if keys_to_update is None else [_as_tuple(k) for k in keys_to_update]
-        plan = self._plan_update(input_dict_or_td, ktu)
+        plan = self._plan_update(input_dict_or_td, ktu, is_leaf=is_leaf)
         if update_batch_size and isinstance(input_dict_or_td, _classes.TensorDictBase):
             self.batch_size = input_dict_or_td.batch_size
         checked = []
