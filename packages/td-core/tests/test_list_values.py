@@ -1,8 +1,8 @@
 """Python lists written into a TensorDict follow ``list_to_stack()``.
 
-Default (unset / ``False``): ``torch.as_tensor`` semantics, a list torch cannot convert
-is one non-tensor object. ``set_list_to_stack(True)``: a list spanning a one-dim batch
-becomes a stack (tensors stacked, other objects a ``NonTensorStack``).
+Default (unset, as tensordict 0.15.3) / ``True``: a list spanning a one-dim batch becomes
+a stack (tensors stacked, other objects a ``NonTensorStack``). ``set_list_to_stack(False)``:
+``torch.as_tensor`` semantics, a list torch cannot convert is one non-tensor object.
 """
 
 from __future__ import annotations
@@ -19,10 +19,23 @@ from tensordict import (
 )
 
 
-class TestDefaultListsAreTensors:
-    def test_switch_reads_false_when_unset(self):
+def test_switch_reads_true_when_unset_as_tensordict_015():
+    assert list_to_stack() is True
+    assert list_to_stack(allow_none=True) is None
+    td = TensorDict({"q": ["x", "y"]}, [2])  # the default stacks a list spanning the batch
+    assert isinstance(td.get("q"), NonTensorStack) and td[1]["q"] == "y"
+
+
+class TestListsAsTensors:
+    """``set_list_to_stack(False)``: ``torch.as_tensor`` semantics."""
+
+    @pytest.fixture(autouse=True)
+    def _lists_as_tensors(self):
+        with set_list_to_stack(False):
+            yield
+
+    def test_switch_reads_false(self):
         assert list_to_stack() is False
-        assert list_to_stack(allow_none=True) is None
 
     def test_constructor_float_list(self):
         td = TensorDict({"a": [1.0]}, [1])

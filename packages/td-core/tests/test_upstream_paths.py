@@ -26,7 +26,7 @@ from tensordict.utils import ModeSwitch
 
 SWITCHES = [
     (set_lazy_legacy, lazy_legacy, True, False),
-    (set_list_to_stack, list_to_stack, True, False),
+    (set_list_to_stack, list_to_stack, False, True),
     (set_capture_non_tensor_stack, capture_non_tensor_stack, True, False),
 ]
 

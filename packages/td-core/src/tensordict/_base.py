@@ -661,9 +661,9 @@ class TensorDictBase(
     def _convert_list(self, key: Any, value: list) -> Any:
         """Converts a list as ``list_to_stack()`` says.
 
-        Unset or ``False`` (tensordict 0.15's default): ``torch.as_tensor(value)``, or
-        one non-tensor object when torch cannot build a tensor (strings, mixed objects).
-        ``True``: a list of tensors is stacked, a (nested) list of numbers is a tensor,
+        ``False``: ``torch.as_tensor(value)``, or one non-tensor object when torch cannot
+        build a tensor (strings, mixed objects). Unset or ``True`` (tensordict 0.15.3's
+        default): a list of tensors is stacked, a (nested) list of numbers is a tensor,
         an empty list is an empty tensor, other lists become a ``NonTensorStack`` when
         they span a one-dim batch size.
         """

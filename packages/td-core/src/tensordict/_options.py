@@ -4,7 +4,7 @@
   into a batched TensorDict becomes a stack of non-tensor data (one element per batch
   entry); when it is ``False`` a list becomes a tensor (``torch.as_tensor``) and only
   a list torch cannot convert (strings, mixed objects) is kept as non-tensor data.
-  Unset, it reads as ``False`` (tensordict 0.15's default). The constructors
+  Unset, it reads as ``True`` (tensordict 0.15.3's default). The constructors
   (``from_dict``, ``from_any``) build a stack from a list of objects either way.
 * :func:`capture_non_tensor_stack` / :class:`set_capture_non_tensor_stack`: whether
   stacking equal non-tensor values collapses them into one ``NonTensorData``. Unset,
@@ -54,21 +54,22 @@ def list_to_stack(allow_none: bool = False) -> bool | None:
 
     Args:
         allow_none (bool): return ``None`` when the option was never set, instead of
-            the default (``False``: lists become tensors).
+            the default (``True``, as tensordict 0.15.3: a list spanning a one-dim batch
+            becomes a stack; ``False`` gives ``torch.as_tensor`` semantics).
 
     Returns:
         bool or None: the current setting.
 
     Examples:
         >>> list_to_stack()
-        False
-        >>> with set_list_to_stack(True):
-        ...     list_to_stack()
         True
+        >>> with set_list_to_stack(False):
+        ...     list_to_stack()
+        False
     """
     value = _LIST_TO_STACK[0]
     if value is None and not allow_none:
-        return False
+        return True
     return value
 
 
@@ -79,13 +80,13 @@ class set_list_to_stack(ModeSwitch):  # noqa: N801 - public name of the tensordi
         mode (bool): ``True`` to turn lists into stacks of non-tensor data.
 
     Examples:
-        >>> switch = set_list_to_stack(True)
+        >>> switch = set_list_to_stack(False)
         >>> switch.set()
         >>> list_to_stack()
-        True
+        False
         >>> switch.unset()
         >>> list_to_stack()
-        False
+        True
     """
 
     def __init__(self, mode: bool) -> None:

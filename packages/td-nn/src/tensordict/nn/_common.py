@@ -122,8 +122,11 @@ def _missing_input_call_error(owner: str, missing: list, tensordict: TensorDictB
     if "None" not in text and not isinstance(err, TypeError):
         return None
     base = str(_missing_in_key_error(owner, missing[0], tensordict))
-    base = base.replace("The TensorDict was left unchanged.", "It was passed as None, and the call failed")
-    msg = f"{base} ({type(err).__name__}: {text})."
+    msg = base.replace(
+        "The TensorDict was left unchanged.",
+        f"It was passed as None and the call failed ({type(err).__name__}: {text}); the TensorDict "
+        "was left unchanged.",
+    )
     return (_MissingInputTypeError if isinstance(err, TypeError) else _ReadableKeyError)(msg)
 
 
