@@ -328,3 +328,22 @@ def test_from_module_keeps_a_tensordictparams_submodule_itself_so_to_module_reac
         assert (tree["params"] == 0).all() and (params == 0).all() and (holder.extra.weight == 0).all()
     assert not (params == 0).all()  # restored on exit
     assert (params["0", "weight"] == net[0].weight).all()
+
+
+def test_an_expanded_shared_parameter_keeps_its_gradient_path_in_tensordictparams():
+    shared = nn.Linear(3, 3)
+    modules = [nn.Sequential(shared, nn.Linear(3, 2)) for _ in range(3)]
+    params = TensorDict.from_modules(*modules, as_module=True, expand_identical=True)
+    weight = params["0", "weight"]
+    assert isinstance(weight, nn.Buffer) and not isinstance(weight, nn.Parameter)
+    assert weight.data_ptr() == shared.weight.data_ptr()  # a view, not a copy
+    skeleton = nn.Sequential(nn.Linear(3, 3, device="meta"), nn.Linear(3, 2, device="meta"))
+
+    def run(p, x):
+        with p.to_module(skeleton, preserve_module_state=False):
+            return skeleton(x)
+
+    torch.vmap(run, (0, None))(params, torch.ones(3)).sum().backward()
+    assert shared.weight.grad is not None and shared.bias.grad is not None  # through the expanded view
+    assert all(p.grad is not None for p in params.values(True, True) if isinstance(p, nn.Parameter))
+    assert modules[0][1].weight.grad is None  # stacked copies, not the modules' own tensors

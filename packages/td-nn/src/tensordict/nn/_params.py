@@ -85,8 +85,14 @@ def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]
     if no_convert or not (value.is_floating_point() or value.is_complex()):
         if isinstance(value, _Buffer) or value.__class__ is not torch.Tensor:
             return "_buffers", value
+        if value.requires_grad:
+            # a tensor in an autograd graph (``from_modules(expand_identical=True)`` stores an
+            # expanded view of a shared parameter) keeps its history, so gradients reach the
+            # parameter: it is marked as a buffer itself instead of being detached
+            value._is_buffer = True  # type: ignore[attr-defined]
+            return "_buffers", value
         # marked as torch's Buffer (``isinstance(t, nn.Buffer)``), as upstream: a detached
-        # alias of the same storage that keeps ``requires_grad``
+        # alias of the same storage
         return "_buffers", _Buffer(value)
     return "_parameters", nn.Parameter(value, requires_grad=True)
 
