@@ -366,63 +366,6 @@ class TensorDictBase(
             if shape[: len(bs)] != bs:
                 raise batch_mismatch_error(key, shape, bs)
 
-    def auto_batch_size_(self, batch_dims: int | None = None) -> TensorDictBase:
-        """Sets ``batch_size`` to the longest leading shape shared by every leaf.
-
-        Args:
-            batch_dims (int, optional): keep at most this many dims. Defaults to ``None``.
-
-        Returns:
-            ``self``.
-
-        Raises:
-            RuntimeError: the TensorDict is locked (as setting ``batch_size`` is).
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": {"c": torch.zeros(3, 4)}})
-            >>> td.auto_batch_size_().batch_size
-            torch.Size([3, 4])
-        """
-        return self._auto_batch_size(batch_dims, False)
-
-    def _auto_batch_size(self, batch_dims: int | None, keep_compliant_size: bool) -> TensorDictBase:
-        """:meth:`auto_batch_size_`; ``keep_compliant_size`` (TensorDict's keyword) leaves
-        a nested TensorDict that has ``batch_dims`` batch dims or more as it is."""
-        if self.is_locked:
-            raise locked_error("auto_batch_size_")
-        keep = keep_compliant_size and batch_dims is not None
-        for _, v in self._items_raw():
-            if isinstance(v, TensorDictBase):
-                if keep and v.batch_dims >= batch_dims:  # type: ignore[operator]
-                    continue
-                if isinstance(v, _classes.TensorDict) or type(v).auto_batch_size_ is _AUTO_BATCH_SIZE:
-                    v._auto_batch_size(batch_dims, keep_compliant_size)
-                else:  # a class with its own (a persistent one reads its metadata)
-                    v.auto_batch_size_(batch_dims)
-        common: list[int] | None = None
-        for _, v in self._items_raw():
-            if isinstance(v, (NonTensorData, UnbatchedTensor)):
-                continue  # a single object (or an unbatched tensor) fits any batch size
-            if isinstance(v, TensorDictBase) and not v.batch_dims and not any(True for _ in v.keys(True, True)):
-                continue  # a nested TensorDict without tensors (only non-tensor data) fits too
-            shape = list(v.batch_size if is_tensor_collection(v) else v.shape)
-            if common is None:
-                common = shape
-            else:
-                n = 0
-                for a, b in zip(common, shape):
-                    if a != b:
-                        break
-                    n += 1
-                common = common[:n]
-        common = common or []
-        if batch_dims is not None:
-            common = common[:batch_dims]
-        self.batch_size = torch.Size(common)
-        return self
-
     # ------------------------------------------------------------------ keys
     def keys(
         self,
@@ -1466,10 +1409,6 @@ class TensorDictBase(
 
 
 _classes._bind(TensorDictBase=TensorDictBase, NonTensorData=NonTensorData, NonTensorStack=NonTensorStack)
-
-#: the base ``auto_batch_size_``: a nested value whose class keeps it (a lazy stack) is
-#: sized by ``_auto_batch_size``, a class with its own (a persistent one) by its method
-_AUTO_BATCH_SIZE = TensorDictBase.auto_batch_size_
 
 # A TensorDict is a mapping of keys to values (tensordict 0.15's TensorDictBase is a
 # MutableMapping): APIs that take "a dict-like", such as nn.Module.load_state_dict,

@@ -158,7 +158,6 @@ def print_directory_tree(path: str | os.PathLike, indent: str = "", display_meta
             lines.append(f"{prefix}{name}")
     text = "\n".join(lines)
     print(text)
-    logger.debug("print_directory_tree(%r):\n%s", path, text)
     return text
 
 

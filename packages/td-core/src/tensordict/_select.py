@@ -219,11 +219,11 @@ class SelectMixin(TensorDictHost):
     def is_empty(self) -> bool:
         """``True`` when the TensorDict holds no leaf (empty sub-TensorDicts do not count)."""
         base = _classes.TensorDictBase
-        nested = None
+        nested = []
         for _, value in self._items_raw():  # a leaf at the top answers at once
             if not isinstance(value, base):
                 return False
-            nested = [value] if nested is None else nested + [value]
+            nested.append(value)
         mine, plain = SelectMixin.is_empty, _classes.TensorDict
         while nested:  # an explicit stack: any depth
             td = nested.pop()

@@ -15,6 +15,7 @@ import torch
 
 from tensordict import _classes, _stack
 from tensordict._deep import trampoline
+from tensordict._errors import locked_error
 from tensordict._host import TensorDictHost
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
@@ -144,6 +145,66 @@ def _to_index_part(idx: Any) -> Any:
 
 class ShapeMixin(TensorDictHost):
     """Indexing and batch-dim shape operations shared by every TensorDict."""
+
+    # -------------------------------------------------------------- batch size inference
+    def auto_batch_size_(self, batch_dims: int | None = None, keep_compliant_size: bool = False) -> Any:
+        """Sets ``batch_size`` to the longest leading shape shared by every leaf.
+
+        The nested TensorDicts get their own longest batch size first.
+
+        Args:
+            batch_dims (int, optional): keep at most this many dims, here and in every
+                nested TensorDict. Defaults to ``None``.
+            keep_compliant_size (bool, optional): with ``batch_dims``, a nested TensorDict
+                that already has ``batch_dims`` batch dims or more keeps its batch size (and
+                its own nested TensorDicts theirs). Defaults to ``False``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            RuntimeError: the TensorDict is locked (as setting ``batch_size`` is).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": {"c": torch.zeros(3, 4)}})
+            >>> td.auto_batch_size_().batch_size
+            torch.Size([3, 4])
+            >>> nested = TensorDict({"c": torch.zeros(3, 4, 6)}, [3, 4])
+            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": nested})
+            >>> _ = td.auto_batch_size_(batch_dims=1, keep_compliant_size=True)
+            >>> td.batch_size, td["b"].batch_size
+            (torch.Size([3]), torch.Size([3, 4]))
+        """
+        if self.is_locked:
+            raise locked_error("auto_batch_size_")
+        base = _classes.TensorDictBase
+        keep = keep_compliant_size and batch_dims is not None
+        for _, v in self._items_raw():
+            if isinstance(v, base) and not (keep and v.batch_dims >= batch_dims):  # type: ignore[operator]
+                v.auto_batch_size_(batch_dims, keep_compliant_size)
+        common: list[int] | None = None
+        for _, v in self._items_raw():
+            if isinstance(v, (_classes.NonTensorData, UnbatchedTensor)):
+                continue  # a single object (or an unbatched tensor) fits any batch size
+            if isinstance(v, base) and not v.batch_dims and not any(True for _ in v.keys(True, True)):
+                continue  # a nested TensorDict without tensors (only non-tensor data) fits too
+            shape = list(v.batch_size if _classes.is_tensor_collection(v) else v.shape)
+            if common is None:
+                common = shape
+            else:
+                n = 0
+                for a, b in zip(common, shape):
+                    if a != b:
+                        break
+                    n += 1
+                common = common[:n]
+        common = common or []
+        if batch_dims is not None:
+            common = common[:batch_dims]
+        self.batch_size = torch.Size(common)
+        return self
 
     # -------------------------------------------------------------- core engines
     def _normalize_index(self, index: Any) -> tuple:

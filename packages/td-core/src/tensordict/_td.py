@@ -243,35 +243,6 @@ class TensorDict(TensorDictBase):
     #: keys whose values a pytree unflatten stored as non-tensor data (see ``_pytree.py``)
     _pytree_leaf_keys: frozenset | None = None
 
-    def auto_batch_size_(self, batch_dims: int | None = None, keep_compliant_size: bool = False) -> TensorDictBase:
-        """Sets ``batch_size`` to the longest leading shape shared by every leaf.
-
-        The nested TensorDicts get their own longest batch size first.
-
-        Args:
-            batch_dims (int, optional): keep at most this many dims, here and in every
-                nested TensorDict. Defaults to ``None``.
-            keep_compliant_size (bool, optional): with ``batch_dims``, a nested TensorDict
-                that already has ``batch_dims`` batch dims or more keeps its batch size (and
-                its own nested TensorDicts theirs). Defaults to ``False``.
-
-        Returns:
-            ``self``.
-
-        Raises:
-            RuntimeError: the TensorDict is locked (as setting ``batch_size`` is).
-
-        Examples:
-            >>> import torch
-            >>> from tensordict import TensorDict
-            >>> nested = TensorDict({"c": torch.zeros(3, 4, 6)}, [3, 4])
-            >>> td = TensorDict({"a": torch.zeros(3, 4, 5), "b": nested})
-            >>> _ = td.auto_batch_size_(batch_dims=1, keep_compliant_size=True)
-            >>> td.batch_size, td["b"].batch_size
-            (torch.Size([3]), torch.Size([3, 4]))
-        """
-        return self._auto_batch_size(batch_dims, keep_compliant_size)
-
     def __init__(
         self,
         source: Mapping | None = None,

@@ -531,8 +531,11 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             self._names = None
         self._obs = self._bsv = new
 
-    def auto_batch_size_(self, batch_dims: int | None = None) -> PersistentTensorDict:
-        """Sets ``batch_size`` to the longest leading shape every dataset shares (metadata only)."""
+    def auto_batch_size_(self, batch_dims: int | None = None, keep_compliant_size: bool = False) -> PersistentTensorDict:
+        """Sets ``batch_size`` to the longest leading shape every dataset shares (metadata only).
+
+        ``keep_compliant_size`` is accepted for the TensorDict signature: the groups of a
+        store are read with the batch size of the store, so there is nothing to keep."""
         self._check_open()
         bs, _ = infer_batch_size(self._group, batch_dims, False)
         self.batch_size = bs
