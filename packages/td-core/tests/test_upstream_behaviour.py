@@ -134,7 +134,8 @@ def test_flatten_keys_drops_empty_nested():
 
 def test_split_keys_predicates_and_emptied_parents():
     td = TensorDict({"a": 0, "b": {"c": 1}, "d": {"e": 2, "f": 3}, "g": 4})
-    b, d, rest = td.split_keys(["b"], lambda k: isinstance(k, tuple) and k[0] == "d")
+    # tensordict 0.15 calls the predicate with (key as a tuple of str, value) on the leaves
+    b, d, rest = td.split_keys(["b"], lambda k, v: k[0] == "d")
     assert set(b.keys()) == {"b"} and set(d.keys(True, True)) == {("d", "e"), ("d", "f")}
     assert set(rest.keys()) == {"a", "g"}
     _, _, same = td.split_keys([("b", "c")], [("d", "e"), ("d", "f")], inplace=True)
@@ -270,3 +271,32 @@ def test_error_types_for_nested_reads_and_in_place_shape_mismatch():
         td.set_("a", torch.randn(2))
     td.set_("a", torch.ones(()))
     assert td["a"] == 1
+
+
+def test_split_keys_as_tensordict_015():
+    # each behaviour below was checked on tensordict 0.15.3
+    td = TensorDict({"a": 1, "b": 2, "c": {"d": 3, "e": 4}, "f": {"g": 1}, "h": {}})
+    seen = []
+    big, rest = td.split_keys(lambda key, value: seen.append(key) or bool(value > 2))
+    assert set(seen) == {("a",), ("b",), ("c", "d"), ("c", "e"), ("f", "g")}
+    assert big.to_dict() == {"c": {"d": 3, "e": 4}}
+    assert set(rest.keys()) == {"a", "b", "f"}  # the empty "h" is dropped from the remainder
+    with pytest.raises(TypeError):
+        td.split_keys(lambda key: True)  # a one-argument predicate is an error there too
+    renamed, rest = td.split_keys({("c", "d"): "x", "a": ("y", "z")})
+    assert renamed.to_dict() == {"x": 3, "y": {"z": 1}} and rest["c"].to_dict() == {"e": 4}
+    with pytest.raises(KeyError, match="not found"):
+        td.split_keys(["a"], ["a"])  # a key taken by an earlier set is gone
+    part, rest = td.split_keys(["a", "zz"], strict=False)
+    assert part.to_dict() == {"a": 1}
+    part, rest = td.split_keys(["a", "zz"], strict=False, default=0)
+    assert part.to_dict() == {"a": 1, "zz": 0}
+    part, rest = td.split_keys(["a"], reproduce_struct=True)
+    assert set(part.keys()) == {"a", "c", "f", "h"} and part["c"].is_empty()
+    assert rest["h"].is_empty()
+    _, rest = td.split_keys([("f", "g")], reproduce_struct=True)
+    assert "f" in rest.keys() and rest["f"].is_empty()
+    locked = td.clone().lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        locked.split_keys(["a"], inplace=True)
+    assert set(locked.split_keys(["a"])[1].keys()) == {"b", "c", "f"}

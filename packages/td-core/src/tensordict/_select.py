@@ -163,25 +163,40 @@ class SelectMixin(TensorDictHost):
             return _exclude_deep(self, tree)
 
     def split_keys(
-        self, *key_sets: Sequence[NestedKey], inplace: bool = False, default: Any = None, strict: bool = True
+        self,
+        *key_sets: Sequence[NestedKey] | Mapping | Any,
+        inplace: bool = False,
+        default: Any = None,
+        strict: bool = True,
+        reproduce_struct: bool = False,
     ) -> tuple[TensorDictBase, ...]:
         """Splits into one TensorDict per key set, plus one with the remaining keys.
 
+        Each key is taken out of the remainder as the key sets are read in order, so a
+        key may appear in one key set only.
+
         Args:
-            *key_sets (sequence of NestedKey or callable): one sequence of keys per
-                output, or a predicate ``fn(key) -> bool`` over the leaf keys.
+            *key_sets (sequence of NestedKey, dict or callable): one per output: a
+                sequence of keys; a dict ``{in_key: out_key}`` that also renames; or a
+                predicate ``fn(key, value) -> bool`` called on every remaining leaf with
+                its key as a tuple of str (``("a",)``, ``("b", "c")``).
             inplace (bool, optional): the remaining keys stay in ``self``, which is
                 returned last. Defaults to ``False``.
-            default (object, optional): accepted for compatibility; missing keys
-                follow ``strict``.
-            strict (bool, optional): raise on a missing key; ``False`` skips it.
-                Defaults to ``True``.
+            default (object, optional): with ``strict=False``, the value written for a
+                missing key (``None``: the key is skipped).
+            strict (bool, optional): raise on a missing key. Defaults to ``True``.
+            reproduce_struct (bool, optional): every output keeps the nested
+                TensorDicts of ``self`` (empty where nothing was taken), and the remainder
+                keeps the nested TensorDicts left empty. Defaults to ``False``: empty
+                nested TensorDicts are dropped from the remainder.
 
         Returns:
             a tuple of ``len(key_sets) + 1`` TensorDicts with the batch size of ``self``.
 
         Raises:
-            KeyError: a key is missing and ``strict=True``.
+            KeyError: a key is missing (or was taken by an earlier key set) and
+                ``strict=True``.
+            RuntimeError: ``inplace=True`` and ``self`` is locked.
 
         Examples:
             >>> import torch
@@ -190,19 +205,39 @@ class SelectMixin(TensorDictHost):
             >>> ab, rest = td.split_keys(["a", "b"])
             >>> sorted(ab.keys()), list(rest.keys())
             (['a', 'b'], ['c'])
+            >>> big, small = td.split_keys(lambda key, value: key[0] in ("a", "c"))
+            >>> sorted(big.keys())
+            ['a', 'c']
         """
+        if inplace and self.is_locked:
+            raise locked_error("split keys in place")
+        rest = self if inplace else self.copy()
+        absent = object()
         outs = []
-        used: list[NestedKey] = []
         for ks in key_sets:
-            if callable(ks):  # a predicate over the leaf keys
-                ks = [k for k in self.keys(True, True) if ks(k)]
-            ks = list(ks)
-            if not strict:
-                ks = [k for k in ks if k in self.keys(True)]
-            outs.append(self.select(*ks, strict=strict))
-            used.extend(ks)
-        rest = self.exclude(*used, inplace=inplace)
-        _drop_emptied_parents(rest, used)
+            out = self.empty(recurse=reproduce_struct)
+            if callable(ks) and not isinstance(ks, Mapping):
+                pairs = [
+                    (key, key)
+                    for key, value in list(rest.items(True, True))
+                    if ks(key if isinstance(key, tuple) else (key,), value)
+                ]
+            elif isinstance(ks, Mapping):
+                pairs = list(ks.items())
+            else:
+                pairs = [(key, key) for key in ks]
+            for src, dst in pairs:
+                value = rest.pop(src, absent)
+                if value is absent:
+                    if strict:
+                        raise missing_key_error(src, rest.keys())
+                    if default is None:
+                        continue
+                    value = default
+                out.set(dst, value)
+            outs.append(out)
+        if not reproduce_struct:
+            rest.filter_empty_()
         return (*outs, rest)
 
     def filter_empty_(self) -> TensorDictBase:
@@ -541,18 +576,6 @@ def _like(td: Any, source: dict) -> Any:
     if names is not None:
         out._names = list(names)
     return out
-
-
-def _drop_emptied_parents(td: Any, keys: list) -> None:
-    """Removes the nested TensorDicts left empty by taking ``keys`` out of ``td``."""
-    for key in keys:
-        if isinstance(key, tuple) and len(key) > 1:
-            for depth in range(len(key) - 1, 0, -1):
-                parent = td._get_any_raw(key[:depth], None)
-                if _is_td(parent) and not parent._keys_raw():
-                    td.del_(key[:depth])
-                else:
-                    break
 
 
 def _unflatten_collision(key: str, where: str) -> KeyError:
