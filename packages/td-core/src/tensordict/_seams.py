@@ -29,6 +29,7 @@ SIBLINGS = {
     "distributed": "td-distributed",
     "tensorclass": "td-tensorclass",
     "prototype": "td-tensorclass",
+    "store": "td-store",
 }
 
 
@@ -90,6 +91,9 @@ _SIBLING_METHODS = [
     ("memmap", "make_memmap_from_tensor", False),
     ("persistent", "to_h5", False),
     ("persistent", "from_h5", True),
+    ("persistent", "to_zarr", False),
+    ("persistent", "from_zarr", True),
+    ("store", "to_store", False),
     ("distributed", "send", False),
     ("distributed", "recv", False),
     ("distributed", "isend", False),

@@ -441,6 +441,114 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("persistent", "from_h5", cls, args, kwargs)
 
+    def to_zarr(self, *args: Any, **kwargs: Any) -> TensorDictBase:
+        """Writes ``td`` to a new Zarr (v3) store and returns a :class:`PersistentTensorDict` on it.
+
+        Each tensor leaf becomes an array (one chunk, no compression by default), each
+        nested TensorDict a group, a non-tensor value a ``uint8`` array holding its JSON (or
+        pickle) encoding; batch sizes and dim names are kept in the groups' attributes, in
+        the layout tensordict 0.15 writes. A folder store is written beside ``filename`` and
+        moved in place once complete: an error leaves an earlier store intact.
+
+        Args:
+            td (TensorDictBase): the data to write.
+            filename (str, path or zarr Store): the folder to create or overwrite, or a
+                zarr ``Store`` (``LocalStore``, ``ZipStore``, ...) written in place.
+
+        Keyword Args:
+            allow_pickle (bool, optional): ``False`` refuses a non-tensor value that JSON
+                cannot hold (it would need a pickle), before anything is written.
+                Defaults to ``None``: such values are pickled, and the returned
+                PersistentTensorDict may read them back (it wrote them).
+            **kwargs: passed to ``zarr.Group.create_array`` for every tensor:
+                ``chunks=(16,)`` constrains the leading dims of every leaf whatever its
+                rank, ``compressors=zarr.codecs.ZstdCodec()``, ...
+
+        Returns:
+            PersistentTensorDict: on the new store, mode ``"r+"``; close it (or use ``with``).
+
+        Raises:
+            ImportError: zarr>=3 is not installed (the message gives the ``pip install`` line).
+            TypeError: a leaf cannot be stored (``bfloat16``, an object with
+                ``allow_pickle=False``); nothing is written.
+            FileNotFoundError: the folder that should hold ``filename`` does not exist.
+
+        Examples:
+            >>> import os, tempfile, torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(4, 3), b={"c": torch.arange(4)}, batch_size=[4])
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     with td.to_zarr(os.path.join(tmp, "data.zarr"), chunks=(2,)) as ztd:
+            ...         print(type(ztd).__name__, ztd.batch_size, ztd[1:3]["b", "c"].tolist())
+            PersistentTensorDict torch.Size([4]) [1, 2]
+
+        .. note:: Served by the ``td-h5`` distribution (``tensordict.persistent``);
+           without it the call raises ``ImportError``.
+        """
+        return forward_to_sibling("persistent", "to_zarr", self, args, kwargs)
+
+    @classmethod
+    def from_zarr(cls, *args: Any, **kwargs: Any) -> TensorDictBase:
+        """``TensorDict.from_zarr(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_zarr`.
+
+        Args:
+            filename (str, path or zarr Store): the store to open.
+
+        Keyword Args:
+            mode (str): ``"r"`` (default), ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``.
+            auto_batch_size (bool): ignore the stored batch size; use the longest leading
+                shape every array shares.
+            batch_dims (int, optional): keep at most this many batch dims (turns
+                ``auto_batch_size`` on).
+            batch_size (torch.Size, optional): the batch size to use.
+            non_tensor_as_stack (bool): read string arrays shaped like the batch as
+                :class:`~tensordict.NonTensorStack`.
+            allow_pickle (bool, optional): read pickled non-tensor entries. Defaults to
+                ``None``, which refuses them (``RuntimeError``): a pickle can run code.
+
+        .. note:: Served by the ``td-h5`` distribution (``tensordict.persistent``);
+           without it the call raises ``ImportError``.
+        """
+        return forward_to_sibling("persistent", "from_zarr", cls, args, kwargs)
+
+    def to_store(self, *args: Any, **kwargs: Any) -> Any:
+        """Uploads the TensorDict to a Redis-protocol server and returns a TensorDict backed by it.
+
+        A lazy stack (stacked along dim 0) gives a
+        :class:`~tensordict.store.LazyStackedTensorDictStore` (one blob per leaf, elements
+        at offsets; shapes may differ between elements); any other TensorDict gives a
+        :class:`~tensordict.store.TensorDictStore`. All leaves are written in one transaction.
+
+        Keyword Args:
+            backend (str): ``"redis"`` or ``"dragonfly"``. Defaults to ``"redis"``.
+            host (str): the server's host. Defaults to ``"localhost"``.
+            port (int): the server's port. Defaults to ``6379``.
+            db (int): the database number. Defaults to ``0``.
+            unix_socket_path (str, optional): a Unix socket to connect through instead.
+            prefix (str): the key namespace on the server. Defaults to ``"tensordict"``.
+            device (torch.device, optional): where reads put tensors; defaults to ``td.device``.
+            **kwargs: the other keywords of :class:`~tensordict.store.TensorDictStore`
+                (``password``, ``ssl``, ``allow_pickle``, ...).
+
+        Returns:
+            TensorDictStore or LazyStackedTensorDictStore: batch size ``td.batch_size``.
+
+        Raises:
+            ConnectionError: the server cannot be reached (the message names it).
+            TypeError: a leaf cannot be stored (a non-JSON object without ``allow_pickle=True``).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> st = TensorDict(obs=torch.zeros(8, 3), batch_size=[8]).to_store(port=PORT)  # doctest: +SKIP
+            >>> type(st).__name__, st[2:4]["obs"].shape  # doctest: +SKIP
+            ('TensorDictStore', torch.Size([2, 3]))
+
+        .. note:: Served by the ``td-store`` distribution (``tensordict.store``);
+           without it the call raises ``ImportError``.
+        """
+        return forward_to_sibling("store", "to_store", self, args, kwargs)
+
     def send(self, *args: Any, **kwargs: Any) -> None:
         """Sends the TensorDict to rank ``dst``, which receives it with :meth:`recv` (or :meth:`irecv`).
 

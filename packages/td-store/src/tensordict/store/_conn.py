@@ -1,0 +1,273 @@
+"""The connection to a Redis-protocol server and the key layout of a stored TensorDict.
+
+Every key of one TensorDict carries its id in a hash tag (``{<td_id>}``), so on a
+cluster all of them live in one slot and multi-key commands (``MGET``, ``MULTI``/``EXEC``,
+scripts) stay legal::
+
+    <prefix>:{<td_id>}:meta      hash    batch_size, device, kind, tensorclass, ...
+    <prefix>:{<td_id>}:schema    hash    one field per stored path -> JSON description
+    <prefix>:{<td_id>}:d:<path>  string  a tensor's raw bytes (C order, little endian)
+                                 string  a JSON value shared by the whole batch
+                                 list    one JSON value per batch element
+
+Server errors are raised as :class:`StoreConnectionError` (a built-in
+``ConnectionError``) or :class:`StoreAuthenticationError` (a ``PermissionError``), both
+naming the server; both also derive from redis-py's own exception classes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import redis
+import redis.exceptions as rexc
+
+__all__ = [
+    "STORE_BACKENDS",
+    "StoreConnectionError",
+    "StoreAuthenticationError",
+    "Connection",
+    "path_field",
+    "field_path",
+]
+
+from typing import Literal
+
+#: The server families a store can talk to (all speak the Redis protocol).
+STORE_BACKENDS = Literal["redis", "dragonfly"]
+_BACKENDS = ("redis", "dragonfly")
+
+#: separates the parts of a nested key in a data key's name and a schema field
+_SEP = "\x1f"
+
+
+class StoreConnectionError(ConnectionError, rexc.ConnectionError):
+    """The server cannot be reached (or went away mid-command); the message names it."""
+
+
+class StoreAuthenticationError(PermissionError, rexc.AuthenticationError):
+    """The server refused the credentials (or asked for some); the message names it."""
+
+
+def path_field(path: tuple) -> str:
+    """The schema field (and data key suffix) of a nested key path."""
+    return _SEP.join(path)
+
+
+def field_path(field: str) -> tuple:
+    return tuple(field.split(_SEP))
+
+
+# Gathers byte runs of several string keys in one atomic call.
+# KEYS: data keys. ARGV[1]: number of runs R; ARGV[2..2R+1]: (first element, count)
+# pairs; then one element size in bytes per key. Returns one string per key.
+_GATHER = """
+local nruns = tonumber(ARGV[1])
+local out = {}
+for k = 1, #KEYS do
+  local esz = tonumber(ARGV[2 * nruns + 1 + k])
+  local parts = {}
+  for r = 0, nruns - 1 do
+    local first = tonumber(ARGV[2 + 2 * r])
+    local count = tonumber(ARGV[3 + 2 * r])
+    parts[#parts + 1] = redis.call('GETRANGE', KEYS[k], first * esz, (first + count) * esz - 1)
+  end
+  out[k] = table.concat(parts)
+end
+return out
+"""
+
+# Scatters byte runs into several string keys in one atomic call; the same layout as
+# _GATHER, with one blob per key appended to ARGV after the element sizes.
+_SCATTER = """
+local nruns = tonumber(ARGV[1])
+local nk = #KEYS
+for k = 1, nk do
+  local esz = tonumber(ARGV[2 * nruns + 1 + k])
+  local blob = ARGV[2 * nruns + 1 + nk + k]
+  local pos = 1
+  for r = 0, nruns - 1 do
+    local first = tonumber(ARGV[2 + 2 * r])
+    local n = tonumber(ARGV[3 + 2 * r]) * esz
+    redis.call('SETRANGE', KEYS[k], first * esz, string.sub(blob, pos, pos + n - 1))
+    pos = pos + n
+  end
+end
+return nk
+"""
+
+# Reads elements of JSON lists (one JSON value per batch element).
+# KEYS: list keys; ARGV: group size per key, then flat element positions.
+_LIST_GATHER = """
+local nk = #KEYS
+local out = {}
+for k = 1, nk do
+  local g = tonumber(ARGV[k])
+  local vals = {}
+  if redis.call('TYPE', KEYS[k]).ok == 'list' then
+    for i = nk + 1, #ARGV do
+      local p = tonumber(ARGV[i]) * g
+      local got = redis.call('LRANGE', KEYS[k], p, p + g - 1)
+      for j = 1, #got do vals[#vals + 1] = got[j] end
+    end
+  else
+    local v = redis.call('GET', KEYS[k])
+    if v then vals[1] = v end
+  end
+  out[k] = vals
+end
+return out
+"""
+
+# Writes elements of JSON lists: KEYS[1] the list key; ARGV[1] the number of elements of
+# the whole list, ARGV[2] the group size, then (position, value) pairs. A shared JSON
+# string is first expanded into a list of that many copies.
+_LIST_SCATTER = """
+local key = KEYS[1]
+local n = tonumber(ARGV[1])
+local g = tonumber(ARGV[2])
+local t = redis.call('TYPE', key).ok
+if t ~= 'list' then
+  local v = 'null'
+  if t == 'string' then v = redis.call('GET', key) end
+  redis.call('DEL', key)
+  for i = 1, n do redis.call('RPUSH', key, v) end
+end
+for i = 3, #ARGV, 2 do
+  redis.call('LSET', key, tonumber(ARGV[i]) * g, ARGV[i + 1])
+end
+return 1
+"""
+
+
+class Connection:
+    """A redis-py client plus what is needed to name the server, rebuild the client in
+    another process (pickling) and run the store's scripts.
+
+    Errors of the client are re-raised as :class:`StoreConnectionError` /
+    :class:`StoreAuthenticationError` with the server's address in the message. A
+    dropped connection is re-established by the client's pool on the next command.
+    """
+
+    def __init__(
+        self,
+        backend: str = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        client: Any = None,
+        redis_kwargs: dict | None = None,
+    ) -> None:
+        if backend not in _BACKENDS:
+            msg = f"backend must be one of {_BACKENDS}, got {backend!r}."
+            raise ValueError(msg)
+        self.backend = backend
+        self.host = host
+        self.port = int(port)
+        self.db = int(db)
+        self.unix_socket_path = unix_socket_path
+        self.redis_kwargs = dict(redis_kwargs or {})
+        self._owns_client = client is None
+        if client is None:
+            kwargs = dict(self.redis_kwargs)
+            if unix_socket_path is not None:
+                client = redis.Redis(unix_socket_path=unix_socket_path, db=self.db, **kwargs)
+            else:
+                client = redis.Redis(host=host, port=self.port, db=self.db, **kwargs)
+        else:
+            ck = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+            self.host = ck.get("host", host)
+            self.port = int(ck.get("port", port))
+            self.db = int(ck.get("db", db))
+            self.unix_socket_path = ck.get("path", unix_socket_path)
+        self.client = client
+        self._scripts: dict = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ naming
+    @property
+    def server(self) -> str:
+        """``host:port/db`` (or ``unix:<path>/db``): how errors name the server."""
+        where = f"unix:{self.unix_socket_path}" if self.unix_socket_path else f"{self.host}:{self.port}"
+        return f"{where}/{self.db}"
+
+    def handle(self) -> dict:
+        """What another process needs to open the same server (see ``__reduce__``)."""
+        kwargs = dict(self.redis_kwargs)
+        if not self._owns_client:
+            ck = dict(getattr(self.client.connection_pool, "connection_kwargs", {}))
+            for drop in ("host", "port", "db", "path", "connection_class"):
+                ck.pop(drop, None)
+            kwargs = {k: v for k, v in ck.items() if _picklable(v)}
+        return {
+            "backend": self.backend,
+            "host": self.host,
+            "port": self.port,
+            "db": self.db,
+            "unix_socket_path": self.unix_socket_path,
+            "redis_kwargs": kwargs,
+        }
+
+    # ------------------------------------------------------------------ calls
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Runs ``fn(*args, **kwargs)`` (a client or pipeline method), translating errors."""
+        try:
+            return fn(*args, **kwargs)
+        except rexc.AuthenticationError as err:
+            raise self._auth_error(err) from err
+        except rexc.ResponseError as err:
+            text = str(err)
+            if text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")) or "Authentication required" in text:
+                raise self._auth_error(err) from err
+            raise
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as err:
+            if isinstance(err, (StoreConnectionError, StoreAuthenticationError)):
+                raise
+            msg = (
+                f"Lost or could not open the connection to the {self.backend} server at {self.server} "
+                f"({type(err).__name__}: {err}). Check that the server runs and is reachable; "
+                "the next call reconnects."
+            )
+            raise StoreConnectionError(msg) from err
+
+    def _auth_error(self, err: Exception) -> StoreAuthenticationError:
+        msg = (
+            f"The {self.backend} server at {self.server} refused the connection's credentials "
+            f"({err}). Pass password=... (and username=... for an ACL user) to the store."
+        )
+        return StoreAuthenticationError(msg)
+
+    def execute(self, pipe: Any) -> list:
+        return self.call(pipe.execute)
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        return self.client.pipeline(transaction=transaction)
+
+    def script(self, name: str) -> Any:
+        s = self._scripts.get(name)
+        if s is None:
+            s = self.client.register_script({"gather": _GATHER, "scatter": _SCATTER, "lgather": _LIST_GATHER, "lscatter": _LIST_SCATTER}[name])
+            self._scripts[name] = s
+        return s
+
+    def run_script(self, name: str, keys: list, args: list) -> Any:
+        return self.call(self.script(name), keys=keys, args=args)
+
+    def close(self) -> None:
+        if self._owns_client:
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection is not an error
+                pass
+
+
+def _picklable(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool, bytes, tuple, list, dict))
+
+
+def dumps_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

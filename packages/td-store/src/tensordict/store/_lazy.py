@@ -1,0 +1,3 @@
+"""placeholder"""
+class LazyStackedTensorDictStore:  # replaced below
+    pass

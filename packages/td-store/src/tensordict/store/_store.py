@@ -1,0 +1,1116 @@
+"""``TensorDictStore``: a TensorDict whose leaves live in a Redis-protocol server."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import uuid
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,
+    unravel_key,
+)
+from tensordict.base import NO_DEFAULT
+
+from tensordict.store._codec import StoreDataError, dtype_tag, nbytes, parse_entry, tensor_to_bytes
+from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, field_path, path_field
+from tensordict.store._io import (
+    as_nontensor,
+    build_td,
+    decode_leaf,
+    flatten_value,
+    leaf_commands,
+    positions,
+    runs_of,
+)
+
+__all__ = ["TensorDictStore", "STORE_BACKENDS"]
+
+_MISSING: Any = object()
+
+
+class _Root:
+    """What every node of one stored TensorDict shares: connection, ids, schema cache."""
+
+    __slots__ = ("conn", "namespace", "td_id", "base", "cache", "allow_pickle", "tensorclass")
+
+    def __init__(self, conn: Connection, namespace: str, td_id: str, cache: bool, allow_pickle: bool) -> None:
+        self.conn = conn
+        self.namespace = namespace
+        self.td_id = td_id
+        self.base = f"{namespace}:{{{td_id}}}:"
+        self.cache: dict | None = {} if cache else None
+        self.allow_pickle = allow_pickle
+        self.tensorclass: str | None = None
+
+    @property
+    def meta_key(self) -> str:
+        return self.base + "meta"
+
+    @property
+    def schema_key(self) -> str:
+        return self.base + "schema"
+
+    def data_key(self, field: str) -> str:
+        return self.base + "d:" + field
+
+    # ------------------------------------------------------------------ schema
+    def entries(self, refresh: bool = False) -> dict:
+        """``{path: entry}`` for every stored path (from the cache unless ``refresh``)."""
+        cache = self.cache
+        if cache is not None and not refresh and cache.get("__loaded__"):
+            return cache["entries"]
+        conn = self.conn
+        raw = conn.call(conn.client.hgetall, self.schema_key)
+        server = conn.server
+        out = {}
+        for f, v in raw.items():
+            field = f.decode() if isinstance(f, bytes) else f
+            out[field_path(field)] = parse_entry(v, field_path(field), server)
+        if cache is not None:
+            cache["entries"] = out
+            cache["__loaded__"] = True
+        return out
+
+    def entry(self, path: tuple) -> dict | None:
+        entries = self.entries()
+        e = entries.get(path)
+        if e is None and self.cache is not None:
+            e = self.entries(refresh=True).get(path)
+        return e
+
+    def remember(self, path: tuple, entry: dict | None) -> None:
+        cache = self.cache
+        if cache is not None and cache.get("__loaded__"):
+            if entry is None:
+                cache["entries"].pop(path, None)
+            else:
+                cache["entries"][path] = parse_entry(dumps_json(entry), path, "")
+
+    def forget_under(self, path: tuple) -> None:
+        cache = self.cache
+        if cache is not None and cache.get("__loaded__"):
+            n = len(path)
+            for p in [p for p in cache["entries"] if p[:n] == path]:
+                del cache["entries"][p]
+
+
+class TensorDictStore(TensorDictBase):
+    """A TensorDict whose leaves live in a Redis-protocol key-value server.
+
+    Several processes (on several machines) open the same data by its ``td_id`` and
+    read and write it; the data may be larger than one process's memory. Each tensor
+    leaf is one string on the server (its raw bytes); an indexed read or write touches
+    only the bytes of the selected batch elements, in one round trip and one atomic
+    server-side call (a read never sees half of a write). Non-tensor leaves are JSON.
+
+    Shapes: every leaf's shape starts with ``batch_size``; ``td[index]`` returns an
+    in-memory :class:`~tensordict.TensorDict` of the selected elements; ``td[key]``
+    returns the whole leaf (a tensor, a nested :class:`TensorDictStore`, or the
+    non-tensor value).
+
+    Keyword Args:
+        backend (str): ``"redis"`` or ``"dragonfly"`` (a label; both speak the Redis
+            protocol, as do Valkey and KeyDB). Defaults to ``"redis"``.
+        host (str): the server's host. Defaults to ``"localhost"``.
+        port (int): the server's port. Defaults to ``6379``.
+        db (int): the database number. Defaults to ``0``.
+        unix_socket_path (str, optional): a Unix socket to connect through instead.
+        prefix (str): the namespace of the keys on the server. Defaults to ``"tensordict"``.
+        batch_size (torch.Size or list of int, optional): the batch size of a new store
+            (read from the server when ``td_id`` names an existing one).
+        device (torch.device, optional): where tensors read from the server are put.
+        client (redis.Redis, optional): an existing client to use (not closed by :meth:`close`).
+        td_id (str, optional): the id of the stored TensorDict; a new UUID by default.
+        cache_metadata (bool): keep the shapes and dtypes of the leaves in this process
+            (no metadata round trip per read). Defaults to ``True``.
+        allow_pickle (bool): store values that JSON cannot carry as pickles and unpickle
+            them on read. Defaults to ``False``: nothing read from the server is unpickled.
+        **redis_kwargs: passed to ``redis.Redis`` (``password``, ``username``, ``ssl``,
+            ``socket_timeout``, ``socket_connect_timeout``, ...).
+
+    Raises:
+        ConnectionError: the server cannot be reached (the message names it).
+        PermissionError: the server refused the credentials.
+        ValueError: ``batch_size`` differs from that of the stored ``td_id``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict.store import TensorDictStore
+        >>> td = TensorDictStore(batch_size=[10], port=PORT)  # doctest: +SKIP
+        >>> td["obs"] = torch.randn(10, 3)  # doctest: +SKIP
+        >>> td[2:5]["obs"].shape  # doctest: +SKIP
+        torch.Size([3, 3])
+    """
+
+    _is_tensorclass = False
+
+    def __init__(
+        self,
+        *,
+        backend: STORE_BACKENDS = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        batch_size: Any = None,
+        device: Any = None,
+        client: Any = None,
+        td_id: str | None = None,
+        cache_metadata: bool = True,
+        allow_pickle: bool = False,
+        **redis_kwargs: Any,
+    ) -> None:
+        conn = Connection(backend, host, port, db, unix_socket_path, client, redis_kwargs)
+        new = td_id is None
+        td_id = str(uuid.uuid4()) if new else str(td_id)
+        root = _Root(conn, prefix, td_id, cache_metadata, allow_pickle)
+        bs = torch.Size([] if batch_size is None else ([batch_size] if isinstance(batch_size, int) else batch_size))
+        device = None if device is None else torch.device(device)
+        if not new:
+            meta = _read_meta(root)
+            if meta is not None:
+                stored = torch.Size(meta["batch_size"])
+                if batch_size is not None and bs != stored:
+                    msg = (
+                        f"TensorDictStore {td_id!r} on {conn.server} has batch_size {tuple(stored)}, "
+                        f"got batch_size={tuple(bs)}."
+                    )
+                    raise ValueError(msg)
+                bs = stored
+                root.tensorclass = meta.get("tensorclass") or None
+                if device is None and meta.get("device"):
+                    device = torch.device(meta["device"])
+                self._init_node(root, (), bs, device)
+                return
+        _write_meta(root, bs, device)
+        self._init_node(root, (), bs, device)
+
+    def _init_node(self, root: _Root, path: tuple, bs: torch.Size, device: Any) -> None:
+        self._root = root
+        self._path = path
+        self._batch_size = bs
+        self._device = device
+        self._is_locked = False
+        self._is_shallow_copy = False
+
+    @classmethod
+    def _node(cls, root: _Root, path: tuple, bs: torch.Size, device: Any, locked: bool = False) -> TensorDictStore:
+        obj = cls.__new__(cls)
+        obj._init_node(root, path, bs, device)
+        obj._is_locked = locked
+        return obj
+
+    # ------------------------------------------------------------------ upstream's attribute names
+    @property
+    def _td_id(self) -> str:
+        return self._root.td_id
+
+    @property
+    def _backend(self) -> str:
+        return self._root.conn.backend
+
+    @property
+    def _tensorclass_cls(self) -> str | None:
+        return self._root.tensorclass
+
+    @property
+    def _client(self) -> Any:
+        return self._root.conn.client
+
+    def _full_key_path(self, key: Any) -> str:
+        key = unravel_key(key)
+        return path_field((*self._path, *((key,) if isinstance(key, str) else key)))
+
+    @property
+    def _meta_cache(self) -> dict | None:
+        """``{full key path: (shape, dtype)}`` of the cached tensor leaves (``None`` when
+        ``cache_metadata=False``)."""
+        cache = self._root.cache
+        if cache is None:
+            return None
+        return {path_field(p): (e["shape"], e["dtype"]) for p, e in cache.get("entries", {}).items() if e["t"] == "tensor"}
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_tensordict(
+        cls,
+        td: TensorDictBase,
+        *,
+        backend: STORE_BACKENDS = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        device: Any = None,
+        **kwargs: Any,
+    ) -> TensorDictStore:
+        """Uploads ``td`` (a TensorDict or tensorclass) and returns a store on it.
+
+        All leaves are written in one transaction. A tensorclass's class path is stored
+        so that :meth:`from_store` can give an instance of it back.
+
+        Args:
+            td (TensorDictBase or tensorclass): the data; its batch size becomes the store's.
+
+        Keyword Args:
+            backend, host, port, db, unix_socket_path, prefix: as for :class:`TensorDictStore`.
+            device (torch.device, optional): the store's device; defaults to ``td.device``.
+            **kwargs: the other keywords of :class:`TensorDictStore`.
+
+        Returns:
+            TensorDictStore: batch size ``td.batch_size``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> from tensordict.store import TensorDictStore
+            >>> src = TensorDict(obs=torch.zeros(4, 3), batch_size=[4])
+            >>> st = TensorDictStore.from_tensordict(src, port=PORT)  # doctest: +SKIP
+            >>> st["obs"].shape  # doctest: +SKIP
+            torch.Size([4, 3])
+        """
+        tc_path = None
+        if getattr(type(td), "_is_tensorclass", False):
+            tc_path = f"{type(td).__module__}.{type(td).__qualname__}"
+            td = td.to_tensordict()
+        elif not isinstance(td, TensorDictBase):
+            msg = f"from_tensordict expects a TensorDictBase or a tensorclass instance, got {type(td).__name__}."
+            raise TypeError(msg)
+        kwargs.pop("batch_size", None)
+        store = cls(
+            backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
+            batch_size=td.batch_size, device=device if device is not None else td.device, **kwargs,
+        )
+        store._write_tree(td, tensorclass=tc_path)
+        return store
+
+    @classmethod
+    def from_dict(
+        cls,
+        input_dict: Any,
+        *,
+        backend: STORE_BACKENDS = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        auto_batch_size: bool = False,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        names: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> TensorDictStore:
+        """Builds a TensorDict from ``input_dict`` (as :meth:`TensorDict.from_dict`) and uploads it.
+
+        Args:
+            input_dict (dict or TensorDictBase): the data.
+
+        Keyword Args:
+            auto_batch_size, batch_size, batch_dims, names: as for :meth:`TensorDict.from_dict`.
+            backend, host, port, db, unix_socket_path, prefix, device, **kwargs: as for
+                :meth:`from_tensordict`.
+
+        Returns:
+            TensorDictStore.
+        """
+        if isinstance(input_dict, TensorDictBase) and batch_size is None and not auto_batch_size:
+            td = input_dict
+        else:
+            td = TensorDict.from_dict(
+                input_dict, batch_size=batch_size, device=device, batch_dims=batch_dims,
+                auto_batch_size=auto_batch_size or (batch_size is None and batch_dims is None),
+            )
+        return cls.from_tensordict(
+            td, backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
+            device=device, **kwargs,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        schema: dict,
+        *,
+        batch_size: Any = None,
+        backend: STORE_BACKENDS = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        device: Any = None,
+        **kwargs: Any,
+    ) -> TensorDictStore:
+        """A new store with zero-filled leaves of the given feature shapes and dtypes.
+
+        The server allocates each leaf (``SETRANGE`` of its last byte); no data goes
+        through this process. Use it for a replay buffer whose layout is known.
+
+        Args:
+            schema (dict): ``{key: (feature_shape, dtype)}``; a leaf has shape
+                ``[*batch_size, *feature_shape]``. Keys may be nested tuples.
+
+        Keyword Args:
+            batch_size (torch.Size or list of int, optional): defaults to ``[]``.
+            backend, host, port, db, unix_socket_path, prefix, device, **kwargs: as for
+                :class:`TensorDictStore`.
+
+        Returns:
+            TensorDictStore.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict.store import TensorDictStore
+            >>> rb = TensorDictStore.from_schema({"obs": ([64], torch.float32)}, batch_size=[1000], port=PORT)  # doctest: +SKIP
+            >>> rb["obs"].sum().item()  # doctest: +SKIP
+            0.0
+        """
+        store = cls(
+            backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
+            batch_size=batch_size, device=device, **kwargs,
+        )
+        root = store._root
+        bs = list(store._batch_size)
+        pipe = root.conn.pipeline()
+        for key, spec in schema.items():
+            feat, dtype = spec
+            path = unravel_key(key)
+            path = (path,) if isinstance(path, str) else tuple(path)
+            shape = [*bs, *feat]
+            entry = {"t": "tensor", "shape": shape, "dtype": dtype_tag(dtype)}
+            size = nbytes(shape, dtype)
+            dkey = root.data_key(path_field(path))
+            pipe.delete(dkey)
+            if size:
+                pipe.setrange(dkey, size - 1, b"\0")
+            else:
+                pipe.set(dkey, b"")
+            pipe.hset(root.schema_key, path_field(path), dumps_json(entry))
+            root.remember(path, entry)
+        root.conn.execute(pipe)
+        return store
+
+    @classmethod
+    def from_store(
+        cls,
+        *,
+        backend: STORE_BACKENDS = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        td_id: str,
+        device: Any = None,
+        tensorclass_cls: type | str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Opens the stored TensorDict ``td_id`` (written by another handle, process or machine).
+
+        Keyword Args:
+            td_id (str): the id (``store._td_id`` of the writer).
+            device (torch.device, optional): overrides the stored device.
+            tensorclass_cls (type or str, optional): wrap the store in this tensorclass.
+                By default the class recorded by :meth:`from_tensordict` is used when its
+                module is already imported in this process (no module is imported on the
+                server's word); otherwise a warning is issued and the store is returned.
+            backend, host, port, db, unix_socket_path, prefix, **kwargs: as for :class:`TensorDictStore`.
+
+        Returns:
+            TensorDictStore, or a tensorclass instance wrapping one.
+
+        Raises:
+            KeyError: no TensorDictStore ``td_id`` on the server.
+        """
+        conn = Connection(backend, host, port, db, unix_socket_path, kwargs.get("client"), {
+            k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata", "allow_pickle")
+        })
+        root = _Root(conn, prefix, str(td_id), True, False)
+        meta = _read_meta(root)
+        conn.close()
+        if meta is None:
+            msg = f"No TensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {conn.server}."
+            raise KeyError(msg)
+        store = cls(
+            backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
+            td_id=td_id, device=device, **kwargs,
+        )
+        cls_ref = tensorclass_cls if tensorclass_cls is not None else store._root.tensorclass
+        if cls_ref is None:
+            return store
+        tc = _resolve_class(cls_ref, explicit=tensorclass_cls is not None)
+        if tc is None:
+            return store
+        return tc.from_tensordict(store)
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Closes the connection (a ``client=`` passed in is left open). Data stays on the server."""
+        self._root.conn.close()
+
+    def clear_redis(self) -> None:
+        """Deletes every key of this stored TensorDict from the server (all of ``td_id``)."""
+        root = self._root
+        conn = root.conn
+        pattern = _glob_escape(root.base) + "*"
+        keys = list(conn.call(lambda: list(conn.client.scan_iter(match=pattern, count=1000))))
+        if keys:
+            conn.call(conn.client.delete, *keys)
+        if root.cache is not None:
+            root.cache.clear()
+
+    def __reduce__(self) -> tuple:
+        root = self._root
+        state = {
+            "handle": root.conn.handle(),
+            "prefix": root.namespace,
+            "td_id": root.td_id,
+            "path": self._path,
+            "batch_size": list(self._batch_size),
+            "device": None if self._device is None else str(self._device),
+            "cache": root.cache is not None,
+            "allow_pickle": root.allow_pickle,
+            "tensorclass": root.tensorclass,
+            "locked": self._is_locked,
+        }
+        return (_rebuild, (type(self), state))
+
+    def __enter__(self) -> TensorDictStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch size (stored on the server with the data)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Any) -> None:
+        new = torch.Size([value] if isinstance(value, int) else value)
+        if new == self._batch_size:
+            return
+        msg = "The batch_size of a TensorDictStore is fixed; use to_tensordict() for an in-memory copy."
+        raise RuntimeError(msg)
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where tensors read from the server are put (``None``: CPU, no device)."""
+        return self._device
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        msg = "device cannot be set directly on a TensorDictStore; use td.to(device) for an in-memory copy."
+        raise RuntimeError(msg)
+
+    def clear_device_(self) -> TensorDictStore:
+        self._device = None
+        return self
+
+    @property
+    def names(self) -> list:
+        return [None] * len(self._batch_size)
+
+    @names.setter
+    def names(self, value: Any) -> None:
+        if value is not None and any(v is not None for v in value):
+            msg = "TensorDictStore does not support dim names."
+            raise RuntimeError(msg)
+
+    def _has_names(self) -> bool:
+        return False
+
+    def is_shared(self) -> bool:
+        return False
+
+    def is_contiguous(self) -> bool:
+        """``False``: the data is on a server."""
+        return False
+
+    def share_memory_(self) -> TensorDictStore:
+        msg = "A TensorDictStore lives on a server and cannot be put in shared memory; use to_tensordict() first."
+        raise NotImplementedError(msg)
+
+    def _set_lock_flag(self, value: bool) -> None:
+        self._is_locked = value
+
+    def _batch_transform(self, fn: Any, nd: Any = None, names: Any = None) -> Any:
+        msg = (
+            "Shape operations (view, permute, unsqueeze, squeeze, ...) are not supported on a "
+            "TensorDictStore; call to_tensordict() first."
+        )
+        raise RuntimeError(msg)
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:
+        return self._batch_transform(None)
+
+    permute = unsqueeze = squeeze = reshape = transpose = flatten = unflatten = expand = view
+
+    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
+        return TensorDict(
+            source,
+            batch_size=self._batch_size if batch_size is None else batch_size,
+            device=self._device if device is NO_DEFAULT else device,
+        )
+
+    # ------------------------------------------------------------------ schema views
+    def _subtree(self, refresh: bool = False) -> tuple:
+        """``(nodes, leaves)``: ``{rel path: abs bs}`` and ``{rel path: entry}`` under this node."""
+        entries = self._root.entries(refresh)
+        base = self._path
+        n = len(base)
+        nodes: dict = {}
+        leaves: dict = {}
+        for p, e in entries.items():
+            if len(p) > n and p[:n] == base:
+                rel = p[n:]
+                if e["t"] == "td":
+                    nodes[rel] = e["bs"]
+                else:
+                    leaves[rel] = e
+        return nodes, leaves
+
+    def _children(self, refresh: bool = True) -> dict:
+        """``{name: entry or None}`` of the direct children (``None``: an implicit node)."""
+        nodes, leaves = self._subtree(refresh)
+        out: dict = {}
+        for rel, e in leaves.items():
+            out.setdefault(rel[0], e if len(rel) == 1 else None)
+        for rel, bs in nodes.items():
+            if len(rel) == 1:
+                out[rel[0]] = {"t": "td", "bs": bs}
+            else:
+                out.setdefault(rel[0], None)
+        return out
+
+    def _child_node(self, name: str, entry: dict | None) -> TensorDictStore:
+        bs = torch.Size(entry["bs"]) if entry is not None else self._batch_size
+        return TensorDictStore._node(self._root, (*self._path, name), bs, self._device, self._is_locked)
+
+    # ------------------------------------------------------------------ primitives
+    def _keys_raw(self) -> list:
+        return sorted(self._children(refresh=True))
+
+    def _items_raw(self) -> list:
+        return [(k, self._get_raw(k)) for k in self._keys_raw()]
+
+    def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
+        root = self._root
+        path = (*self._path, key)
+        entry = root.entry(path)
+        if entry is None:
+            n = len(path)
+            if any(p[:n] == path for p in root.entries()) or (
+                root.cache is not None and any(p[:n] == path for p in root.entries(refresh=True))
+            ):
+                return self._child_node(key, None)
+            return default
+        if entry["t"] == "td":
+            return self._child_node(key, entry)
+        conn = root.conn
+        dkey = root.data_key(path_field(path))
+        raw = conn.call(conn.client.lrange, dkey, 0, -1) if entry["t"] == "jsonl" else conn.call(conn.client.get, dkey)
+        return decode_leaf(entry, raw, path, conn.server, root.allow_pickle, self._device)
+
+    def _create_nested(self, key: str) -> TensorDictBase:
+        out = self._get_raw(key, _MISSING)
+        if out is _MISSING:
+            if self.is_locked:
+                msg = f"Cannot create the nested key {key!r}: the TensorDictStore is locked."
+                raise RuntimeError(msg)
+            root = self._root
+            path = (*self._path, key)
+            entry = {"t": "td", "bs": list(self._batch_size)}
+            root.conn.call(root.conn.client.hset, root.schema_key, path_field(path), dumps_json(entry))
+            root.remember(path, entry)
+            return self._child_node(key, entry)
+        if not isinstance(out, TensorDictBase):
+            msg = f"Cannot write a nested key under {key!r}: it holds a {type(out).__name__}, not a TensorDict."
+            raise KeyError(msg)
+        return out
+
+    def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
+        root = self._root
+        path = (*self._path, key)
+        nodes: list = []
+        leaves: list = []
+        flatten_value(value, path, nodes, leaves)
+        pipe = root.conn.pipeline()
+        self._queue_delete(pipe, path)
+        written = []
+        for p, bs in nodes:
+            entry = {"t": "td", "bs": bs}
+            pipe.hset(root.schema_key, path_field(p), dumps_json(entry))
+            written.append((p, entry))
+        for p, leaf in leaves:
+            written.append((p, leaf_commands(pipe, root.data_key, root.schema_key, p, leaf, root.allow_pickle)))
+        root.conn.execute(pipe)
+        root.forget_under(path)
+        for p, e in written:
+            root.remember(p, e)
+
+    def _queue_delete(self, pipe: Any, path: tuple) -> None:
+        root = self._root
+        n = len(path)
+        for p in [p for p in root.entries(refresh=root.cache is None) if p[:n] == path]:
+            pipe.delete(root.data_key(path_field(p)))
+            pipe.hdel(root.schema_key, path_field(p))
+
+    def _del_raw(self, key: str) -> None:
+        root = self._root
+        path = (*self._path, key)
+        pipe = root.conn.pipeline()
+        self._queue_delete(pipe, path)
+        root.conn.execute(pipe)
+        root.forget_under(path)
+
+    def _write_tree(self, td: TensorDictBase, tensorclass: str | None = None) -> None:
+        """Writes every entry of ``td`` (batch size checked) in one transaction."""
+        root = self._root
+        pipe = root.conn.pipeline()
+        written = []
+        for key, value in td.items():
+            path = (*self._path, key)
+            value = self._convert_value(key, value)
+            nodes: list = []
+            leaves: list = []
+            flatten_value(value, path, nodes, leaves)
+            for p, bs in nodes:
+                entry = {"t": "td", "bs": bs}
+                pipe.hset(root.schema_key, path_field(p), dumps_json(entry))
+                written.append((p, entry))
+            for p, leaf in leaves:
+                written.append((p, leaf_commands(pipe, root.data_key, root.schema_key, p, leaf, root.allow_pickle)))
+        if tensorclass is not None:
+            pipe.hset(root.meta_key, "tensorclass", tensorclass)
+            root.tensorclass = tensorclass
+        root.conn.execute(pipe)
+        for p, e in written:
+            root.remember(p, e)
+
+    def entry_class(self, key: Any) -> type:
+        """The class of the value under ``key`` (``torch.Tensor``, ``TensorDictStore``,
+        ``NonTensorData`` or ``NonTensorStack``), from metadata only."""
+        key = unravel_key(key)
+        path = (*self._path, *((key,) if isinstance(key, str) else key))
+        root = self._root
+        entry = root.entry(path)
+        if entry is None:
+            n = len(path)
+            if any(p[:n] == path for p in root.entries(refresh=True)):
+                return TensorDictStore
+            msg = f"key {key!r} not found in the TensorDictStore {root.td_id!r}."
+            raise KeyError(msg)
+        return {"tensor": torch.Tensor, "td": TensorDictStore, "jsonl": NonTensorStack}.get(entry["t"], NonTensorData)
+
+    def get_item_shape(self, key: Any) -> torch.Size:
+        """The shape of the leaf ``key`` from metadata (no data read)."""
+        key = unravel_key(key)
+        path = (*self._path, *((key,) if isinstance(key, str) else key))
+        entry = self._root.entry(path)
+        if entry is None:
+            return self.get(key).batch_size
+        if entry["t"] == "tensor":
+            return torch.Size(entry["shape"])
+        return torch.Size(entry.get("bs", self._batch_size))
+
+    # ------------------------------------------------------------------ whole reads
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Reads the whole (sub)tree into an in-memory :class:`~tensordict.TensorDict`.
+
+        One round trip: every tensor and JSON leaf with one ``MGET``, one ``LRANGE`` per
+        per-element non-tensor leaf, in one transaction (a consistent snapshot).
+
+        Returns:
+            TensorDict: batch size ``batch_size``, on ``device``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> st = TensorDict(a=torch.arange(3), batch_size=[3]).to_store(port=PORT)  # doctest: +SKIP
+            >>> st.to_tensordict()["a"]  # doctest: +SKIP
+            tensor([0, 1, 2])
+        """
+        root = self._root
+        conn = root.conn
+        nodes, leaves = self._subtree(refresh=root.cache is None)
+        plain = [(rel, e) for rel, e in leaves.items() if e["t"] != "jsonl"]
+        lists = [(rel, e) for rel, e in leaves.items() if e["t"] == "jsonl"]
+        full = self._path
+        values: dict = {}
+        if plain or lists:
+            keys = [root.data_key(path_field((*full, *rel))) for rel, _ in plain]
+            if not lists:
+                got = [conn.call(conn.client.mget, keys)] if keys else [[]]
+            else:
+                pipe = conn.pipeline()
+                if keys:
+                    pipe.mget(keys)
+                for rel, _ in lists:
+                    pipe.lrange(root.data_key(path_field((*full, *rel))), 0, -1)
+                got = conn.execute(pipe)
+                if not keys:
+                    got = [[], *got]
+            server = conn.server
+            for (rel, e), raw in zip(plain, got[0]):
+                values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
+            for (rel, e), raw in zip(lists, got[1:]):
+                values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
+        return build_td((), list(self._batch_size), nodes, values, self._device)
+
+    def to_local(self) -> TensorDict:
+        """Alias of :meth:`to_tensordict` (deprecated in tensordict 0.15; kept without a warning here)."""
+        return self.to_tensordict()
+
+    def contiguous(self, *args: Any, **kwargs: Any) -> TensorDict:
+        """An in-memory copy (:meth:`to_tensordict`)."""
+        return self.to_tensordict()
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictStore:
+        """``recurse=True``: a copy of the data under a new ``td_id`` on the same server
+        (copied server-side); ``recurse=False``: a second handle on the same data."""
+        root = self._root
+        if not recurse:
+            out = TensorDictStore._node(root, self._path, self._batch_size, self._device)
+            out._is_shallow_copy = True
+            return out
+        conn = root.conn
+        new_id = str(uuid.uuid4())
+        new_root = _Root(conn, root.namespace, new_id, root.cache is not None, root.allow_pickle)
+        new_root.tensorclass = root.tensorclass
+        _write_meta(new_root, self._batch_size, self._device)
+        pipe = conn.pipeline()
+        nodes, leaves = self._subtree(refresh=True)
+        for rel, bs in nodes.items():
+            pipe.hset(new_root.schema_key, path_field(rel), dumps_json({"t": "td", "bs": bs}))
+        for rel, e in leaves.items():
+            src = root.data_key(path_field((*self._path, *rel)))
+            pipe.copy(src, new_root.data_key(path_field(rel)), replace=True)
+            out_e = dict(e)
+            if out_e["t"] == "tensor":
+                out_e["dtype"] = dtype_tag(out_e["dtype"])
+            pipe.hset(new_root.schema_key, path_field(rel), dumps_json(out_e))
+        conn.execute(pipe)
+        return TensorDictStore._node(new_root, (), self._batch_size, self._device)
+
+    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDict:
+        """An in-memory TensorDict with this batch size and no keys."""
+        return TensorDict(
+            {}, batch_size=self._batch_size if batch_size is None else batch_size,
+            device=self._device if device is NO_DEFAULT else device,
+        )
+
+    # ------------------------------------------------------------------ indexed reads
+    def _index(self, index: Any) -> TensorDictBase:
+        try:
+            pos = positions(self._batch_size, index)
+        except (IndexError, TypeError, RuntimeError):
+            return self.to_tensordict()[index]
+        return self._gather(pos)
+
+    def _gather(self, pos: torch.Tensor) -> TensorDict:
+        """The elements at flat positions ``pos`` (shaped like the result batch), read
+        in one atomic server call."""
+        root = self._root
+        conn = root.conn
+        bs = self._batch_size
+        nb = len(bs)
+        numel = max(math.prod(bs), 1)
+        out_bs = list(pos.shape)
+        flat = pos.reshape(-1)
+        nodes, leaves = self._subtree(refresh=root.cache is None)
+        full = self._path
+        tensors = [(rel, e) for rel, e in leaves.items() if e["t"] == "tensor"]
+        others = [(rel, e) for rel, e in leaves.items() if e["t"] != "tensor"]
+        runs = runs_of(flat)
+        keys = [root.data_key(path_field((*full, *rel))) for rel, _ in tensors]
+        sizes = [nbytes(e["shape"][nb:], e["dtype"]) for _, e in tensors]
+        args = [len(runs) // 2, *runs, *sizes]
+        lists = [(rel, e) for rel, e in others if e["t"] == "jsonl"]
+        singles = [(rel, e) for rel, e in others if e["t"] != "jsonl"]
+        if not others:
+            blobs = conn.run_script("gather", keys, args) if keys else []
+            lgot: list = []
+            sgot: list = []
+        else:
+            pipe = conn.pipeline()
+            if keys:
+                conn.script("gather")(keys=keys, args=args, client=pipe)
+            lkeys = [root.data_key(path_field((*full, *rel))) for rel, _ in lists]
+            if lkeys:
+                groups = [max(math.prod(e.get("bs", bs)), 1) // numel for _, e in lists]
+                conn.script("lgather")(keys=lkeys, args=[*groups, *flat.tolist()], client=pipe)
+            for rel, _ in singles:
+                pipe.get(root.data_key(path_field((*full, *rel))))
+            got = conn.execute(pipe)
+            blobs = got.pop(0) if keys else []
+            lgot = got.pop(0) if lkeys else []
+            sgot = got
+        server = conn.server
+        values: dict = {}
+        m = flat.numel()
+        device = self._device
+        for (rel, e), blob, esz in zip(tensors, blobs, sizes):
+            from tensordict.store._codec import bytes_to_tensor, check_blob
+
+            path = (*full, *rel)
+            check_blob(blob, esz * m, path, server)
+            t = bytes_to_tensor(blob, [*out_bs, *e["shape"][nb:]], e["dtype"])
+            values[rel] = t if device is None else t.to(device)
+        for (rel, e), raw in zip(lists, lgot):
+            path = (*full, *rel)
+            lbs = e.get("bs", list(bs))
+            vbs = [*out_bs, *lbs[nb:]]
+            from tensordict.store._codec import decode_json
+
+            items = [decode_json(x, path, server) for x in raw]
+            if len(items) == 1 and math.prod(vbs) != 1:  # a shared value stored as a string
+                items = items * math.prod(vbs)
+            if len(items) != math.prod(vbs):
+                msg = f"Key {path!r} on server {server}: expected {math.prod(vbs)} non-tensor values, got {len(items)}."
+                raise StoreDataError(msg)
+            values[rel] = as_nontensor(items, vbs, device)
+        for (rel, e), raw in zip(singles, sgot):
+            path = (*full, *rel)
+            lbs = e.get("bs", list(bs))
+            v = decode_leaf(e, raw, path, server, root.allow_pickle, device)
+            values[rel] = NonTensorData(v.data, batch_size=[*out_bs, *lbs[nb:]], device=device)
+        out_nodes = {rel: [*out_bs, *nbs[nb:]] for rel, nbs in nodes.items()}
+        return build_td((), out_bs, out_nodes, values, device)
+
+    def get_at(self, key: Any, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """``td.get(key)[index]``, reading only the selected elements."""
+        try:
+            view = self._index(index)
+        except KeyError:
+            if default is not NO_DEFAULT:
+                return default
+            raise
+        return view.get(key) if default is NO_DEFAULT else view.get(key, default)
+
+    # ------------------------------------------------------------------ writes
+    def __setitem__(self, index: Any, value: Any) -> None:
+        cls = index.__class__
+        if cls is str or (cls is tuple and index and all(i.__class__ is str or i.__class__ is tuple for i in index)):
+            TensorDictBase.__setitem__(self, index, value)
+            return
+        self._write_index(index, value)
+
+    def _write_index(self, index: Any, value: Any) -> None:
+        from tensordict.store._write import scatter
+
+        if self._is_locked:
+            pass  # writes into existing keys are allowed on a locked TensorDict
+        pos = positions(self._batch_size, index)
+        out_bs = torch.Size(pos.shape)
+        if getattr(type(value), "_is_tensorclass", False):
+            value = value.to_tensordict()
+        if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
+            value = TensorDict(value, batch_size=out_bs)
+        if isinstance(value, (torch.Tensor, int, float, bool)):
+            _, leaves = self._subtree(refresh=self._root.cache is None)
+            items = []
+            for rel, e in leaves.items():
+                if e["t"] == "tensor":
+                    items.append((rel, torch.as_tensor(value, dtype=e["dtype"])))
+            scatter(self, pos, items, [], broadcast=True)
+            return
+        if not (isinstance(value, TensorDictBase) or is_tensor_collection(value)):
+            msg = f"Cannot write a {type(value).__name__} at index {index!r} of a TensorDictStore: pass a TensorDict or a dict."
+            raise TypeError(msg)
+        if value.batch_size != out_bs:
+            try:
+                value = value.expand(out_bs) if len(value.batch_size) <= len(out_bs) else value
+            except (RuntimeError, ValueError):
+                pass
+            if value.batch_size[: len(out_bs)] != out_bs:
+                msg = (
+                    f"batch dimension mismatch: the indexed destination has batch size {tuple(out_bs)} at "
+                    f"index {index!r}, the value has batch size {tuple(value.batch_size)}."
+                )
+                raise RuntimeError(msg)
+        nodes: list = []
+        leaves: list = []
+        flatten_value(value, (), nodes, leaves)
+        scatter(self, pos, leaves, nodes)
+
+    def set_at_(self, key: Any, value: Any, index: Any, *, non_blocking: bool = False) -> TensorDictStore:
+        """Writes ``value`` into ``td[key][index]``, sending only those elements (one atomic call)."""
+        from tensordict.store._write import scatter
+
+        key = unravel_key(key)
+        rel = (key,) if isinstance(key, str) else tuple(key)
+        entry = self._root.entry((*self._path, *rel))
+        if entry is None:
+            msg = f"key {key!r} not found in the TensorDictStore {self._root.td_id!r}."
+            raise KeyError(msg)
+        pos = positions(self._batch_size, index)
+        if entry["t"] == "tensor":
+            value = torch.as_tensor(value, dtype=entry["dtype"])
+        elif not isinstance(value, (NonTensorData, NonTensorStack)):
+            value = NonTensorData(value, batch_size=list(pos.shape))
+        scatter(self, pos, [(rel, value)], [], broadcast=True)
+        return self
+
+    def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:
+        if isinstance(existing, torch.Tensor) and isinstance(value, torch.Tensor | int | float | bool):
+            value = torch.as_tensor(value, dtype=existing.dtype)
+            try:
+                value = value.expand(existing.shape)
+            except RuntimeError as err:
+                msg = (
+                    f"Failed to update {key!r} in place: expected shape {tuple(existing.shape)} "
+                    f"(or one that broadcasts to it), got {tuple(value.shape)}."
+                )
+                raise ValueError(msg) from err
+            self.set(key, value.contiguous())
+            return
+        super()._write_inplace(key, existing, value)
+
+    def fill_(self, key: Any, value: float | bool) -> TensorDictStore:
+        """Fills the leaf ``key`` with ``value`` (written whole, in one command)."""
+        existing = self.get(key)
+        if isinstance(existing, TensorDictBase):
+            for k in existing.keys(True, True):
+                existing.fill_(k, value)
+            return self
+        self.set(key, torch.full_like(existing, value))
+        return self
+
+    def rename_key_(self, old_key: Any, new_key: Any, safe: bool = False) -> TensorDictStore:
+        """Renames ``old_key`` to ``new_key`` on the server (``RENAME``, one transaction)."""
+        old = unravel_key(old_key)
+        new = unravel_key(new_key)
+        old_p = (*self._path, *((old,) if isinstance(old, str) else old))
+        new_p = (*self._path, *((new,) if isinstance(new, str) else new))
+        if self._is_locked:
+            msg = f"Cannot rename {old_key!r}: the TensorDictStore is locked."
+            raise RuntimeError(msg)
+        root = self._root
+        entries = root.entries(refresh=True)
+        moving = {p: e for p, e in entries.items() if p[: len(old_p)] == old_p}
+        if not moving:
+            msg = f"key {old_key!r} not found in the TensorDictStore {root.td_id!r}."
+            raise KeyError(msg)
+        if safe and any(p[: len(new_p)] == new_p for p in entries):
+            msg = f"key {new_key!r} already present in TensorDict."
+            raise KeyError(msg)
+        pipe = root.conn.pipeline()
+        self._queue_delete(pipe, new_p)
+        for p, e in moving.items():
+            dest = (*new_p, *p[len(old_p) :])
+            raw = root.conn.call(root.conn.client.hget, root.schema_key, path_field(p))
+            if e["t"] != "td":
+                pipe.rename(root.data_key(path_field(p)), root.data_key(path_field(dest)))
+            pipe.hdel(root.schema_key, path_field(p))
+            pipe.hset(root.schema_key, path_field(dest), raw)
+        root.conn.execute(pipe)
+        root.forget_under(old_p)
+        root.forget_under(new_p)
+        if root.cache is not None:
+            root.cache.pop("__loaded__", None)
+        return self
+
+    def popitem(self) -> tuple:
+        keys = self._keys_raw()
+        if not keys:
+            msg = "popitem(): TensorDictStore is empty"
+            raise KeyError(msg)
+        key = keys[-1]
+        return key, self.pop(key)
+
+    # ------------------------------------------------------------------ repr
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(\n    keys={self._keys_raw()!r},\n    batch_size={self._batch_size!r},\n"
+            f"    device={self._device!r},\n    backend={self._backend!r},\n    td_id={self._td_id!r})"
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+def _read_meta(root: _Root) -> dict | None:
+    conn = root.conn
+    raw = conn.call(conn.client.hgetall, root.meta_key)
+    if not raw:
+        return None
+    meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v) for k, v in raw.items()}
+    import json
+
+    try:
+        bs = json.loads(meta.get("batch_size", "[]"))
+        if not isinstance(bs, list) or not all(type(s) is int and s >= 0 for s in bs):
+            raise ValueError(bs)
+    except ValueError as err:
+        msg = f"TensorDictStore {root.td_id!r} on server {conn.server}: invalid batch_size {meta.get('batch_size')!r}."
+        raise StoreDataError(msg) from err
+    meta["batch_size"] = bs
+    return meta
+
+
+def _write_meta(root: _Root, bs: torch.Size, device: Any, **extra: Any) -> None:
+    conn = root.conn
+    mapping = {"batch_size": dumps_json(list(bs)), "device": "" if device is None else str(device), "kind": "td", "version": "1"}
+    mapping.update({k: str(v) for k, v in extra.items()})
+    conn.call(conn.client.hset, root.meta_key, mapping=mapping)
+
+
+def _rebuild(cls: type, state: dict) -> Any:
+    h = state["handle"]
+    root_store = cls.__new__(cls)
+    conn = Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])
+    root = _Root(conn, state["prefix"], state["td_id"], state["cache"], state["allow_pickle"])
+    root.tensorclass = state["tensorclass"]
+    device = None if state["device"] is None else torch.device(state["device"])
+    root_store._init_node(root, tuple(state["path"]), torch.Size(state["batch_size"]), device)
+    root_store._is_locked = state["locked"]
+    return root_store
+
+
+def _resolve_class(ref: Any, explicit: bool) -> Any:
+    if isinstance(ref, type):
+        return ref
+    mod_name, _, qual = str(ref).rpartition(".")
+    mod = sys.modules.get(mod_name)
+    if mod is None and explicit:
+        mod = importlib.import_module(mod_name)
+    if mod is None:
+        warnings.warn(
+            f"The stored TensorDict was written from the tensorclass {ref!r}, whose module is not "
+            "imported in this process; returning the TensorDictStore. Import the module or pass "
+            "tensorclass_cls= to get an instance of the class.",
+            stacklevel=3,
+        )
+        return None
+    obj: Any = mod
+    for part in qual.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            break
+    if not getattr(obj, "_is_tensorclass", False):
+        msg = f"{ref!r} is not a tensorclass."
+        raise TypeError(msg)
+    return obj
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _unused() -> None:  # keep linters quiet about names used only in annotations
+    _ = (LazyStackedTensorDict, tensor_to_bytes)
