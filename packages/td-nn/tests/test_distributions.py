@@ -31,7 +31,8 @@ class TestMappings:
     def test_normal_param_extractor(self):
         loc, scale = NormalParamExtractor()(torch.randn(5, 6))
         assert loc.shape == (5, 3) and (scale >= 1e-4).all()
-        loc, scale = NormalParamExtractor(scale_mapping="exp", scale_lb=0.5)(torch.zeros(2, 2), torch.full((2, 2), -10.0))
+        x = torch.cat([torch.zeros(2, 2), torch.full((2, 2), -10.0)], -1)
+        loc, scale = NormalParamExtractor(scale_mapping="exp", scale_lb=0.5)(x)
         assert loc.shape == (2, 2) and (scale == 0.5).all()
         assert NPE2 is NormalParamExtractor
         with pytest.raises(RuntimeError, match="even"):

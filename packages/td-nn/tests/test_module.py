@@ -550,8 +550,40 @@ class TestAsTensorDictModule:
                 return x * self.scale
 
         assert (Holder().forward(TensorDict(x=torch.ones(2), batch_size=[2]))["y"] == 3).all()
-        with pytest.raises(TypeError, match="expected a TensorDict"):
+        with pytest.raises(KeyError, match="n"):  # one tensor for two inputs: ("n", "b") is missing
             sum_diff(torch.ones(2))
+
+    def test_called_with_tensors_as_015(self):
+        # checked on tensordict 0.15.3: the decorated function is called as a TensorDictModule
+        from tensordict.nn import as_tensordict_module, set_keyword_calls_return_tensors
+
+        @as_tensordict_module(in_keys=["x", ("n", "z")], out_keys=["y", "w"])
+        def f(x, z):
+            return x + 1, z * 2
+
+        y, w = f(torch.ones(2), torch.ones(2))  # positional tensors: the outputs
+        assert (y == 2).all() and (w == 2).all()
+        with set_keyword_calls_return_tensors(True):  # keyword tensors (nested keys joined by "_")
+            y, w = f(x=torch.ones(2), n_z=torch.ones(2))
+        assert (y == 2).all() and (w == 2).all()
+        out = f(x=torch.ones(2), n_z=torch.ones(2))  # our default for keyword calls: the TensorDict
+        assert isinstance(out, TensorDict) and (out["w"] == 2).all()
+        td = TensorDict(x=torch.ones(2), n={"z": torch.ones(2)})
+        assert f(tensordict=td) is td and (td["w"] == 2).all()
+        dest = TensorDict()
+        assert f(td, tensordict_out=dest) is dest and set(dest.keys()) == {"y", "w"}
+        with pytest.raises(TypeError):
+            f(x=torch.ones(2), z=torch.ones(2))  # "z" is not a keyword of the TensorDict call
+        with pytest.raises(KeyError):
+            f(TensorDict(x=torch.ones(2)))
+
+        class Scaled(nn.Module):
+            @as_tensordict_module(in_keys=["x"], out_keys=["y"])
+            def forward(self, x):
+                return x * 3
+
+        assert (Scaled()(torch.ones(2)) == 3).all()
+        assert (Scaled()(TensorDict(x=torch.ones(2)))["y"] == 3).all()
 
 
 class TestCallExtras:

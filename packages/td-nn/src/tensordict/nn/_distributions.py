@@ -475,6 +475,29 @@ class CompositeDistribution(D.Distribution):
         D.Distribution.__init__(obj, params.batch_size, validate_args=False)
         return obj
 
+    def __getitem__(self, key: NestedKey) -> D.Distribution:
+        """The distribution that writes its sample at ``key`` (the key after ``name_map``).
+
+        Raises:
+            KeyError: no distribution writes at ``key``.
+
+        Examples:
+            >>> import torch
+            >>> from torch import distributions as d
+            >>> from tensordict import TensorDict
+            >>> params = TensorDict({"cont": {"loc": torch.zeros(3), "scale": torch.ones(3)}}, [3])
+            >>> CompositeDistribution(params, {"cont": d.Normal})["cont"]
+            Normal(loc: torch.Size([3]), scale: torch.Size([3]))
+        """
+        try:
+            name = unravel_key(key)
+        except (TypeError, RuntimeError):
+            raise KeyError(key) from None
+        for source, written in self.name_map.items():
+            if written == name:
+                return self.dists[source]
+        raise KeyError(key)
+
     def _aggregate(self) -> bool:
         agg = self.aggregate_probabilities
         return composite_lp_aggregate() if agg is None else agg

@@ -135,8 +135,9 @@ class NormalParamExtractor(nn.Module):
             scale. Defaults to ``"biased_softplus_1.0"``.
         scale_lb (float, optional): lower bound of the scale. Defaults to ``1e-4``.
 
-    Inputs: one or more tensors of shape ``[*B, 2 * D]`` (several are concatenated on
-    the last dim first). Outputs: ``loc`` and ``scale``, each ``[*B, D]``.
+    Inputs: a tensor of shape ``[*B, 2 * D]``, then any number of other values.
+    Outputs: ``loc`` and ``scale``, each ``[*B, D]``, followed by the other inputs
+    unchanged (a recurrent state, for instance), as in tensordict 0.15.
 
     Raises:
         RuntimeError: the last dim is odd.
@@ -153,13 +154,15 @@ class NormalParamExtractor(nn.Module):
         self.scale_mapping = mappings(scale_mapping) if isinstance(scale_mapping, str) else scale_mapping
         self.scale_lb = scale_lb
 
-    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        tensor = tensors[0] if len(tensors) == 1 else torch.cat(tensors, -1)
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        tensor, *others = tensors
         if tensor.shape[-1] % 2:
             msg = f"NormalParamExtractor: the last dim must be even (loc and scale halves), got shape {tuple(tensor.shape)}."
             raise RuntimeError(msg)
         loc, scale = tensor.chunk(2, -1)
         scale = self.scale_mapping(scale).clamp_min(self.scale_lb)
+        if others:
+            return (loc, scale, *others)
         return loc, scale
 
 

@@ -662,10 +662,15 @@ def as_tensordict_module(
 ) -> Callable[[Callable], Callable]:
     """Decorator: a function (or method) of tensors becomes a function of a TensorDict.
 
-    The decorated function reads ``in_keys`` from the TensorDict it is given (its last
-    positional argument; ``self`` comes first for a method), passes them positionally
-    to the original function and writes the result(s) at ``out_keys`` in that
-    TensorDict, which it returns.
+    The decorated function is called as a :class:`TensorDictModule` over the original
+    function would be (``self`` comes first for a method, whose first parameter is
+    named ``self``):
+
+    - with a TensorDict (positional, or ``tensordict=``), it reads ``in_keys``, passes
+      them positionally to the original function, writes the result(s) at ``out_keys``
+      (in ``tensordict_out=`` when given) and returns that TensorDict;
+    - with tensors, positional in ``in_keys`` order or as keywords named after the
+      keys (nested keys joined with ``"_"``), it returns the function's output(s).
 
     Args:
         in_keys (NestedKey or list of NestedKey): the entries read, in argument order.
@@ -675,6 +680,7 @@ def as_tensordict_module(
         the decorator.
 
     Raises:
+        KeyError: an input key is missing from the TensorDict.
         ValueError: the function returns a different number of values than ``out_keys``.
 
     Examples:
@@ -685,28 +691,33 @@ def as_tensordict_module(
         ...     return c + 1
         >>> add_one(TensorDict(c=torch.zeros(2), batch_size=[2]))["d"]
         tensor([1., 1.])
+        >>> add_one(c=torch.zeros(2))
+        tensor([1., 1.])
     """
     ins = _normalize_keys(in_keys, "in_keys", "as_tensordict_module")
     outs = _normalize_keys(out_keys, "out_keys", "as_tensordict_module")
 
     def decorator(func: Callable) -> Callable:
-        name = getattr(func, "__name__", "function")
+        try:
+            params = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            params = []
+        if params and params[0] == "self":
 
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not args or not isinstance(args[-1], TensorDictBase):
-                msg = f"{name} (as_tensordict_module): expected a TensorDict as last positional argument."
-                raise TypeError(msg)
-            *head, tensordict = args
-            result = func(*head, *(tensordict.get(k) for k in ins), **kwargs)
-            values = result if isinstance(result, tuple) else (result,)
-            if len(values) != len(outs):
-                msg = f"{name} (as_tensordict_module): returned {len(values)} value(s) for out_keys {outs}."
-                raise ValueError(msg)
-            for key, value in zip(outs, values):
-                tensordict.set(key, value)
-            return tensordict
+            @functools.wraps(func)
+            def method_wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
+                module = TensorDictModule(functools.partial(func, owner), in_keys=ins, out_keys=outs)
+                return module(*args, **kwargs)
 
+            wrapper = method_wrapper
+        else:
+            module = TensorDictModule(func, in_keys=ins, out_keys=outs)
+
+            @functools.wraps(func)
+            def func_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return module(*args, **kwargs)
+
+            wrapper = func_wrapper
         wrapper.in_keys = ins  # type: ignore[attr-defined]
         wrapper.out_keys = outs  # type: ignore[attr-defined]
         return wrapper

@@ -61,8 +61,8 @@ class InteractionType(Enum):
       class only, never on the values, so it can be traced (``torch.export``,
       ``torch.compile``).
 
-    The values are the lower-case names (``InteractionType("mode")``), which is also
-    what ``str()`` gives.
+    The values are the lower-case names (``InteractionType("mode")``, which is also
+    what ``str()`` gives); the constructor accepts any case (``InteractionType("MODE")``).
 
     Examples:
         >>> InteractionType.from_str("RanDom")
@@ -79,6 +79,12 @@ class InteractionType(Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> InteractionType | None:
+        # InteractionType("RANDOM") or ("Random") finds RANDOM, as in tensordict 0.15;
+        # anything else (None returned) raises Enum's ValueError
+        return cls.__members__.get(value.upper()) if isinstance(value, str) else None
 
     @classmethod
     def from_str(cls, type_str: str) -> InteractionType:
