@@ -34,7 +34,9 @@ from tensordict._base import (
     is_tensor_collection,
     set_get_defaults_to_none,
 )
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._compat_upstream import _unravel_key_to_tuple as unravel_key_to_tuple
+from tensordict._keys import NestedKey, unravel_key_list
+from tensordict._keys import public_unravel_key as unravel_key  # () for a tuple that is no key
 from tensordict._leaves import (
     MetaData,
     default_is_leaf,
@@ -93,6 +95,7 @@ __all__ = [
     "from_modules",
     "from_consolidated",
     "from_h5",
+    "from_zarr",
     "from_dataclass",
     "fromkeys",
     "make_tensordict",
@@ -117,6 +120,7 @@ __all__ = [
     "NestedKey",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
     "is_tensor_collection",
     "is_batchedtensor",
     "get_defaults_to_none",
@@ -138,6 +142,20 @@ __all__ = [
     "set_list_to_stack",
     "MetaData",
     "TensorAttrs",
+    "TensorCollection",
+    "NonTensorDataBase",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
+    "PackLayout",
+    "KEY_SEPARATOR",
+    "collate",
+    "group_by",
+    "unpad_sequence",
+    "unravel_key_to_tuple",
+    "is_bool",
+    "is_floating",
+    "is_integer",
+    "is_inexact",
     "__version__",
 ]
 
@@ -166,6 +184,18 @@ _LAZY = {
     "TypedTensorDict": ("tensordict._typed", "TypedTensorDict"),
     "set_printoptions": ("tensordict._repr", "set_printoptions"),
     "get_printoptions": ("tensordict._repr", "get_printoptions"),
+    "TensorCollection": ("tensordict._compat_upstream", "TensorCollection"),
+    "NonTensorDataBase": ("tensordict._nontensor", "NonTensorData"),  # tensordict.tensorclass.NonTensorDataBase
+    "PackLayout": ("tensordict._pack", "PackLayout"),
+    "collate": ("tensordict.functional", "collate"),
+    "group_by": ("tensordict.functional", "group_by"),
+    "unpad_sequence": ("tensordict.functional", "unpad_sequence"),
+    "KEY_SEPARATOR": ("tensordict._utils_public", "KEY_SEPARATOR"),
+    "unravel_key_to_tuple": ("tensordict._utils_public", "unravel_key_to_tuple"),
+    "is_bool": ("tensordict._utils_public", "is_bool"),
+    "is_floating": ("tensordict._utils_public", "is_floating"),
+    "is_integer": ("tensordict._utils_public", "is_integer"),
+    "is_inexact": ("tensordict._utils_public", "is_inexact"),
     # siblings
     "MemoryMappedTensor": ("tensordict.memmap", "MemoryMappedTensor"),
     "memmap": ("tensordict.memmap", "memmap"),
@@ -180,6 +210,7 @@ _LAZY = {
     "append_memmap": ("tensordict.memmap", "append_memmap"),
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
+    "from_zarr": ("tensordict.persistent", "from_zarr"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),
     "as_tensordict_module": ("tensordict.nn", "as_tensordict_module"),
     "TensorClassModuleBase": ("tensordict.nn", "TensorClassModuleBase"),

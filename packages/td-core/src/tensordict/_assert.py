@@ -26,6 +26,7 @@ def assert_allclose_td(
     rtol: float | None = None,
     atol: float | None = None,
     equal_nan: bool = True,
+    intersection: bool = False,
     msg: str = "",
 ) -> bool:
     """Asserts that two TensorDicts hold the same keys and close values, leaf by leaf.
@@ -40,6 +41,8 @@ def assert_allclose_td(
         rtol (float, optional): relative tolerance.
         atol (float, optional): absolute tolerance.
         equal_nan (bool): NaNs compare equal. Defaults to ``True``.
+        intersection (bool): compare only the keys both hold (at every level) instead
+            of requiring equal key sets. Defaults to ``False``.
         msg (str): text appended to the failure message.
 
     Returns:
@@ -76,10 +79,14 @@ def assert_allclose_td(
     ):
         # stacked TensorDict by stacked TensorDict: heterogeneous stacks have no dense form
         for a, b in zip(actual.tensordicts, expected.tensordicts):
-            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
+            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, intersection=intersection, msg=msg)
         return True
     left, right = _leaf_values(actual), _leaf_values(expected)
-    if set(left) != set(right):
+    if intersection:
+        shared = set(left).intersection(right)
+        left = {k: v for k, v in left.items() if k in shared}
+        right = {k: v for k, v in right.items() if k in shared}
+    elif set(left) != set(right):
         keys_msg = (
             f"actual and expected tensordict keys mismatch, got {sorted(left, key=str)} "
             f"and {sorted(right, key=str)} (only in actual: {sorted(set(left) - set(right), key=str)}, "
@@ -89,7 +96,7 @@ def assert_allclose_td(
     for key in sorted(left, key=str):
         a, b = left[key], right[key]
         if is_tensor_collection(a) or is_tensor_collection(b):
-            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
+            assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, intersection=intersection, msg=msg)
             continue
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
             if not (a == b):

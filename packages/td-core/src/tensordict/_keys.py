@@ -7,6 +7,7 @@ strings, and a one-element tuple collapses to its string.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -91,6 +92,59 @@ def unravel_key(key: NestedKey) -> NestedKey:
         return tuple(out)
     msg = f"Key {key!r} of type {type(key).__name__} is not a str or a tuple of str."
     raise TypeError(msg)
+
+
+def _flat_or_none(key: tuple, out: list) -> bool:
+    for sub in key:
+        cls = sub.__class__
+        if cls is str:
+            out.append(sub)
+        elif cls is not tuple or not sub or not _flat_or_none(sub, out):
+            return False
+    return True
+
+
+def public_unravel_key(key: NestedKey) -> NestedKey | tuple[()]:
+    """Unravels a nested key into a ``str`` or a flat tuple of ``str`` (``tensordict.unravel_key``).
+
+    Nested tuples are flattened and a tuple holding one str gives that str, so equal
+    keys compare equal. A tuple that is not a key (it holds an int, a slice, an empty
+    tuple, or is empty itself) unravels to ``()``, which is how downstream code such as
+    TorchRL's ``Composite.__getitem__`` tells an index from a key. The internal
+    helpers use :func:`unravel_key`, which raises on such tuples instead.
+
+    Args:
+        key (NestedKey): the key to unravel.
+
+    Returns:
+        ``key`` itself for a ``str``; the flat tuple, or its only element when it has one;
+        ``()`` for a tuple that is not a nested key.
+
+    Raises:
+        RuntimeError: if ``key`` is neither a ``str`` nor a ``tuple``.
+
+    Examples:
+        >>> from tensordict import unravel_key
+        >>> unravel_key(("a", ("b", ("c",))))
+        ('a', 'b', 'c')
+        >>> unravel_key(("a",))
+        'a'
+        >>> unravel_key((0, slice(3, 4)))
+        ()
+    """
+    cls = key.__class__
+    if cls is str:
+        return key
+    if cls is tuple:
+        out: list[str] = []
+        if not _flat_or_none(key, out) or not out:  # type: ignore[arg-type]
+            return ()
+        return out[0] if len(out) == 1 else tuple(out)
+    msg = (
+        f"key should be a Sequence<NestedKey>: got {key!r} of type {type(key).__name__}, "
+        "expected a str or a (nested) tuple of str."
+    )
+    raise RuntimeError(msg)
 
 
 def unravel_key_list(keys: Sequence[NestedKey]) -> list[NestedKey]:
@@ -376,8 +430,16 @@ class _ItemsView(_KeysView):
         return f"_ItemsView(keys={list(_KeysView.__iter__(self))!r})"
 
 
-class _Missing:
-    __slots__ = ()
+class _Missing(enum.Enum):
+    """The "no value given" sentinel (``_MISSING``, alias ``NO_DEFAULT``).
+
+    An enum member rather than an instance of a plain class: ``torch.compile``
+    (Dynamo) wraps an enum member as a constant wherever it meets one, including a
+    default argument of a method of a TensorDict built inside the compiled function,
+    where the value has no source to guard on; a plain object there breaks the graph.
+    """
+
+    MISSING = "missing"
 
     def __repr__(self) -> str:
         return "<missing>"
@@ -386,5 +448,5 @@ class _Missing:
         return False
 
 
-_MISSING: Any = _Missing()
+_MISSING: Any = _Missing.MISSING
 NO_DEFAULT: Any = _MISSING

@@ -316,6 +316,10 @@ def _plan(td: Any, module: nn.Module, path: tuple, plan: list, extra: list, td_c
     items = td._tensordict.items() if td.__class__ is td_cls else td._items_raw()
     for key, value in items:
         cls = value.__class__
+        if cls is dict:
+            # a plain dict of parameters (TorchRL's SAC builds its target parameters with
+            # ``TensorDict._new_unsafe({"module": {"0": ..., "1": ...}})``): a nested level
+            value = td_cls(value, batch_size=_EMPTY)
         if cls is _Tensor or cls is _Parameter or isinstance(value, _Tensor):
             if key in params:
                 plan.append((params, key, value, src, module))

@@ -30,7 +30,8 @@ from tensordict._helpers import (
     print_directory_tree,
     strtobool,
 )
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_keys
+from tensordict._keys import NestedKey, unravel_key_list, unravel_keys
+from tensordict._keys import public_unravel_key as unravel_key  # () for a tuple that is no key
 from tensordict._leaves import is_leaf_nontensor, is_non_tensor, is_tensorclass
 from tensordict._nontensor import LinkedList
 from tensordict._options import (
@@ -43,8 +44,26 @@ from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import parse_tensor_dict_string
 from tensordict._stack import lazy_legacy, set_lazy_legacy
 from tensordict._switch import ModeSwitch
+from tensordict._utils_public import (
+    KEY_SEPARATOR,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+    set_json_backend,
+    timeit,
+    unravel_key_to_tuple,
+)
 
 __all__ = [
+    "KEY_SEPARATOR",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
+    "set_json_backend",
+    "timeit",
+    "unravel_key_to_tuple",
     "Buffer",
     "LinkedList",
     "ModeSwitch",

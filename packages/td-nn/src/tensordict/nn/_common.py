@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
+from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict.ext import unravel_key  # the strict one: raises on a tuple that is no key
 from tensordict.utils import ModeSwitch
 
 __all__ = [

@@ -13,7 +13,8 @@ import torch
 from torch import distributions as D  # noqa: N812
 from torch.distributions import constraints
 
-from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
+from tensordict import NestedKey, TensorDict, TensorDictBase
+from tensordict.ext import unravel_key  # the strict one: raises on a tuple that is no key
 from tensordict.nn._common import _ReadableKeyError
 from tensordict.utils import ModeSwitch
 
@@ -23,6 +24,7 @@ __all__ = [
     "OneHotCategorical",
     "ReparamGradientStrategy",
     "TruncatedNormal",
+    "TruncatedStandardNormal",
     "composite_lp_aggregate",
     "rand_one_hot",
     "set_composite_lp_aggregate",
@@ -200,6 +202,9 @@ class TruncatedNormal(D.Distribution):
         low (float or Tensor, optional): lower bound. Defaults to ``-1.0``.
         high (float or Tensor, optional): upper bound. Defaults to ``1.0``.
         tanh_loc (bool, optional): squash ``loc`` with ``tanh``. Defaults to ``False``.
+        a, b (float or Tensor, optional): tensordict 0.15's names of the bounds; when
+            given they replace ``low`` / ``high``. ``dist.a`` / ``dist.b`` read back the
+            bounds in standard units (``(bound - loc) / scale``).
 
     ``rsample`` draws by inverse-CDF sampling, so gradients reach ``loc`` and ``scale``.
 
@@ -227,7 +232,14 @@ class TruncatedNormal(D.Distribution):
         high: float | torch.Tensor = 1.0,
         tanh_loc: bool = False,
         validate_args: bool | None = None,
+        *,
+        a: float | torch.Tensor | None = None,
+        b: float | torch.Tensor | None = None,
     ) -> None:
+        if a is not None:
+            low = a
+        if b is not None:
+            high = b
         if tanh_loc:
             loc = (loc / upscale).tanh() * upscale
         loc, scale = torch.broadcast_tensors(torch.as_tensor(loc), torch.as_tensor(scale, dtype=torch.as_tensor(loc).dtype))
@@ -246,6 +258,21 @@ class TruncatedNormal(D.Distribution):
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> Any:  # noqa: D102
         return constraints.interval(self.low, self.high)
+
+    @property
+    def a(self) -> torch.Tensor:
+        """The lower bound in standard units, ``(low - loc) / scale``."""
+        return self._a
+
+    @property
+    def b(self) -> torch.Tensor:
+        """The upper bound in standard units, ``(high - loc) / scale``."""
+        return self._b
+
+    @property
+    def auc(self) -> torch.Tensor:
+        """The mass of the untruncated normal inside the bounds, ``Phi(b) - Phi(a)``."""
+        return self._z
 
     @property
     def mean(self) -> torch.Tensor:  # noqa: D102
@@ -293,6 +320,41 @@ class TruncatedNormal(D.Distribution):
         a, b = self._a.clamp(-1e6, 1e6), self._b.clamp(-1e6, 1e6)
         term = (a * _std_pdf(self._a) - b * _std_pdf(self._b)) / (2 * self._z)
         return _LOG_SQRT_2PI + 0.5 + self.scale.log() + self._z.log() + term
+
+
+class TruncatedStandardNormal(TruncatedNormal):
+    """The standard normal (mean 0, std 1) restricted to ``[a, b]``; samples are
+    reparameterized (``rsample``).
+
+    Args:
+        a (float or Tensor): the lower bound.
+        b (float or Tensor): the upper bound; ``a`` and ``b`` broadcast together into
+            the batch shape.
+        validate_args (bool, optional): as for ``torch.distributions``.
+
+    Raises:
+        ValueError: ``a`` and ``b`` have different dtypes, or ``a >= b`` somewhere.
+
+    Examples:
+        >>> import torch
+        >>> dist = TruncatedStandardNormal(a=torch.zeros(2), b=torch.tensor([1.0, 2.0]))
+        >>> dist.mean
+        tensor([0.4599, 0.7228])
+        >>> dist.auc
+        tensor([0.3413, 0.4772])
+    """
+
+    def __init__(self, a: float | torch.Tensor, b: float | torch.Tensor, validate_args: bool | None = None) -> None:
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype:
+            msg = f"TruncatedStandardNormal: a and b must have the same dtype, got {a.dtype} and {b.dtype}."
+            raise ValueError(msg)
+        a_t = torch.as_tensor(a, dtype=b.dtype if isinstance(b, torch.Tensor) and not isinstance(a, torch.Tensor) else None)
+        b_t = torch.as_tensor(b, dtype=a_t.dtype, device=a_t.device)
+        if not a_t.is_floating_point():
+            a_t, b_t = a_t.to(torch.get_default_dtype()), b_t.to(torch.get_default_dtype())
+        a_t, b_t = torch.broadcast_tensors(a_t, b_t)
+        zeros = torch.zeros_like(a_t)
+        super().__init__(zeros, torch.ones_like(a_t), low=a_t, high=b_t, validate_args=validate_args)
 
 
 # ---------------------------------------------------------------------------- composite

@@ -97,6 +97,11 @@ def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]
     return "_parameters", nn.Parameter(value, requires_grad=True)
 
 
+def _plain_td(td: TensorDictBase) -> TensorDict:
+    source = {key: _plain_td(value) if isinstance(value, TensorDictBase) else value for key, value in td._items_raw()}
+    return TensorDict(source, batch_size=td.batch_size, device=td.device)
+
+
 class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
     """A TensorDict of parameters and buffers that is an ``nn.Module``.
 
@@ -196,6 +201,21 @@ class TensorDictParams(TensorDictBase, nn.Module):  # type: ignore[misc]
                 if out is not None:
                     value = out
         return value
+
+    @property
+    def _param_td(self) -> TensorDict:
+        """A plain :class:`~tensordict.TensorDict` of the same leaves (upstream's private name).
+
+        The leaves are the very ``nn.Parameter`` and buffer objects this module holds, so an
+        in-place op on it (``params._param_td += 1``) updates the module; nested levels are
+        plain TensorDicts too. TorchRL's loss tests read parameters through it.
+
+        Examples:
+            >>> params = TensorDictParams(TensorDict(a=torch.zeros(2)))
+            >>> params._param_td["a"] is params["a"]
+            True
+        """
+        return _plain_td(self)
 
     def register_get_post_hook(self, hook: Any) -> None:
         """Registers ``hook(params, tensor) -> tensor | None``, run on every tensor read

@@ -16,7 +16,8 @@ from torch import distributions as D  # noqa: N812
 from torch.distributions.relaxed_bernoulli import LogitRelaxedBernoulli as _LogitRelaxedBernoulli
 from torch.distributions.relaxed_categorical import ExpRelaxedCategorical as _ExpRelaxedCategorical
 
-from tensordict import NestedKey, NonTensorData, TensorDictBase, unravel_key
+from tensordict import NestedKey, NonTensorData, TensorDictBase
+from tensordict.ext import unravel_key  # the strict one: raises on a tuple that is no key
 from tensordict.nn._common import (
     _NOTSET,
     _SKIP_EXISTING,
