@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -155,23 +156,40 @@ def is_batchedtensor(tensor: torch.Tensor) -> bool:
 
 
 def _rows(tensor: torch.Tensor, dim: int) -> torch.Tensor:
-    return tensor.movedim(dim, 0).reshape(tensor.shape[dim], -1)
+    moved = tensor.movedim(dim, 0)
+    return moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
+
+
+def _batch_dim(input: Any, dim: int, what: str) -> int:
+    ndim = len(input.batch_size)
+    if not -ndim <= dim < ndim:
+        msg = f"The specified dimension '{dim}' is invalid for {what} TensorDict with batch size '{input.batch_size}'."
+        raise ValueError(msg)
+    return dim % ndim
 
 
 def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tensor:
-    """Which elements of ``input[key]`` along ``dim`` also appear in ``reference[key]``.
+    """Which elements of ``input[key]`` along the batch dim ``dim`` also appear in ``reference[key]``.
+
+    An element is the slice of ``input[key]`` at one index of ``dim``; two elements
+    match when all their values are equal.
 
     Args:
         input (TensorDictBase): the TensorDict to test.
-        reference (TensorDictBase): the TensorDict to look in.
-        key (NestedKey): the key compared.
-        dim (int): the batch dim along which elements are taken. Defaults to 0.
+        reference (TensorDictBase): the TensorDict to look in; as many batch dims as
+            ``input``, the same sizes outside ``dim``.
+        key (NestedKey): the key compared; it must hold a tensor in both.
+        dim (int): the batch dim along which elements are taken (negative counts
+            from the last batch dim). Defaults to 0.
 
     Returns:
         a bool tensor of shape ``[input.batch_size[dim]]``.
 
     Raises:
-        KeyError: ``key`` is missing from either TensorDict.
+        KeyError: ``key`` is missing from either TensorDict or does not hold a tensor.
+        ValueError: the batch sizes have different numbers of dims, or ``dim`` is not
+            one of the batch dims.
+        RuntimeError: the elements of ``input[key]`` and ``reference[key]`` differ in shape.
 
     Examples:
         >>> import torch
@@ -181,37 +199,80 @@ def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tens
         >>> isin(a, b, "x")
         tensor([ True, False,  True])
     """
-    x = _rows(input.get(key), dim)
-    r = _rows(reference.get(key), dim)
-    if x.shape[1:] != r.shape[1:]:
-        msg = f"isin: key {key!r} has element shape {tuple(x.shape[1:])} in input and {tuple(r.shape[1:])} in reference."
+    x = input.get(key, None)
+    if not isinstance(x, torch.Tensor):
+        msg = f"Key '{key}' not found in input or not a tensor."
+        raise KeyError(msg)
+    r = reference.get(key, None)
+    if not isinstance(r, torch.Tensor):
+        msg = f"Key '{key}' not found in reference or not a tensor."
+        raise KeyError(msg)
+    if len(input.batch_size) != len(reference.batch_size):
+        msg = "The number of dimensions in the batch size of the input and reference must be the same."
+        raise ValueError(msg)
+    dim = _batch_dim(input, dim, "an input")
+    x_shape, r_shape = x.movedim(dim, 0).shape[1:], r.movedim(dim, 0).shape[1:]
+    if x_shape != r_shape:
+        msg = (
+            f"isin: the elements of key {key!r} along dim {dim} have shape {tuple(x_shape)} in input "
+            f"and {tuple(r_shape)} in reference; they must be equal."
+        )
         raise RuntimeError(msg)
-    return (x[:, None] == r[None]).all(-1).any(-1)
+    n = x.shape[dim]
+    _, inverse = torch.unique(torch.cat([_rows(x, dim), _rows(r, dim)]), dim=0, return_inverse=True)
+    return torch.isin(inverse[:n], inverse[n:])
 
 
 def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indices: bool = False) -> Any:
-    """Keeps the first occurrence of each distinct element of ``input[key]`` along ``dim``.
+    """Keeps one element per distinct value of ``input[key]`` along the batch dim ``dim``.
+
+    The elements kept are the first occurrence of each distinct value, ordered as
+    ``torch.unique`` sorts the values; every entry of ``input`` is indexed with them.
+
+    Args:
+        input (TensorDictBase): the TensorDict to de-duplicate.
+        key (NestedKey): the key whose values are compared; it must hold a tensor.
+        dim (int): the batch dim along which elements are taken (negative counts
+            from the last batch dim). Defaults to 0.
+
+    Keyword Args:
+        return_indices (bool): also return, for each element of ``input``, the index
+            of its value in the output (``torch.unique``'s inverse indices). Defaults
+            to ``False``.
 
     Returns:
-        the de-duplicated TensorDict, and (``return_indices=True``) the kept indices.
+        a TensorDict with ``batch_size[dim]`` the number of distinct values, and
+        (``return_indices=True``) the int64 inverse indices, shape ``[input.batch_size[dim]]``.
+
+    Raises:
+        KeyError: ``key`` is missing or does not hold a tensor.
+        ValueError: ``dim`` is not one of the batch dims.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"x": torch.tensor([1, 2, 1, 3]), "y": torch.arange(4)}, [4])
-        >>> remove_duplicates(td, "x")["y"]
-        tensor([0, 1, 3])
+        >>> td = TensorDict({"x": torch.tensor([5, 3, 5, 1]), "y": torch.arange(4)}, [4])
+        >>> out, inverse = remove_duplicates(td, "x", return_indices=True)
+        >>> out["x"], out["y"], inverse
+        (tensor([1, 3, 5]), tensor([3, 1, 0]), tensor([2, 1, 2, 0]))
     """
-    rows = _rows(input.get(key), dim)
-    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    value = input.get(key, None)
+    if value is None:
+        msg = f"The key '{key}' does not exist in the TensorDict."
+        raise KeyError(msg)
+    if not isinstance(value, torch.Tensor):
+        msg = f"The key '{key}' does not point to a tensor in the TensorDict."
+        raise KeyError(msg)
+    dim = _batch_dim(input, dim, "a")
+    rows = _rows(value, dim)
     n = rows.shape[0]
-    first = torch.full((int(inverse.max()) + 1 if n else 0,), n, dtype=torch.long)
-    first = first.scatter_reduce(0, inverse, torch.arange(n), reduce="amin")
-    keep = first.sort().values
-    index = (slice(None),) * dim + (keep,)
-    out = input[index]
+    unique, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    positions = torch.arange(n, device=inverse.device)
+    first = torch.full((unique.shape[0],), n, dtype=torch.long, device=inverse.device)
+    first = first.scatter_reduce(0, inverse, positions, reduce="amin")
+    out = input[(slice(None),) * dim + (first,)]
     if return_indices:
-        return out, keep
+        return out, inverse
     return out
 
 

@@ -1,0 +1,85 @@
+"""Behaviours of tensordict 0.15.3 that used to raise or differ here (issue 31).
+
+Each expectation was checked by running the same code on tensordict 0.15.3; the file
+uses public names only, so it runs unchanged against either implementation."""
+
+import pytest
+import torch
+
+from tensordict import TensorDict
+from tensordict.utils import isin, remove_duplicates
+
+
+def _pair():
+    td = TensorDict(
+        {"t": torch.tensor([[1, 2, 3], [4, 5, 6], [1, 2, 3], [7, 8, 9]]), "n": {"x": torch.tensor([[0], [1], [0], [3]])}},
+        batch_size=[4],
+    )
+    ref = TensorDict({"t": torch.tensor([[1, 2, 3], [4, 5, 6], [0, 0, 0]]), "n": {"x": torch.tensor([[0], [5], [6]])}}, [3])
+    return td, ref
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_isin_dim_counts_batch_dims(dim):
+    td, ref = _pair()
+    assert isin(td, ref, "t", dim).tolist() == [True, True, True, False]
+
+
+@pytest.mark.parametrize("dim", [1, -2, 2])
+def test_isin_dim_outside_batch(dim):
+    td, ref = _pair()
+    with pytest.raises(ValueError, match=f"The specified dimension '{dim}' is invalid for an input TensorDict"):
+        isin(td, ref, "t", dim)
+
+
+def test_isin_nested_key_and_errors():
+    td, ref = _pair()
+    assert isin(td, ref, ("n", "x")).tolist() == [True, False, True, False]
+    with pytest.raises(KeyError, match="Key 'n' not found in input or not a tensor"):
+        isin(td, ref, "n")  # a nested TensorDict is not a tensor
+    with pytest.raises(KeyError, match="Key 'zz' not found in input"):
+        isin(td, ref, "zz")
+    with pytest.raises(KeyError, match="Key 't' not found in reference"):
+        isin(td, TensorDict(batch_size=[3]), "t")
+    with pytest.raises(ValueError, match="number of dimensions in the batch size"):
+        isin(TensorDict(t=torch.zeros(4, 3)), ref, "t")
+    with pytest.raises(RuntimeError):
+        isin(td, TensorDict(t=torch.zeros(3, 2), batch_size=[3]), "t")
+
+
+def test_isin_second_batch_dim():
+    td = TensorDict(a=torch.ones(4, 4), batch_size=[4, 4])
+    ref = TensorDict(a=torch.ones(4, 4), batch_size=[4, 4])
+    td["a"][:, 0] = 2
+    assert isin(td, ref, "a", 1).tolist() == [False, True, True, True]
+    assert isin(td, ref, "a", -1).tolist() == [False, True, True, True]
+
+
+def test_remove_duplicates_sorted_first_occurrences_and_inverse():
+    td = TensorDict(a=torch.tensor([5, 3, 5, 1, 3]), b=torch.arange(5), batch_size=[5])
+    out, inverse = remove_duplicates(td, "a", return_indices=True)
+    assert out["a"].tolist() == [1, 3, 5]  # torch.unique's order
+    assert out["b"].tolist() == [3, 1, 0]  # the first occurrence of each value
+    assert inverse.tolist() == [2, 1, 2, 0, 1]
+
+
+def test_remove_duplicates_nested_key_and_second_dim():
+    td, _ = _pair()
+    out = remove_duplicates(td, ("n", "x"))
+    assert out.batch_size == (3,) and out["t"].tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    td2 = TensorDict(a=torch.ones(4, 4), b=torch.ones(4, 4), batch_size=[4, 4])
+    assert remove_duplicates(td2, "a", 1).batch_size == (4, 1)
+    assert remove_duplicates(td2, "a", -2).batch_size == (1, 4)
+
+
+def test_remove_duplicates_errors():
+    td, _ = _pair()
+    with pytest.raises(KeyError, match="The key 'zz' does not exist in the TensorDict"):
+        remove_duplicates(td, "zz")
+    with pytest.raises(KeyError, match="The key 'n' does not point to a tensor"):
+        remove_duplicates(td, "n")
+    for dim in (1, -2):
+        with pytest.raises(ValueError, match=f"The specified dimension '{dim}' is invalid for a TensorDict"):
+            remove_duplicates(td, "t", dim)
+    with pytest.raises(ValueError, match="invalid for a TensorDict with batch size"):
+        remove_duplicates(TensorDict(a=1), "a")
