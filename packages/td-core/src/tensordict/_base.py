@@ -55,6 +55,7 @@ from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._options import list_to_stack
+from tensordict._pack import PackMixin
 from tensordict._repr import td_repr
 from tensordict._seams_generated import GeneratedSiblingMixin as SiblingMixin
 from tensordict._select import SelectMixin
@@ -260,6 +261,7 @@ class TensorDictBase(
     ShapeAliasMixin,
     UpstreamMethodsMixin,
     NonTensorMixin,
+    PackMixin,
 ):
     """Abstract parent of every TensorDict: a dict of tensors with a shared ``batch_size``.
 

@@ -12,6 +12,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._attrs import attrs_of, is_attrs_spec, to_attrs
+from tensordict._casts_generated import DtypeCastsMixin
 from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:
@@ -19,7 +20,30 @@ if TYPE_CHECKING:
 
     from tensordict._base import TensorDictBase
 
-__all__ = ["DeviceMixin"]
+__all__ = ["DTYPE_CASTS", "DeviceMixin"]
+
+#: the dtype cast methods (name -> ``torch`` dtype attribute), generated into
+#: ``_casts_generated.py`` by ``tools/gen_ops.py``
+DTYPE_CASTS = {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "byte": "uint8",
+    "char": "int8",
+    "bool": "bool",
+    **{
+        name: name
+        for name in (
+            "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+            "uint8", "uint16", "uint32", "uint64", "complex32", "complex64", "complex128",
+            "qint8", "quint8", "qint32", "quint4x2",
+        )
+    },
+}
 
 
 def _share_non_tensor_stacks(td: Any) -> None:
@@ -61,7 +85,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
     return device, dtype, non_blocking, batch_size
 
 
-class DeviceMixin(TensorDictHost):
+class DeviceMixin(DtypeCastsMixin, TensorDictHost):
     """Moves and casts every leaf at once."""
 
     def to(self, *args: Any, **kwargs: Any) -> TensorDictBase:
@@ -95,6 +119,9 @@ class DeviceMixin(TensorDictHost):
             inplace = kwargs.pop("inplace", False)
             kwargs.pop("num_threads", None)  # leaves are moved by torch's own copy engine
             pin = kwargs.pop("non_blocking_pin", False)
+            cast_filter = kwargs.pop("cast_filter", None)
+            if cast_filter is not None:
+                return self._to_filtered(args, kwargs, cast_filter)
             if inplace or pin:
                 return self._to_with_options(args, kwargs, inplace, pin)
         device, dtype, non_blocking, batch_size = _parse_to(args, dict(kwargs))
@@ -155,6 +182,22 @@ class DeviceMixin(TensorDictHost):
         """
         return attrs_of(self, fields)
 
+    def _to_filtered(self, args: tuple, kwargs: dict, cast_filter: Any) -> Any:
+        """``to(..., cast_filter=fn)``: the dtype goes only to the tensor leaves for which
+        ``fn(key as a tuple of str, value)`` is true; a device change moves every leaf."""
+        device, dtype, non_blocking, batch_size = _parse_to(args, dict(kwargs))
+        out = self.to(device, non_blocking=non_blocking) if device is not None else self
+        if dtype is not None:
+
+            def cast(key: Any, value: torch.Tensor) -> torch.Tensor:
+                path = key if isinstance(key, tuple) else (key,)
+                return value.to(dtype, non_blocking=non_blocking) if cast_filter(path, value) else value
+
+            out = out.named_apply(cast, nested_keys=True)
+        if batch_size is not None:
+            out = out.to(batch_size=batch_size)
+        return out
+
     def _to_with_options(self, args: tuple, kwargs: dict, inplace: bool, pin: bool) -> Any:
         """``to`` with ``inplace=True`` (leaves replaced in ``self``) or ``non_blocking_pin=True``
         (leaves pinned, then copied without blocking)."""
@@ -210,36 +253,6 @@ class DeviceMixin(TensorDictHost):
         if isinstance(device, int):
             device = torch.device("cuda", device)
         return self.to(device, **kwargs)
-
-    def float(self) -> TensorDictBase:
-        return self.to(torch.float32)
-
-    def double(self) -> TensorDictBase:
-        return self.to(torch.float64)
-
-    def half(self) -> TensorDictBase:
-        return self.to(torch.float16)
-
-    def bfloat16(self) -> TensorDictBase:
-        return self.to(torch.bfloat16)
-
-    def int(self) -> TensorDictBase:
-        return self.to(torch.int32)
-
-    def long(self) -> TensorDictBase:
-        return self.to(torch.int64)
-
-    def short(self) -> TensorDictBase:
-        return self.to(torch.int16)
-
-    def byte(self) -> TensorDictBase:
-        return self.to(torch.uint8)
-
-    def char(self) -> TensorDictBase:
-        return self.to(torch.int8)
-
-    def bool(self) -> TensorDictBase:
-        return self.to(torch.bool)
 
     def type(self, dst_type: torch.dtype) -> TensorDictBase:
         return self.to(dst_type)

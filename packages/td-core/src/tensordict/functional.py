@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from tensordict._base import TensorDictBase
 from tensordict._convert import from_dict
+from tensordict._grouping import collate, group_by, unpad_sequence
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._lazy_funcs import dense_stack_tds as _dense_stack_tds
 from tensordict._leaves import is_leaf_nontensor
@@ -18,7 +19,16 @@ from tensordict._nontensor import _stack_non_tensor
 from tensordict._pad import _pad_non_tensor, pad
 from tensordict._td import TensorDict
 
-__all__ = ["dense_stack_tds", "make_tensordict", "merge_tensordicts", "pad", "pad_sequence"]
+__all__ = [
+    "collate",
+    "dense_stack_tds",
+    "group_by",
+    "make_tensordict",
+    "merge_tensordicts",
+    "pad",
+    "pad_sequence",
+    "unpad_sequence",
+]
 
 
 # ---------------------------------------------------------------------- pad

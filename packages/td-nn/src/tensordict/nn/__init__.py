@@ -56,7 +56,7 @@ from tensordict.nn._probabilistic import (
     set_interaction_type,
 )
 from tensordict.nn._sequence import TensorDictSequential
-from tensordict.nn._tensorclass_module import TensorClassModuleBase
+from tensordict.nn._tensorclass_module import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn._version import __version__
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "as_tensordict_module",
     "TensorDictParams",
     "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
     "EnsembleModule",
     "CudaGraphModule",
     # probabilistic

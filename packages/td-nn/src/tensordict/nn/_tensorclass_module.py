@@ -17,7 +17,7 @@ from torch import nn
 from tensordict import TensorDictBase, is_tensor_collection
 from tensordict.nn._common import TensorDictModuleBase
 
-__all__ = ["TensorClassModuleBase"]
+__all__ = ["TensorClassModuleBase", "TensorClassModuleWrapper"]
 
 InputClass = TypeVar("InputClass")
 OutputClass = TypeVar("OutputClass")
@@ -88,28 +88,54 @@ class TensorClassModuleBase(nn.Module, Generic[InputClass, OutputClass]):
         Raises:
             ValueError: the input or output type is not a tensorclass.
         """
-        in_cls, out_cls = self._input_class, self._output_class
+        return TensorClassModuleWrapper(self)
+
+
+class TensorClassModuleWrapper(TensorDictModuleBase):
+    """A :class:`TensorClassModuleBase` that reads and returns TensorDicts.
+
+    The input TensorDict's ``in_keys`` become the input tensorclass, the module runs,
+    and its output tensorclass comes back as a new TensorDict holding only the output
+    fields (the input is not written to).
+
+    Args:
+        module (TensorClassModuleBase): the module; its input and output types must be
+            tensorclasses. It is the ``tc_module`` attribute.
+
+    Raises:
+        ValueError: the input or output type is not a tensorclass.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorClass, TensorDict
+        >>> class In(TensorClass):
+        ...     x: torch.Tensor
+        >>> class Out(TensorClass):
+        ...     y: torch.Tensor
+        >>> class AddOne(TensorClassModuleBase[In, Out]):
+        ...     def forward(self, data: In) -> Out:
+        ...         return Out(y=data.x + 1, batch_size=data.batch_size)
+        >>> wrapper = TensorClassModuleWrapper(AddOne())
+        >>> wrapper(TensorDict(x=torch.zeros(2), batch_size=[2]))["y"]
+        tensor([1., 1.])
+    """
+
+    def __init__(self, module: TensorClassModuleBase) -> None:
+        super().__init__()
+        in_cls, out_cls = module._input_class, module._output_class
         if not (_is_tensorclass_type(in_cls) and _is_tensorclass_type(out_cls)):
             msg = (
                 "Only TensorClassModuleBase implementations with both input and output type as TensorClass "
-                f"can be converted to a TensorDictModule; {type(self).__name__} has input "
+                f"can be converted to a TensorDictModule; {type(module).__name__} has input "
                 f"{getattr(in_cls, '__name__', in_cls)} and output {getattr(out_cls, '__name__', out_cls)}."
             )
             raise ValueError(msg)
-        return _TensorClassTDModule(self, in_cls, out_cls)
-
-
-class _TensorClassTDModule(TensorDictModuleBase):
-    """TensorDict twin of a :class:`TensorClassModuleBase` (see ``as_td_module``)."""
-
-    def __init__(self, module: TensorClassModuleBase, in_cls: type, out_cls: type) -> None:
-        super().__init__()
-        self.module = module
+        self.tc_module = module
         self._in_cls = in_cls
         self.in_keys = _leaf_keys(in_cls)
         self.out_keys = _leaf_keys(out_cls)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         data = self._in_cls.from_tensordict(tensordict.select(*self.in_keys, strict=False))  # type: ignore[attr-defined]
-        out = self.module(data)
+        out = self.tc_module(data)
         return out.to_tensordict() if is_tensor_collection(out) and not isinstance(out, TensorDictBase) else out

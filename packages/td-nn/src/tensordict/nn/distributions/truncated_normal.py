@@ -1,5 +1,6 @@
-"""``tensordict.nn.distributions.truncated_normal``: :class:`TruncatedNormal`."""
+"""``tensordict.nn.distributions.truncated_normal``: :class:`TruncatedNormal` and
+:class:`TruncatedStandardNormal`."""
 
-from tensordict.nn._distributions import TruncatedNormal
+from tensordict.nn._distributions import TruncatedNormal, TruncatedStandardNormal
 
-__all__ = ["TruncatedNormal"]
+__all__ = ["TruncatedNormal", "TruncatedStandardNormal"]

@@ -1,0 +1,179 @@
+"""The rest of tensordict 0.15.3's public surface (issue 31): names, methods and keyword
+arguments; each expectation was read from the same snippet run on tensordict 0.15.3."""
+
+import functools
+import importlib
+import logging
+
+import pytest
+import torch
+
+import tensordict
+from tensordict import PackLayout, TensorDict, lazy_stack, pad_sequence
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TensorCollection", "NonTensorDataBase", "TensorClassModuleBase", "TensorClassModuleWrapper",
+        "PackLayout", "KEY_SEPARATOR", "collate", "group_by", "unpad_sequence", "unravel_key_to_tuple",
+        "is_bool", "is_floating", "is_integer", "is_inexact",
+    ],
+)
+def test_top_level_names(name):
+    assert getattr(tensordict, name) is not None
+    assert name in tensordict.__all__
+
+
+def test_utils_and_nn_names():
+    utils = importlib.import_module("tensordict.utils")
+    assert utils.KEY_SEPARATOR == "."
+    with pytest.warns(DeprecationWarning):
+        utils.set_json_backend("json")
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="json"):
+        utils.set_json_backend("yaml")
+    tn = importlib.import_module("tensordict.nn.distributions.truncated_normal")
+    assert tn.TruncatedStandardNormal is not None
+    assert tensordict.NonTensorDataBase is importlib.import_module("tensordict.tensorclass").NonTensorDataBase
+
+
+def test_dtype_predicates():
+    f, i, b, c = torch.zeros(1), torch.zeros(1, dtype=torch.uint8), torch.zeros(1, dtype=torch.bool), torch.zeros(1, dtype=torch.complex64)
+    assert [tensordict.is_floating(x) for x in (f, i, b, c)] == [True, False, False, False]
+    assert [tensordict.is_integer("k", x) for x in (f, i, b, c)] == [False, True, False, False]
+    assert [tensordict.is_bool(x) for x in (f, i, b, c)] == [False, False, True, False]
+    assert [tensordict.is_inexact("k", x) for x in (f, i, b, c)] == [True, False, False, True]
+    assert tensordict.unravel_key_to_tuple(("a", ("b", ("c",)))) == ("a", "b", "c")
+    assert tensordict.unravel_key_to_tuple(("a", 1)) == ()
+
+
+def test_timeit_accumulates_and_logs(caplog):
+    from tensordict.utils import timeit
+
+    @timeit("surface-step")
+    def step():
+        return 1
+
+    step()
+    with timeit("surface-step"):
+        step()
+    assert timeit._REG["surface-step"][2] == 3
+    with caplog.at_level(logging.INFO, logger="tensordict"):
+        timeit.print()
+    assert "surface-step took" in caplog.text
+    timeit.erase()
+    assert timeit._REG["surface-step"] == [0.0, 0.0, 0]
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "complex64", "complex128", "float", "half", "int", "bool"])
+def test_dtype_casts(name):
+    td = TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.long), s="x", n={"z": torch.ones(3)}, batch_size=[3])
+    dtype = {"float": torch.float32, "half": torch.float16, "int": torch.int32}.get(name, getattr(torch, name))
+    out = getattr(td, name)()
+    assert out["a"].dtype == out["b"].dtype == out["n", "z"].dtype == dtype
+    assert out["s"] == "x"
+    stack = lazy_stack([td[0], td[1]])
+    assert getattr(stack, name)()["a"].dtype == dtype
+
+
+def test_cast_filter_gets_tuple_keys():
+    td = TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.long), n={"z": torch.ones(3)}, batch_size=[3])
+    seen = []
+    td.int8(cast_filter=lambda k, v: seen.append(k) or True)
+    assert seen == [("a",), ("b",), ("n", "z")]
+    out = td.bfloat16(cast_filter=tensordict.is_inexact)
+    assert (out["a"].dtype, out["b"].dtype, out["n", "z"].dtype) == (torch.bfloat16, torch.int64, torch.bfloat16)
+    out = td.to(torch.float64, cast_filter=lambda k, v: k == ("n", "z"))
+    assert (out["a"].dtype, out["n", "z"].dtype) == (torch.float32, torch.float64)
+
+
+def test_pack_and_unpack():
+    td = TensorDict(p=torch.arange(5.0), v=torch.ones(5, 3), n={"z": torch.zeros(5, 2, 2)}, batch_size=[5])
+    flat, layout = td.pack()
+    assert flat.shape == (5, 8)
+    assert layout.keys == (("n", "z"), "p", "v")
+    assert layout.offsets == (0, 4, 5) and layout.numel == 8
+    assert layout.nested == (("n", torch.Size([]), None),)
+    out = layout.unpack(flat)
+    assert (out == td).all()
+    assert out["n", "z"].data_ptr() == flat.data_ptr()
+    assert layout == td.pack()[1] and hash(layout) == hash(td.pack()[1])
+    flat0, layout0 = td.pack(0)
+    assert flat0.shape == (8, 5) and layout0.dim == -2 and layout0 != layout
+    assert (layout0.unpack(flat0) == td).all()
+    assert layout.unpack(flat[:2]).batch_size == (2,)
+    again, _ = td.pack(layout=layout)
+    assert (again == flat).all()
+    with pytest.raises(KeyError, match="differ from the keys of the layout"):
+        TensorDict(a=torch.zeros(3), batch_size=[3]).pack(layout=layout)
+    with pytest.raises(TypeError, match="different dtypes"):
+        TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.long), batch_size=[3]).pack()
+    with pytest.raises(TypeError, match="non-tensor entry 's'"):
+        TensorDict(a=torch.zeros(3), s="x", batch_size=[3]).pack()
+    assert repr(PackLayout(keys=("a",), shapes=([2],))) == (
+        "PackLayout(keys=('a',), shapes=(torch.Size([2]),), dim=-1, nested=(), device=None, cls=None, offsets=(0,), numel=2)"
+    )
+
+
+def test_group_by():
+    td = TensorDict(uid=torch.tensor([2, 0, 2, 1, 0]), reward=torch.arange(5.0), s=tensordict.NonTensorStack(*"abaca"), batch_size=[5])
+    values, groups = tensordict.group_by(td, "uid")
+    assert values.tolist() == [0, 1, 2]
+    assert [g["reward"].tolist() for g in groups] == [[1.0, 4.0], [3.0], [0.0, 2.0]]
+    values, groups = tensordict.group_by(td, "s")
+    assert values == ["a", "b", "c"] and isinstance(groups, tuple)
+    assert [g["reward"].tolist() for g in groups] == [[0.0, 2.0, 4.0], [1.0], [3.0]]
+    rows = TensorDict(k=torch.tensor([[1, 2], [0, 0], [1, 2]]), r=torch.arange(3), batch_size=[3])
+    values, groups = tensordict.group_by(rows, "k")
+    assert values.tolist() == [[0, 0], [1, 2]] and [g["r"].tolist() for g in groups] == [[1], [0, 2]]
+    with pytest.raises(ValueError, match="first batch dimension"):
+        tensordict.group_by(TensorDict(a=torch.zeros(3)), "a")
+    with pytest.raises(KeyError, match="no entry 'zz'"):
+        tensordict.group_by(td, "zz")
+    with pytest.raises(TypeError, match="holds a TensorDict"):
+        tensordict.group_by(TensorDict(n={"a": torch.zeros(3)}, batch_size=[3]), "n")
+
+
+def test_unpad_sequence_inverts_pad_sequence():
+    tds = [
+        TensorDict({"a": torch.arange(3), "b": torch.zeros(3, 2), "n": {"c": torch.ones(3)}}, batch_size=[3]),
+        TensorDict({"a": torch.arange(5), "b": torch.ones(5, 2), "n": {"c": torch.ones(5) * 2}}, batch_size=[5]),
+    ]
+    padded = pad_sequence(tds, return_mask=True)
+    samples = tensordict.unpad_sequence(padded)
+    assert type(samples).__name__ == "LazyStackedTensorDict"
+    assert [t.batch_size for t in samples.tensordicts] == [torch.Size([3]), torch.Size([5])]
+    for got, want in zip(samples.tensordicts, tds):
+        assert (got == want).all() and "masks" not in got.keys()
+    by_tensor = tensordict.unpad_sequence(padded.exclude("masks"), padded["masks", "a"])
+    assert by_tensor.tensordicts[0]["a"].tolist() == [0, 1, 2]
+    feature = [TensorDict({"a": torch.zeros(2, 3)}, batch_size=[2]), TensorDict({"a": torch.zeros(2, 5)}, batch_size=[2])]
+    out = tensordict.unpad_sequence(pad_sequence(feature, return_mask=True, pad_dim=1), pad_dim=1)
+    assert out.tensordicts[0]["a"].shape == (2, 3) and out.tensordicts[0].batch_size == (2,)
+    with pytest.raises(ValueError, match="needs a mask"):
+        tensordict.unpad_sequence(padded.exclude("masks"))
+    with pytest.raises(ValueError, match="has none"):
+        tensordict.unpad_sequence(TensorDict(a=torch.zeros(3)))
+
+
+def test_collate_in_a_dataloader():
+    from torch.utils.data import DataLoader
+
+    samples = [(TensorDict(x=torch.randn(3)), i) for i in range(10)]
+    td, label = next(iter(DataLoader(samples, batch_size=4, collate_fn=tensordict.collate)))
+    assert td.batch_size == (4,) and label.tolist() == [0, 1, 2, 3]
+    clouds = [TensorDict(points=torch.randn(n, 3)) for n in (5, 2, 7, 3)]
+    batch = next(iter(DataLoader(clouds, batch_size=4, collate_fn=tensordict.collate)))
+    assert type(batch).__name__ == "LazyStackedTensorDict" and batch.batch_size == (4,)
+    samples = [
+        TensorDict(ids=torch.ones(n, dtype=torch.long), labels=torch.ones(n, dtype=torch.long), points=torch.randn(n + 1, 3), score=torch.tensor(float(n)))
+        for n in (2, 3)
+    ]
+    fn = functools.partial(tensordict.collate, pad_keys={"ids": 7, "labels": -100}, nested_keys=["points"], mask_key="mask")
+    batch = next(iter(DataLoader(samples, batch_size=2, collate_fn=fn)))
+    assert batch["ids"].tolist() == [[1, 1, 7], [1, 1, 1]]
+    assert batch["labels"].tolist() == [[1, 1, -100], [1, 1, 1]]
+    assert batch["mask", "ids"].tolist() == [[True, True, False], [True, True, True]]
+    assert batch["points"].is_nested and batch["score"].tolist() == [2.0, 3.0]
+    with pytest.raises(ValueError, match="no pad_keys"):
+        tensordict.collate(samples, mask_key="m")
