@@ -83,3 +83,51 @@ def test_remove_duplicates_errors():
             remove_duplicates(td, "t", dim)
     with pytest.raises(ValueError, match="invalid for a TensorDict with batch size"):
         remove_duplicates(TensorDict(a=1), "a")
+
+
+def test_from_list_of_ragged_samples_is_a_lazy_stack():
+    from tensordict import LazyStackedTensorDict
+
+    ragged = [{"a": torch.zeros(3), "b": torch.zeros(2)}, {"a": torch.zeros(4), "b": torch.ones(2)}]
+    for out in (TensorDict.from_list(ragged), LazyStackedTensorDict.from_list(ragged)):
+        assert isinstance(out, LazyStackedTensorDict) and out.batch_size == (2,)
+        assert out[1]["a"].shape == (4,) and out["b"][1].tolist() == [1, 1]
+    same = [{"a": torch.zeros(3)}, {"a": torch.ones(3)}]
+    assert type(TensorDict.from_list(same)) is TensorDict
+    # the lazy class always gives a lazy stack, whatever ``lazy`` says
+    assert isinstance(LazyStackedTensorDict.from_list(same, lazy=False), LazyStackedTensorDict)
+    nested = TensorDict.from_list([{"n": {"a": torch.zeros(3)}, "b": 0}, {"n": {"a": torch.zeros(4)}, "b": 1}])
+    assert type(nested) is TensorDict and isinstance(nested["n"], LazyStackedTensorDict)
+
+
+def test_get_item_shape_of_ragged_lazy_stack():
+    from tensordict import LazyStackedTensorDict
+
+    s = LazyStackedTensorDict(TensorDict(a=torch.zeros(3)), TensorDict(a=torch.zeros(4)))
+    assert s.get_item_shape("a") == (2, -1)
+    s = LazyStackedTensorDict(
+        TensorDict(a=torch.zeros(3, 2), n={"b": torch.zeros(3)}, batch_size=[3]),
+        TensorDict(a=torch.zeros(3, 4), n={"b": torch.zeros(3, 5)}, batch_size=[3]),
+    )
+    assert s.get_item_shape("a") == (2, 3, -1)
+    assert s.get_item_shape("n") == (2, 3)
+    assert s.get_item_shape(("n", "b")) == (-1,)  # different numbers of dims
+    outer = LazyStackedTensorDict(s, s)
+    assert outer.get_item_shape("a") == (2, 2, 3, -1) and outer.get_item_shape(("n", "b")) == (2, -1)
+    s1 = LazyStackedTensorDict(
+        TensorDict(a=torch.zeros(3, 2), batch_size=[3]), TensorDict(a=torch.zeros(3, 4), batch_size=[3]), stack_dim=1
+    )
+    assert s1.get_item_shape("a") == (3, 2, -1)
+    with pytest.raises(KeyError):
+        s.get_item_shape("zz")
+
+
+def test_get_at_missing_entry_gives_none():
+    from tensordict import LazyStackedTensorDict
+
+    td = TensorDict(a=torch.zeros(3), n={"b": torch.zeros(3)}, batch_size=[3])
+    assert td.get_at("zz", 0) is None
+    assert td.get_at(("n", "zz"), 0) is None and td.get_at(("zz", "b"), 0) is None
+    assert td.get_at("zz", 0, default=5) == 5
+    assert td.get_at(("n", "b"), 1) == 0
+    assert LazyStackedTensorDict(TensorDict(a=1), TensorDict(b=1)).get_at("a", 0) is None

@@ -535,14 +535,15 @@ class TensorDictBase(
         Args:
             key (NestedKey): the key.
             index (int, slice, Tensor or tuple): a batch index.
-            default (object, optional): returned when ``key`` is missing.
+            default (object, optional): returned when ``key`` is missing. Defaults
+                to ``None``, as ``get`` (tensordict 0.15 returns None too).
 
         Returns:
             the indexed leaf.
         """
-        value = self._get_any_raw(key, default)
-        if value is default and default is not NO_DEFAULT:
-            return default
+        value = self._get_any_raw(key, _ABSENT)
+        if value is _ABSENT:
+            return None if default is NO_DEFAULT else default
         return self._unwrap_leaf(value[index])
 
     def __getitem__(self, index: Any) -> Any:

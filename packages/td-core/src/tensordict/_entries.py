@@ -468,7 +468,10 @@ class EntriesMixin(TensorDictHost):
             device (torch.device, optional): the result's device.
             batch_dims (int, optional): at most this many batch dims per sample.
             names (list of str, optional): the names of the result's batch dims.
-            lazy (bool, optional): return a lazy stack.
+            lazy (bool, optional): return a lazy stack. Otherwise the samples are
+                stacked densely where their keys and shapes agree, lazily where they
+                differ (ragged samples give a lazy stack, as :func:`maybe_dense_stack`).
+                ``LazyStackedTensorDict.from_list`` always returns a lazy stack.
 
         Returns:
             a TensorDict of ``batch_size=[len(input_list), *sample_batch_size]``.
@@ -488,10 +491,10 @@ class EntriesMixin(TensorDictHost):
                 )
             items.append(item)
         out: TensorDictBase
-        if lazy:
+        if lazy or issubclass(cls, _classes.LazyStackedTensorDict):
             out = _classes.LazyStackedTensorDict(*items, stack_dim=0)
         else:
-            out = _stack(items, 0)
+            out = _stack(items, 0, maybe_dense_stack=True)
         if device is not None and out.device != torch.device(device):
             out = out.to(device)
         if names is not None:

@@ -675,6 +675,38 @@ class LazyStackedTensorDict(  # type: ignore[misc]
                 shapes.append(_Size(getattr(value, "batch_size", ())))
         return node._combine_shapes(shapes)
 
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of the entry under ``key`` (a nested TensorDict's batch size) without
+        stacking: dims that differ across the stacked TensorDicts are ``-1``, and entries
+        with different numbers of dims give ``torch.Size([-1])``, as in tensordict 0.15.
+
+        Raises:
+            KeyError: ``key`` is missing.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict, lazy_stack
+            >>> s = lazy_stack([TensorDict({"a": torch.zeros(3)}), TensorDict({"a": torch.zeros(4)})])
+            >>> s.get_item_shape("a")
+            torch.Size([2, -1])
+        """
+        key = _as_tuple(key)
+        if len(key) > 1:
+            node = self._get_any_raw(key[:-1])
+            if not isinstance(node, TensorDictBase):
+                raise missing_key_error(key, self.keys(True))
+            return node.get_item_shape(key[-1])
+        shapes = []
+        for td in self.tensordicts:
+            if isinstance(td, LazyStackedTensorDict):
+                shapes.append(td.get_item_shape(key))
+                continue
+            value = td._get_any_raw(key[0])
+            shapes.append(value.shape if isinstance(value, _Tensor) else _Size(getattr(value, "batch_size", ())))
+        if len({len(shape) for shape in shapes}) > 1:
+            return _Size([-1])
+        return self._combine_shapes(shapes)
+
     def _missing_error(self, key: Any, missing: Sequence[int]) -> KeyError:
         n = len(self.tensordicts)
         if len(missing) == n:
