@@ -39,7 +39,7 @@ def test_bad_arguments(h5file):
     with pytest.raises(ValueError, match="mode"):
         PersistentTensorDict(filename=h5file, mode="rw")
     with pytest.raises(NotImplementedError, match="backend"):
-        PersistentTensorDict(filename=h5file, backend="zarr")
+        PersistentTensorDict(filename=h5file, backend="nope")
     with pytest.raises(ValueError, match="filename"):
         PersistentTensorDict()
     with pytest.raises(ValueError, match="exclusive"):

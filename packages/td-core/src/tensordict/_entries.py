@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EntriesMixin"]
 
-_STORAGES = ("memory", "memmap", "h5", "shared")
+_STORAGES = ("memory", "memmap", "h5", "zarr", "shared")
 
 
 def _leaf_parts(t: torch.Tensor) -> list[torch.Tensor]:
@@ -288,7 +288,8 @@ class EntriesMixin(TensorDictHost):
             device (torch.device, optional): where the tensors live.
             storage (str, optional): ``"memory"`` (default), ``"shared"`` (shared
                 memory), ``"memmap"`` (files under ``prefix``, needs td-memmap) or
-                ``"h5"`` (an HDF5 ``filename``, needs td-h5).
+                ``"h5"`` (an HDF5 ``filename``, needs td-h5) or ``"zarr"`` (a Zarr store
+                at ``filename``, needs td-h5 and zarr>=3).
 
         Returns:
             a TensorDict, memory-mapped TensorDict or PersistentTensorDict.
@@ -318,6 +319,10 @@ class EntriesMixin(TensorDictHost):
             from tensordict.persistent import PersistentTensorDict  # sibling, loaded on use
 
             return PersistentTensorDict.from_dict(td, filename=filename)
+        if storage == "zarr":
+            from tensordict.persistent import PersistentTensorDict  # sibling, loaded on use
+
+            return PersistentTensorDict.from_dict(td, filename=filename, backend="zarr")
         return td
 
     def _leaves_sorted(self, sorted_keys: Any) -> list:

@@ -41,6 +41,7 @@ __all__ = [
     "from_any",
     "from_dict",
     "from_h5",
+    "from_zarr",
     "from_namedtuple",
     "from_pytree",
     "from_struct_array",
@@ -59,3 +60,16 @@ def from_h5(filename: Any, **kwargs: Any) -> Any:
         ImportError: td-h5 is not installed.
     """
     return _import_sibling("persistent").from_h5(filename, **kwargs)
+
+
+def from_zarr(zarr_file: Any, **kwargs: Any) -> Any:
+    """Opens a Zarr (v3) store as a ``PersistentTensorDict`` (provided by td-h5 with its ``zarr`` extra).
+
+    See :func:`tensordict.persistent.from_zarr` for the keywords (``mode``,
+    ``auto_batch_size``, ``batch_dims``, ``batch_size``, ``non_tensor_as_stack``,
+    ``allow_pickle``).
+
+    Raises:
+        ImportError: td-h5 or zarr>=3 is not installed (the message names the ``pip install`` line).
+    """
+    return _import_sibling("persistent").from_zarr(zarr_file, **kwargs)

@@ -11,6 +11,7 @@ import torch
 from tensordict.ext import batch_mismatch_error
 from tensordict.persistent import _h5io as io
 from tensordict.persistent import _links
+from tensordict.persistent._nodes import is_dataset, is_group
 
 __all__ = ["FileState", "infer_batch_size", "validate_members"]
 
@@ -18,7 +19,7 @@ __all__ = ["FileState", "infer_batch_size", "validate_members"]
 class FileState:
     """What every PersistentTensorDict of one open file shares (views and nested ones)."""
 
-    __slots__ = ("file", "filename", "mode", "bs_cache", "hidden_cache", "closed", "batch_dims", "use_stored")
+    __slots__ = ("file", "filename", "mode", "bs_cache", "hidden_cache", "closed", "batch_dims", "use_stored", "backend", "to_attr")
 
     def __init__(self, file: h5py.File, filename: str, mode: str, batch_dims: int | None, use_stored: bool) -> None:
         self.file = file
@@ -30,6 +31,9 @@ class FileState:
         self.closed = False
         self.batch_dims = batch_dims
         self.use_stored = use_stored
+        #: "h5" or "zarr"; ``to_attr(key, value)`` turns a non-tensor value into what ``group.attrs`` takes
+        self.backend = "h5"
+        self.to_attr = io.python_to_attr
 
     def natural(self, group: h5py.Group) -> tuple[tuple, bool]:
         """(largest batch size the group's entries share, whether it has any entry)."""
@@ -45,6 +49,9 @@ class FileState:
         """Forgets what was inferred from the file's structure (after a structural write)."""
         self.bs_cache.clear()
         self.hidden_cache.clear()
+        if self.backend == "zarr":  # cached listings and the store's consolidated metadata
+            self.file.on_change()
+            self.file.consolidate()
 
     def hidden(self, group: h5py.Group, names: list | None = None) -> dict[str, str]:
         """``{name: reason}`` for the members of ``group`` that are not read (see ``_links``).
@@ -103,11 +110,11 @@ def infer_batch_size(
         if name in skip:
             continue
         obj = group.get(name)
-        if isinstance(obj, h5py.Group):
+        if is_group(obj):
             bs, content = recurse(obj)
             if content:
                 shapes.append(tuple(bs))
-        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
+        elif is_dataset(obj) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
             shapes.append(tuple(obj.shape))
     bs = io.common_prefix(shapes)
     if batch_dims is not None:
@@ -124,8 +131,8 @@ def validate_members(group: h5py.Group, batch_size: torch.Size, prefix: tuple = 
             continue
         obj = group.get(name)
         path = prefix + (name,)
-        if isinstance(obj, h5py.Group):
+        if is_group(obj):
             validate_members(obj, batch_size, path)
-        elif isinstance(obj, h5py.Dataset) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
+        elif is_dataset(obj) and io.dataset_kind(obj)[0] in ("tensor", "stack"):
             if tuple(obj.shape[:n]) != tuple(batch_size):
                 raise batch_mismatch_error(path[0] if len(path) == 1 else path, obj.shape, batch_size)

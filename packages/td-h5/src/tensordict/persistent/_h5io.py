@@ -29,6 +29,8 @@ import h5py
 import numpy as np
 import torch
 
+from tensordict.persistent._nodes import ArrayNode, GroupNode, ValueNode
+
 __all__ = [
     "META_BATCH_SIZE",
     "META_NAMES",
@@ -171,6 +173,8 @@ def dataset_kind(dset: h5py.Dataset) -> tuple[str, torch.dtype | None]:
     A dataset with a null dataspace (no shape, no data: ``h5py.Empty``) is ``"other"``
     and reads as ``None``.
     """
+    if isinstance(dset, ArrayNode):
+        return dset.kind()  # type: ignore[attr-defined]
     if dset.shape is None:
         return "other", None
     dt = dset.dtype
@@ -251,6 +255,8 @@ def attr_to_python(value: Any) -> Any:
     ``str`` or ``bytes`` value) is ``bytes``, a variable-length string attribute
     (what other tools usually write) is ``str``.
     """
+    if isinstance(value, ValueNode):
+        return value.decode()
     if isinstance(value, h5py.Empty):
         return None
     if isinstance(value, np.void):
@@ -346,6 +352,8 @@ def struct_to_tensordict(key: Any, arr: np.ndarray, shape: tuple) -> Any:
 
 def read_strings(dset: h5py.Dataset) -> Any:
     """A string dataset as a str (scalar) or a numpy object array of str."""
+    if isinstance(dset, ArrayNode):
+        return dset.read_strings()  # type: ignore[attr-defined]
     return dset.asstr(errors="surrogateescape")[()]
 
 
@@ -412,6 +420,9 @@ def write_leaf(group: h5py.Group, name: str, value: Any, h5_kwargs: dict) -> Non
     """Writes one validated leaf (tensor, TensorDict, non-tensor) under ``name``."""
     from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 
+    if isinstance(group, GroupNode):
+        group.write_leaf(name, value, h5_kwargs)  # type: ignore[attr-defined]
+        return
     if isinstance(value, torch.Tensor):
         arr = to_numpy(value)
         dset = group.create_dataset(name, data=arr, **_dataset_kwargs(arr, h5_kwargs))
@@ -442,6 +453,9 @@ def _all_same(items: list) -> bool:
 
 
 def write_batch_meta(group: h5py.Group, batch_size: torch.Size, names: list | None) -> None:
+    if isinstance(group, GroupNode):
+        group.write_batch_meta(batch_size, names)  # type: ignore[attr-defined]
+        return
     group.attrs[META_BATCH_SIZE] = np.asarray(list(batch_size), dtype=np.int64)
     if names is not None and any(n is not None for n in names):
         group.attrs[META_NAMES] = np.asarray(["" if n is None else n for n in names], dtype=h5py.string_dtype())
@@ -477,6 +491,8 @@ def common_prefix(shapes: list) -> tuple:
 
 def stored_batch_size(group: h5py.Group) -> tuple | None:
     """The ``_td_batch_size`` attribute as a tuple of non-negative ints, or ``None``."""
+    if isinstance(group, GroupNode):
+        return group.stored_batch_size()  # type: ignore[attr-defined]
     value = meta_attr(group, META_BATCH_SIZE, h5py.h5t.INTEGER)
     if value is None:
         return None
@@ -492,6 +508,8 @@ def stored_batch_size(group: h5py.Group) -> tuple | None:
 
 
 def stored_names(group: h5py.Group, ndim: int) -> list | None:
+    if isinstance(group, GroupNode):
+        return group.stored_names(ndim)  # type: ignore[attr-defined]
     value = meta_attr(group, META_NAMES, h5py.h5t.STRING)
     if value is None:
         return None

@@ -18,6 +18,8 @@ from typing import Any
 
 import h5py
 
+from tensordict.persistent._nodes import GroupNode, is_group
+
 __all__ = ["has_link", "refusal", "refused_error", "scan", "resolve_path"]
 
 #: how many soft links a target path may go through (HDF5's own default limit is 16)
@@ -26,6 +28,8 @@ _MAX_SOFT = 16
 
 def has_link(group: h5py.Group, name: str) -> bool:
     """Whether ``group`` has a link called ``name`` (the link itself is not followed)."""
+    if isinstance(group, GroupNode):
+        return name in group
     try:
         return bool(group.id.links.exists(name.encode("utf-8")))
     except (KeyError, ValueError, TypeError, RuntimeError, UnicodeError):
@@ -109,6 +113,8 @@ def refusal(group: h5py.Group, name: str, listed: bool = False) -> str | None:
     Raises:
         OSError: the member exists but its metadata cannot be read (a damaged file).
     """
+    if isinstance(group, GroupNode):
+        return None
     try:
         why = _link_refusal(group, name, 0)
         if why is not None:
@@ -140,6 +146,8 @@ def refusal(group: h5py.Group, name: str, listed: bool = False) -> str | None:
 
 def scan(group: h5py.Group, names: Any) -> dict[str, str]:
     """``{name: reason}`` for every member of ``names`` that is not read (see :func:`refusal`)."""
+    if isinstance(group, GroupNode):
+        return {}  # a Zarr group has no links; its names were checked when listed
     out = {}
     for name in names:
         why = refusal(group, name, listed=True)
@@ -167,7 +175,7 @@ def resolve_path(root: h5py.Group, path: str, filename: str) -> Any:
     here = root
     parts = [p for p in path.split("/") if p not in ("", ".")]
     for part in parts:
-        if not isinstance(here, h5py.Group):
+        if not is_group(here):
             return here
         why = refusal(here, part)
         if why is not None:

@@ -52,14 +52,16 @@ from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5ItemsView, H5KeysView, H5ValuesView
 from tensordict.persistent._lazyshape import LazyShapeMixin
+from tensordict.persistent._nodes import is_dataset, is_group
 from tensordict.persistent._limits import LimitsMixin
 from tensordict.persistent._save import save_atomic
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member
 
-__all__ = ["PersistentTensorDict", "from_h5"]
+__all__ = ["PersistentTensorDict", "from_h5", "from_zarr"]
 
 _CREATE_MODES = ("w", "w-", "x", "a")
+_BACKENDS = ("h5", "zarr")
 
 
 class _LazyItems:
@@ -164,11 +166,15 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
         non_tensor_as_stack: bool = False,
+        allow_pickle: bool | None = None,
         **kwargs: Any,
     ) -> None:
-        if backend != "h5":
-            msg = f"backend {backend!r} is not supported by td-h5; use backend='h5'."
+        if backend not in _BACKENDS:
+            msg = f"Unknown backend {backend!r}. Supported backends are {list(_BACKENDS)}."
             raise NotImplementedError(msg)
+        if allow_pickle is not None and not isinstance(allow_pickle, bool):
+            msg = f"allow_pickle must be a bool or None, got {allow_pickle!r}."
+            raise TypeError(msg)
         io.check_mode(mode)
         if batch_size is not None and auto_batch_size:
             msg = "auto_batch_size=True and batch_size are exclusive: pass one of them."
@@ -176,7 +182,15 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         if batch_dims is not None:
             auto_batch_size = batch_size is None
         owns = filename is not None
-        if filename is not None:
+        if backend == "zarr":
+            from tensordict.persistent import _zarrio
+
+            kwargs.pop("validate_batch_size", None)
+            file, grp = _zarrio.open_store(filename if filename is not None else group, mode, allow_pickle)
+            if filename is not None and isinstance(group, str) and group not in ("", "/"):
+                grp = self._open_zarr_group(grp, group, mode)
+            filename, mode = file.filename, file.mode
+        elif filename is not None:
             if group is not None and not isinstance(group, str):
                 msg = f"with filename=, group must be a path in the file (str), got {type(group).__name__}."
                 raise TypeError(msg)
@@ -196,6 +210,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             msg = "PersistentTensorDict needs filename= (a path) or group= (an open h5py.Group or h5py.File)."
             raise ValueError(msg)
         state = FileState(file, filename, mode, batch_dims if auto_batch_size else None, not auto_batch_size)
+        if backend == "zarr":
+            state.backend = "zarr"
+            state.to_attr = lambda key, value: _zarrio.encode(key, value, file.allow_pickle, filename)
         bs = None
         if batch_size is not None:
             bs = torch.Size([batch_size]) if isinstance(batch_size, int) else torch.Size(batch_size)
@@ -208,6 +225,22 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         # without an explicit batch_size, it is inferred from metadata on first use
         self._init(state, grp, bs, None, device, non_tensor_as_stack)
         self._names_pending = True
+
+    @staticmethod
+    def _open_zarr_group(top: Any, group: str, mode: str) -> Any:
+        here = top
+        for part in [p for p in group.split("/") if p]:
+            sub = here.get(part)
+            if sub is None:
+                if mode not in _CREATE_MODES:
+                    msg = f"group {group!r} not found in Zarr store {top.root.filename!r} (top-level entries: {sorted(top.keys())})."
+                    raise KeyError(msg)
+                sub = here.create_group(part)
+            elif not is_group(sub):
+                msg = f"{group!r} in Zarr store {top.root.filename!r} is an array, not a group."
+                raise KeyError(msg)
+            here = sub
+        return here
 
     @staticmethod
     def _open_group(file: h5py.File, filename: str, group: str | None, mode: str) -> h5py.Group:
@@ -334,6 +367,30 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         )
 
     @classmethod
+    def from_zarr(
+        cls,
+        filename: Any,
+        *,
+        mode: str = "r",
+        auto_batch_size: bool = False,
+        batch_dims: int | None = None,
+        batch_size: Any = None,
+        non_tensor_as_stack: bool = False,
+        allow_pickle: bool | None = None,
+    ) -> PersistentTensorDict:
+        """Opens a Zarr (v3) store as a PersistentTensorDict (see :func:`tensordict.persistent.from_zarr`)."""
+        return cls(
+            filename=filename,
+            mode=mode,
+            batch_size=batch_size,
+            auto_batch_size=auto_batch_size,
+            batch_dims=batch_dims,
+            non_tensor_as_stack=non_tensor_as_stack,
+            backend="zarr",
+            allow_pickle=allow_pickle,
+        )
+
+    @classmethod
     def from_dict(  # type: ignore[override]
         cls,
         input_dict: Any,
@@ -342,9 +399,11 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         device: Any = None,
         *,
         auto_batch_size: bool = False,
+        backend: str = "h5",
+        allow_pickle: bool | None = None,
         **kwargs: Any,
     ) -> PersistentTensorDict:
-        """Writes ``input_dict`` (a dict or TensorDict) to a new HDF5 file and opens it (``"r+"``).
+        """Writes ``input_dict`` (a dict or TensorDict) to a new HDF5 file (or Zarr store) and opens it (``"r+"``).
 
         The file is written under a temporary name in the same folder and moved over
         ``filename`` once complete: an error (or the process being killed) leaves an
@@ -359,8 +418,14 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             auto_batch_size (bool): give the file the longest leading shape all leaves
                 share as batch size (a dict input without ``batch_size`` always does).
                 Exclusive with ``batch_size``.
-            **kwargs: passed to ``h5py.Group.create_dataset`` for every tensor
-                (``compression="gzip"``, ``compression_opts``, ``chunks``, ``shuffle``, ...).
+            backend (str): ``"h5"`` (default) or ``"zarr"`` (needs ``zarr>=3``: a folder
+                path or a zarr ``Store`` as ``filename``).
+            allow_pickle (bool, optional): Zarr only. ``False`` refuses to store a
+                non-tensor value that JSON cannot hold (it would need a pickle); the
+                returned PersistentTensorDict reads pickles unless it is ``False`` (it
+                wrote them).
+            **kwargs: passed to ``h5py.Group.create_dataset`` (or ``zarr.Group.create_array``)
+                for every tensor (``compression="gzip"``, ``chunks``, ``compressors``, ...).
 
         Returns:
             PersistentTensorDict: on the new file, mode ``"r+"``.
@@ -399,6 +464,17 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
                 td = TensorDict(input_dict, batch_size=batch_size)
         else:
             td = _tensordict_of(input_dict)
+        if backend == "zarr":
+            from tensordict.persistent import _zarrio
+
+            if allow_pickle is not None and not isinstance(allow_pickle, bool):
+                msg = f"allow_pickle must be a bool or None, got {allow_pickle!r}."
+                raise TypeError(msg)
+            target = _zarrio.save_atomic(filename, td, kwargs, allow_pickle)
+            return cls(filename=target, mode="r+", device=device, backend="zarr", allow_pickle=allow_pickle is not False)
+        if backend != "h5":
+            msg = f"Unknown backend {backend!r}. Supported backends are {list(_BACKENDS)}."
+            raise NotImplementedError(msg)
         io.validate_tree(td)
         filename = os.fspath(filename)
         folder = os.path.dirname(os.path.abspath(filename))
@@ -502,6 +578,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             "nts": self._nts,
             "locked": self._is_locked,
         }
+        if state.backend != "h5":
+            payload["backend"] = state.backend
+            payload["allow_pickle"] = state.file.allow_pickle
         return (_rebuild, (payload,))
 
     # ------------------------------------------------------------------ metadata
@@ -607,9 +686,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             if key not in io.RESERVED_ATTRS and key in attrs:
                 return NonTensorData(io.attr_to_python(attrs[key]), self._batch_size, self._device)
             return default
-        if isinstance(obj, h5py.Dataset):
+        if is_dataset(obj):
             return self._read_entry(key, obj)
-        if isinstance(obj, h5py.Group):
+        if is_group(obj):
             return self._child(obj)
         return default
 
@@ -676,7 +755,7 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             sub = group.get(name) if "/" not in name and refused(group, name) is None else None
             if sub is None:
                 return None
-            if not isinstance(sub, h5py.Group):
+            if not is_group(sub):
                 msg = f"key {path!r}: {name!r} holds a dataset, not a group."
                 raise KeyError(msg)
             group = sub
@@ -686,7 +765,7 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
             if name not in io.RESERVED_ATTRS and name in group.attrs:
                 return ("attr", None, None)
             return None
-        if isinstance(obj, h5py.Group):
+        if is_group(obj):
             return ("group", obj, None)
         kind, dtype = io.dataset_kind(obj)
         return (kind, obj, dtype)
@@ -726,9 +805,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
                 if name in skip:
                     continue
                 obj = group.get(name)
-                if isinstance(obj, h5py.Group):
+                if is_group(obj):
                     walk(obj, prefix + (name,))
-                elif isinstance(obj, h5py.Dataset):
+                elif is_dataset(obj):
                     kind, dtype = io.dataset_kind(obj)
                     if kind == "tensor":
                         out.append((prefix + (name,), obj, dtype))
@@ -979,6 +1058,7 @@ def _rebuild(payload: dict) -> PersistentTensorDict:
         mode=payload["mode"],
         batch_size=payload["orig_bs"],
         non_tensor_as_stack=payload["nts"],
+        **({"backend": payload["backend"], "allow_pickle": payload["allow_pickle"]} if "backend" in payload else {}),
     )
     sel = _sel_from_state(payload["sel"])
     if sel is not None:
@@ -1041,4 +1121,68 @@ def from_h5(
         batch_size=batch_size,
         non_tensor_as_stack=non_tensor_as_stack,
         **kwargs,
+    )
+
+
+def from_zarr(
+    zarr_file: Any,
+    *,
+    mode: str = "r",
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: Any = None,
+    non_tensor_as_stack: bool = False,
+    allow_pickle: bool | None = None,
+) -> PersistentTensorDict:
+    """Opens a Zarr (v3) store as a :class:`PersistentTensorDict` (``tensordict.from_zarr``).
+
+    Arrays are read lazily, only the rows an index selects, as for HDF5. A store not
+    written by tensordict gets the longest leading shape its arrays share as batch size
+    (each nested group its own).
+
+    Args:
+        zarr_file (str, path or zarr Store): the store (a folder, or a ``LocalStore``,
+            ``ZipStore``, ...).
+
+    Keyword Args:
+        mode (str): ``"r"`` (default), ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``.
+        auto_batch_size (bool): ignore the stored batch size. Defaults to ``False``.
+        batch_dims (int, optional): keep at most this many batch dims.
+        batch_size (torch.Size, optional): the batch size; every array's leading dims
+            must match it.
+        non_tensor_as_stack (bool): read string arrays shaped like the batch as
+            :class:`~tensordict.NonTensorStack`. Defaults to ``False``.
+        allow_pickle (bool, optional): read pickled non-tensor entries. Defaults to
+            ``None``, which refuses them: unpickling can run arbitrary code.
+
+    Returns:
+        A :class:`PersistentTensorDict` on the store (close it, or use ``with``).
+
+    Raises:
+        ImportError: zarr>=3 is not installed (the message gives the ``pip install`` line).
+        FileNotFoundError: the store does not exist.
+        ValueError: the folder is not a Zarr store, or its metadata names a path outside
+            it or an array whose chunks disagree with its shape (the message names the
+            store and the key).
+        RuntimeError: (on reading) a pickled entry without ``allow_pickle=True``.
+
+    Examples:
+        >>> import os, tempfile, torch
+        >>> import tensordict
+        >>> from tensordict import TensorDict
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "d.zarr")
+        ...     TensorDict(a=torch.arange(4), batch_size=[4]).to_zarr(path).close()
+        ...     with tensordict.from_zarr(path) as td:
+        ...         print(td[1:3]["a"])
+        tensor([1, 2])
+    """
+    return PersistentTensorDict.from_zarr(
+        zarr_file,
+        mode=mode,
+        auto_batch_size=auto_batch_size,
+        batch_dims=batch_dims,
+        batch_size=batch_size,
+        non_tensor_as_stack=non_tensor_as_stack,
+        allow_pickle=allow_pickle,
     )

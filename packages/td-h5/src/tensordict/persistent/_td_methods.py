@@ -11,7 +11,7 @@ from typing import Any
 from tensordict import TensorDictBase
 from tensordict.persistent._persistent import PersistentTensorDict
 
-__all__ = ["to_h5", "from_h5"]
+__all__ = ["to_h5", "from_h5", "to_zarr", "from_zarr"]
 
 
 def to_h5(td: Any, filename: Any, **h5_kwargs: Any) -> PersistentTensorDict:
@@ -87,3 +87,82 @@ def from_h5(cls: Any, filename: Any, mode: str = "r", **kwargs: Any) -> Persiste
         **kwargs: the other keywords of :meth:`PersistentTensorDict.from_h5`.
     """
     return PersistentTensorDict.from_h5(filename, mode=mode, **kwargs)
+
+
+def to_zarr(td: Any, filename: Any, *, allow_pickle: bool | None = None, **kwargs: Any) -> PersistentTensorDict:
+    """Writes ``td`` to a new Zarr (v3) store and returns a :class:`PersistentTensorDict` on it.
+
+    Each tensor leaf becomes an array (one chunk, no compression by default), each
+    nested TensorDict a group, a non-tensor value a ``uint8`` array holding its JSON (or
+    pickle) encoding; batch sizes and dim names are kept in the groups' attributes, in
+    the layout tensordict 0.15 writes. A folder store is written beside ``filename`` and
+    moved in place once complete: an error leaves an earlier store intact.
+
+    Args:
+        td (TensorDictBase): the data to write.
+        filename (str, path or zarr Store): the folder to create or overwrite, or a
+            zarr ``Store`` (``LocalStore``, ``ZipStore``, ...) written in place.
+
+    Keyword Args:
+        allow_pickle (bool, optional): ``False`` refuses a non-tensor value that JSON
+            cannot hold (it would need a pickle), before anything is written.
+            Defaults to ``None``: such values are pickled, and the returned
+            PersistentTensorDict may read them back (it wrote them).
+        **kwargs: passed to ``zarr.Group.create_array`` for every tensor:
+            ``chunks=(16,)`` constrains the leading dims of every leaf whatever its
+            rank, ``compressors=zarr.codecs.ZstdCodec()``, ...
+
+    Returns:
+        PersistentTensorDict: on the new store, mode ``"r+"``; close it (or use ``with``).
+
+    Raises:
+        ImportError: zarr>=3 is not installed (the message gives the ``pip install`` line).
+        TypeError: a leaf cannot be stored (``bfloat16``, an object with
+            ``allow_pickle=False``); nothing is written.
+        FileNotFoundError: the folder that should hold ``filename`` does not exist.
+
+    Examples:
+        >>> import os, tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a=torch.zeros(4, 3), b={"c": torch.arange(4)}, batch_size=[4])
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with td.to_zarr(os.path.join(tmp, "data.zarr"), chunks=(2,)) as ztd:
+        ...         print(type(ztd).__name__, ztd.batch_size, ztd[1:3]["b", "c"].tolist())
+        PersistentTensorDict torch.Size([4]) [1, 2]
+    """
+    _refuse_exclusive_keys(td)
+    return PersistentTensorDict.from_dict(td, filename, backend="zarr", allow_pickle=allow_pickle, **kwargs)
+
+
+def from_zarr(
+    cls: Any,
+    filename: Any,
+    *,
+    mode: str = "r",
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: Any = None,
+    non_tensor_as_stack: bool = False,
+    allow_pickle: bool | None = None,
+) -> PersistentTensorDict:
+    """``TensorDict.from_zarr(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_zarr`.
+
+    Args:
+        filename (str, path or zarr Store): the store to open.
+
+    Keyword Args:
+        mode (str): ``"r"`` (default), ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``.
+        auto_batch_size (bool): ignore the stored batch size; use the longest leading
+            shape every array shares.
+        batch_dims (int, optional): keep at most this many batch dims (turns
+            ``auto_batch_size`` on).
+        batch_size (torch.Size, optional): the batch size to use.
+        non_tensor_as_stack (bool): read string arrays shaped like the batch as
+            :class:`~tensordict.NonTensorStack`.
+        allow_pickle (bool, optional): read pickled non-tensor entries. Defaults to
+            ``None``, which refuses them (``RuntimeError``): a pickle can run code.
+    """
+    return PersistentTensorDict.from_zarr(
+        filename, mode=mode, auto_batch_size=auto_batch_size, batch_dims=batch_dims, batch_size=batch_size,
+        non_tensor_as_stack=non_tensor_as_stack, allow_pickle=allow_pickle,
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import warnings
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from tensordict.ext import INPLACE_METHODS, locked_error, missing_key_error, unr
 from tensordict.ext import as_key_tuple as _as_tuple
 from tensordict.persistent import _h5io as io
 from tensordict.persistent._links import has_link, refused_error
+from tensordict.persistent._nodes import GroupNode, is_dataset, is_group
 from tensordict.persistent._selection import write_selected
 
 __all__ = ["WriteMixin", "install_inplace_writeback"]
@@ -149,10 +151,18 @@ class WriteMixin(_MixinBase):
             io.write_batch_meta(group, self._orig_bs, None)
             self._state.changed()
             return self._get_raw(key)
-        if not isinstance(obj, h5py.Group):
+        if not is_group(obj):
             msg = f"Cannot write a nested key under {key!r}: it holds a dataset, not a group."
             raise KeyError(msg)
         return self._get_raw(key)
+
+    def _storage_dtype(self, key: Any, dtype: torch.dtype) -> tuple:
+        """numpy storage dtype and marker of a torch dtype; the Zarr layout has no markers."""
+        np_dtype, marker = io.numpy_dtype_for(dtype, key)
+        if marker is not None and self._state.backend == "zarr":
+            msg = f"cannot store key {key!r} of dtype {dtype} in a Zarr store: zarr has no such dtype. Cast it first (e.g. `.float()`)."
+            raise TypeError(msg)
+        return np_dtype, marker
 
     def _check_refused(self, group: h5py.Group, name: str) -> None:
         why = self._state.refused(group, name)
@@ -292,7 +302,10 @@ class WriteMixin(_MixinBase):
     def __setitem__(self, index: Any, value: Any) -> None:
         cls = index.__class__
         if cls is str or (cls is tuple and index and all(i.__class__ in (str, tuple) for i in index)):
-            self.set(index, value)
+            if self._state.backend == "zarr":  # as tensordict 0.15: written in place when it fits
+                self.set(index, value, inplace=True)
+            else:
+                self.set(index, value)
             return
         self._index(index)._assign(value)
 
@@ -358,7 +371,7 @@ class WriteMixin(_MixinBase):
             if found is not None and found[0] not in ("attr", "string", "stack"):
                 msg = f"cannot write a non-tensor value into key {key!r}: the file holds a {found[0]} there. Delete it first."
                 raise RuntimeError(msg)
-            return [("attr", path, io.python_to_attr(key, value.data))]
+            return [("attr", path, self._state.to_attr(key, value.data))]
         if isinstance(value, NonTensorStack):
             io._stack_array(key, value._items, tuple(value.batch_size))
             if tuple(value.batch_size) != tuple(self.batch_size):
@@ -372,7 +385,7 @@ class WriteMixin(_MixinBase):
             msg = f"cannot write key {key!r}: unsupported value type {type(value).__name__}."
             raise TypeError(msg)
         if found is None:
-            io.numpy_dtype_for(value.dtype, key)
+            self._storage_dtype(key, value.dtype)
             feat = tuple(value.shape[vbd:])
             return [("create", path, self._expand(key, value, (*self.batch_size, *feat)), feat)]
         kind, dset, dtype = found
@@ -433,7 +446,7 @@ class WriteMixin(_MixinBase):
             elif kind == "create":
                 _, path, value, feat = op
                 group = self._parent_group(path)
-                np_dtype, marker = io.numpy_dtype_for(value.dtype, path[-1])
+                np_dtype, marker = self._storage_dtype(path[-1], value.dtype)
                 if path[-1] in group.attrs:
                     del group.attrs[path[-1]]
                 if has_link(group, path[-1]):  # an entry that is not read (a link out of the file)
@@ -464,7 +477,7 @@ class WriteMixin(_MixinBase):
         name = path[-1]
         full = tuple(self._orig_bs)
         existing = group.get(name) if self._state.refused(group, name) is None else None
-        if existing is not None and isinstance(existing, h5py.Dataset) and tuple(existing.shape) == full and h5py.check_string_dtype(existing.dtype):
+        if existing is not None and io.dataset_kind(existing)[0] in ("stack", "string") and tuple(existing.shape) == full:
             items = np.asarray(io.read_strings(existing), dtype=object).reshape(-1).tolist()
         else:
             items = [""] * io.numel(full)
@@ -477,6 +490,11 @@ class WriteMixin(_MixinBase):
                 items[p] = v
         stack = NonTensorStack._from_flat(items, torch.Size(full))
         arr = io._stack_array(name, stack._items, full)
+        if isinstance(group, GroupNode):
+            if name in group.attrs:
+                del group.attrs[name]
+            group.write_stack(name, arr.tolist() if arr.ndim else [arr.item()], full)  # type: ignore[attr-defined]
+            return
         if has_link(group, name):
             del group[name]
         if name in group.attrs:
@@ -488,10 +506,17 @@ class WriteMixin(_MixinBase):
     def _replace(self, key: str, value: Any) -> None:
         group = self._group
         existing = group.get(key) if self._state.refused(group, key) is None else None
+        if existing is not None and self._state.backend == "zarr" and is_dataset(existing):
+            warnings.warn(
+                f"Replacing an array with another one is inefficient (key {key!r} of Zarr store "
+                f"{self._state.filename!r}). Consider using different names or populating in-place using `inplace=True`.",
+                UserWarning,
+                stacklevel=4,
+            )
         if isinstance(value, torch.Tensor):
             np_dtype, marker = io.numpy_dtype_for(value.dtype, key)
             if (
-                isinstance(existing, h5py.Dataset)
+                is_dataset(existing)
                 and tuple(existing.shape) == tuple(value.shape)
                 and existing.dtype == np_dtype
                 and io.dataset_kind(existing)[1] == value.dtype
@@ -499,7 +524,7 @@ class WriteMixin(_MixinBase):
                 self._write_whole(existing, value)
                 return
         elif isinstance(value, NonTensorData):
-            attr = io.python_to_attr(key, value.data)
+            attr = self._state.to_attr(key, value.data)
             if has_link(group, key):
                 del group[key]
                 self._state.changed()
