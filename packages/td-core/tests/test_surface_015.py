@@ -177,3 +177,54 @@ def test_collate_in_a_dataloader():
     assert batch["points"].is_nested and batch["score"].tolist() == [2.0, 3.0]
     with pytest.raises(ValueError, match="no pad_keys"):
         tensordict.collate(samples, mask_key="m")
+
+
+def test_device_predicates_and_floating_point():
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    assert (td.is_cpu, td.is_cuda, td.is_meta) == (False, False, False)  # no device
+    assert TensorDict(device="cpu").is_cpu and TensorDict(a=torch.zeros(3), device="meta").is_meta
+    assert td.is_floating_point() and TensorDict().is_floating_point() and TensorDict(s="x").is_floating_point()
+    assert not TensorDict(a=torch.zeros(3), n={"b": torch.zeros(2, dtype=torch.long)}).is_floating_point()
+
+
+def test_mod_and_rsub():
+    td = TensorDict(a=torch.full((2,), 10.0), batch_size=[2])
+    other = TensorDict(a=torch.ones(2), batch_size=[2])
+    assert td.rsub(other)["a"].tolist() == [-9.0, -9.0]
+    assert td.rsub(other, alpha=2)["a"].tolist() == [-19.0, -19.0]
+    assert td.rsub(torch.tensor([1.0, 2.0]))["a"].tolist() == [-9.0, -8.0]
+    assert TensorDict(a=torch.tensor([-3.0, 5.0])).mod(3)["a"].tolist() == [0.0, 2.0]
+    assert (td.mod(other) == td % other).all()
+
+
+def test_non_tensor_items():
+    td = TensorDict(a=torch.zeros(2), s="text", nested=TensorDict(t="more"))
+    assert [key for key, _ in td.non_tensor_items(include_nested=True)] == ["s", ("nested", "t")]
+    assert td.non_tensor_items()[0][1].data == "text" and len(td.non_tensor_items()) == 1
+
+
+def test_pin_memory_and_record_stream_errors():
+    td = TensorDict(a=torch.zeros(3), batch_size=[3])
+    if not torch.cuda.is_available():
+        with pytest.warns(DeprecationWarning, match="pin_memory_"), pytest.raises(RuntimeError):
+            td.pin_memory_()
+    with pytest.raises((RuntimeError, TypeError)):
+        td.record_stream(None)
+
+
+def test_lazy_stack_deprecated_hooks_and_valid_keys():
+    s = lazy_stack([TensorDict(a=torch.zeros(2), n={"b": torch.zeros(2)}), TensorDict(a=torch.ones(2), n={"b": torch.zeros(2)})])
+    with pytest.warns(DeprecationWarning, match="hook_in"):
+        assert s.hook_in is None
+    with pytest.warns(DeprecationWarning, match="hook_out"):
+        assert s.hook_out is None
+    with pytest.warns(DeprecationWarning, match="valid_keys"):
+        assert list(s.valid_keys(True, True)) == ["a", ("n", "b")]
+
+
+def test_lazy_stack_data_ptr_has_one_entry_per_tensordict():
+    tds = [TensorDict(a=torch.zeros(3), b={"c": torch.zeros(3)}, batch_size=[3]) for _ in range(2)]
+    ptrs = lazy_stack(tds).data_ptr()
+    assert set(ptrs.keys()) == {"0", "1"} and ptrs.batch_size == () and ptrs.device == torch.device("cpu")
+    assert ptrs["1", "b", "c"].item() == tds[1]["b", "c"].data_ptr()
+    assert TensorDict(a=torch.zeros(1)).data_ptr().device == torch.device("cpu")

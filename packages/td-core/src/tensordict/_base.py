@@ -69,6 +69,7 @@ from tensordict._update import _ABSENT, UpdateMixin
 __all__ = ["TensorDictBase", "get_defaults_to_none", "is_tensor_collection", "set_get_defaults_to_none"]
 
 _GET_DEFAULTS_TO_NONE = [True]
+_CPU = torch.device("cpu")  # where data_ptr() TensorDicts live
 #: levels of plain TensorDicts that ``_map_tree`` rebuilds by recursion before it switches to
 #: an explicit stack (recursion is the cheapest per node; the stack has no depth limit)
 _MAP_RECURSION_DEPTH = 200
@@ -1130,7 +1131,7 @@ class TensorDictBase(
 
     # ------------------------------------------------------------------ misc
     def data_ptr(self, *, storage: bool = False) -> TensorDictBase:
-        """A TensorDict of the leaves' ``data_ptr()`` (int64, batch_size ``[]``)."""
+        """A TensorDict of the leaves' ``data_ptr()`` (int64, batch_size ``[]``, on the CPU)."""
 
         source: dict[str, Any] = {}
         for key, value in self._items_raw():
@@ -1139,7 +1140,7 @@ class TensorDictBase(
                 source[key] = torch.tensor(ptr)
             elif isinstance(value, TensorDictBase):
                 source[key] = value.data_ptr(storage=storage)
-        return _classes.TensorDict._new_unsafe(source, torch.Size(()), None)
+        return _classes.TensorDict._new_unsafe(source, torch.Size(()), _CPU)
 
     def fill_(self, key: NestedKey, value: float | bool) -> TensorDictBase:
         """Fills the leaf (or every leaf of the sub-TensorDict) under ``key`` with ``value``.

@@ -4,6 +4,7 @@ dtype casts, ``pin_memory``, ``share_memory_``, ``clear_device_``."""
 from __future__ import annotations
 
 import builtins
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -267,12 +268,77 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
                 returned.
 
         Returns:
-            a TensorDict whose tensor leaves are pinned (same keys and batch size).
+            a TensorDict whose tensor leaves are pinned (same keys and batch size);
+            ``self``, holding the pinned leaves, with ``inplace=True``.
         """
-        return self._map_leaves(torch.Tensor.pin_memory, keep_non_tensor=True)
+        out = self._map_leaves(torch.Tensor.pin_memory, keep_non_tensor=True)
+        if not inplace:
+            return out
+        for key, value in out._items_raw():
+            self._set_raw(key, value)
+        return self
+
+    def pin_memory_(self, num_threads: builtins.int = 0) -> Self:
+        """Pins the tensor leaves in place and returns ``self`` (needs an accelerator).
+
+        .. deprecated:: 0.15
+            Use ``pin_memory(inplace=True)``.
+        """
+        warnings.warn(
+            "TensorDictBase.pin_memory_() is deprecated and will be removed in TensorDict 0.17. "
+            "Use pin_memory(inplace=True) instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.pin_memory(num_threads, inplace=True)
+
+    def record_stream(self, stream: Any) -> Self:
+        """Calls ``Tensor.record_stream(stream)`` on every tensor leaf; returns ``self``.
+
+        A freed leaf's memory is then not reused before the work queued on ``stream``
+        is done. A TensorDict is marked with one stream only.
+
+        Raises:
+            RuntimeError: the TensorDict is already marked with another stream.
+        """
+        current = self.__dict__.get("_recorded_stream")
+        if current is not None and current != stream:
+            msg = f"This TensorDict is already marked with the stream {current}; it cannot be marked with {stream} too."
+            raise RuntimeError(msg)
+        for leaf in self._tensor_leaves():
+            leaf.record_stream(stream)
+        self.__dict__["_recorded_stream"] = stream
+        return self
 
     def is_pinned(self) -> builtins.bool:
         return all(t.is_pinned() for t in self._tensor_leaves())
+
+    def is_floating_point(self) -> builtins.bool:
+        """``True`` if every tensor leaf (nested ones too) is floating point; ``True`` when
+        there is none. Non-tensor data is not checked.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> TensorDict(a=torch.zeros(3), n={"b": torch.zeros(2, dtype=torch.long)}).is_floating_point()
+            False
+        """
+        return all(t.is_floating_point() for t in self._tensor_leaves())
+
+    @property
+    def is_cpu(self) -> builtins.bool:
+        """Whether the TensorDict's device is a CPU (``False`` without a device)."""
+        return self.device is not None and self.device.type == "cpu"
+
+    @property
+    def is_cuda(self) -> builtins.bool:
+        """Whether the TensorDict's device is a CUDA device (``False`` without a device)."""
+        return self.device is not None and self.device.type == "cuda"
+
+    @property
+    def is_meta(self) -> builtins.bool:
+        """Whether the TensorDict's device is ``meta`` (``False`` without a device)."""
+        return self.device is not None and self.device.type == "meta"
 
     def clear_device_(self) -> Self:
         """Sets ``device`` to ``None`` here and in every nested TensorDict (leaves stay put)."""

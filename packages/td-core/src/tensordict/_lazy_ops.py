@@ -9,6 +9,7 @@ originals change. Arguments shaped like the stack are split along ``stack_dim``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -404,12 +405,48 @@ class LazyOpsMixin(LazyStackHost):
         return TensorDictBase.any(self, dim)  # type: ignore[arg-type]
 
     def data_ptr(self, *, storage: bool = False) -> Any:
-        """The stacked TensorDicts' ``data_ptr()``, batch_size ``[]`` as for any TensorDict:
-        each entry holds one pointer per stacked TensorDict (first dim)."""
+        """The stacked TensorDicts' ``data_ptr()`` under the keys ``"0"``, ``"1"``, ...
+        (batch_size ``[]``, on the CPU), as tensordict 0.15."""
+        source = {str(i): td.data_ptr(storage=storage) for i, td in enumerate(self.tensordicts)}
+        return _classes.TensorDict._new_unsafe(source, torch.Size(()), torch.device("cpu"))
 
-        ptrs = [td.data_ptr(storage=storage) for td in self.tensordicts]
-        parts = _classes.LazyStackedTensorDict._from_list(ptrs, 0)
-        keys = {frozenset(p.keys(True, True)) for p in ptrs}
-        if len(keys) > 1:  # different keys: one lazy stack of the pointers, keys kept
-            return parts
-        return parts._map_leaves(lambda t: t, batch_size=torch.Size(()))
+    @property
+    def hook_in(self) -> Any:
+        """Deprecated (0.15): the callable applied to written values (``None`` here)."""
+        _warn_deprecated_attr("hook_in")
+        return self.__dict__.get("_hook_in")
+
+    @hook_in.setter
+    def hook_in(self, value: Any) -> None:
+        _warn_deprecated_attr("hook_in")
+        self.__dict__["_hook_in"] = value
+
+    @property
+    def hook_out(self) -> Any:
+        """Deprecated (0.15): the callable applied to returned values (``None`` here)."""
+        _warn_deprecated_attr("hook_out")
+        return self.__dict__.get("_hook_out")
+
+    @hook_out.setter
+    def hook_out(self, value: Any) -> None:
+        _warn_deprecated_attr("hook_out")
+        self.__dict__["_hook_out"] = value
+
+    def valid_keys(
+        self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Any = None, *, sort: bool = False
+    ) -> Any:
+        """Deprecated (0.15): :meth:`keys` with the same arguments."""
+        warnings.warn(
+            "LazyStackedTensorDict.valid_keys() is deprecated and will be removed in TensorDict 0.17. Use keys() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
+
+
+def _warn_deprecated_attr(name: str) -> None:
+    warnings.warn(
+        f"LazyStackedTensorDict.{name} is deprecated and will be removed in TensorDict 0.17.",
+        DeprecationWarning,
+        stacklevel=3,
+    )

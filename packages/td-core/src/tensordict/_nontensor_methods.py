@@ -107,6 +107,30 @@ class NonTensorMixin(TensorDictHost):
         """
         return isinstance(self._get_any_raw(key), (NonTensorData, NonTensorStack))
 
+    def non_tensor_items(self, include_nested: bool = False) -> tuple:
+        """The ``(key, value)`` pairs of the non-tensor leaves, as a tuple.
+
+        The values are :class:`~tensordict.NonTensorData` / ``NonTensorStack``.
+
+        Args:
+            include_nested (bool, optional): also the nested TensorDicts' non-tensor
+                leaves, under nested (tuple) keys. Defaults to ``False``.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(2), s="text", nested=TensorDict(t="more"))
+            >>> [key for key, _ in td.non_tensor_items(include_nested=True)]
+            ['s', ('nested', 't')]
+            >>> td.non_tensor_items()[0][1].data
+            'text'
+        """
+        return tuple(
+            (key, value)
+            for key, value in self.items(include_nested=include_nested)
+            if isinstance(value, (NonTensorData, NonTensorStack))
+        )
+
     def filter_non_tensor_data(self) -> TensorDictBase:
         """A TensorDict without its non-tensor leaves (nested TensorDicts included).
 

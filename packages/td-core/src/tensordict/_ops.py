@@ -224,6 +224,34 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             )
         return _checked(_binary(self, other, "sub", alpha), other, "sub")
 
+    def rsub(self, other: Any, *, alpha: Any = None, default: Any = None) -> TensorDictBase:
+        """``other - alpha * self`` on every tensor leaf (``other - td`` without ``alpha``).
+
+        Args:
+            other (TensorDictBase, Tensor or Number): what the leaves are subtracted from.
+
+        Keyword Args:
+            alpha (Number, optional): multiplier of the leaves.
+            default (Any, optional): see :meth:`add`.
+
+        Returns:
+            a new TensorDict with the structure and batch size of ``self``.
+
+        Raises:
+            KeyError: the keys of ``other`` differ and no ``default`` is given.
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.full((2,), 10.0), batch_size=[2])
+            >>> td.rsub(TensorDict(a=torch.ones(2), batch_size=[2]), alpha=2)["a"]
+            tensor([-19., -19.])
+        """
+        if default is not None and _is_td(other):
+            return _with_default(self, other, default, lambda x, y: torch.sub(y, x, alpha=1 if alpha is None else alpha))
+        source = self if alpha is None else self.mul(alpha)
+        return _checked(_binary(source, other, "sub", reflected=True), other, "rsub")
+
     def add_(self, other: Any, *, alpha: Any = None) -> Self:
         """In-place :meth:`add` (``torch._foreach_add_``); returns ``self``.
 
@@ -858,7 +886,7 @@ _GENERATED_BINARY_INPLACE_ONLY = ("mul", "div", "pow")
 #: unary ops of ``_UNARY_FOREACH`` written by hand above
 _HAND_WRITTEN = frozenset({"round"})
 #: torch's other names for generated ops (alias -> generated method)
-_GENERATED_ALIASES = {"true_divide_": "div_", "negative": "neg", "absolute": "abs"}
+_GENERATED_ALIASES = {"true_divide_": "div_", "negative": "neg", "absolute": "abs", "mod": "remainder"}
 
 
 # ---------------------------------------------------------------------- torch.* on TensorDicts

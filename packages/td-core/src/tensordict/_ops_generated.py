@@ -21,3 +21,4 @@ class GeneratedOpsMixin(BinaryOpsMixin, UnaryOpsMixin, LoopOpsMixin):
     true_divide_ = BinaryOpsMixin.div_
     negative = UnaryOpsMixin.neg
     absolute = UnaryOpsMixin.abs
+    mod = BinaryOpsMixin.remainder
