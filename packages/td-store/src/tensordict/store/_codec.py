@@ -83,9 +83,21 @@ def parse_entry(raw: Any, key: Any, server: str) -> dict:
         entry = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise StoreDataError(f"Key {key!r} on server {server}: its schema entry is not valid JSON ({err}).") from err
-    if not isinstance(entry, dict) or entry.get("t") not in ("tensor", "json", "jsonl", "pickle", "td"):
+    if not isinstance(entry, dict) or entry.get("t") not in ("tensor", "stack", "json", "jsonl", "pickle", "td"):
         raise StoreDataError(f"Key {key!r} on server {server}: unknown schema entry {str(raw)[:80]!r}.")
-    if entry["t"] == "tensor":
+    if entry["t"] == "stack":  # a lazy stack's leaf: one shape per element, or one for all
+        tag = entry.get("dtype")
+        if tag not in DTYPES:
+            raise StoreDataError(f"Key {key!r} on server {server}: dtype tag {tag!r} is not one of {sorted(DTYPES)}.")
+        entry["dtype"] = DTYPES[tag]
+        if "shape" in entry:
+            entry["shape"] = _check_shape(entry["shape"], key, server)
+        else:
+            shapes = entry.get("shapes")
+            if not isinstance(shapes, list):
+                raise StoreDataError(f"Key {key!r} on server {server}: a stacked leaf needs 'shape' or 'shapes'.")
+            entry["shapes"] = [_check_shape(s, key, server) for s in shapes]
+    elif entry["t"] == "tensor":
         tag = entry.get("dtype")
         if tag not in DTYPES:
             raise StoreDataError(

@@ -143,6 +143,27 @@ return 1
 """
 
 
+# Reads byte ranges of several string keys in one atomic call. KEYS: data keys; ARGV:
+# for each key, the number of ranges then (start, length) pairs. One string per key.
+_RANGES = """
+local out = {}
+local a = 1
+for k = 1, #KEYS do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  local parts = {}
+  for r = 1, n do
+    local s = tonumber(ARGV[a])
+    local l = tonumber(ARGV[a + 1])
+    a = a + 2
+    if l > 0 then parts[#parts + 1] = redis.call('GETRANGE', KEYS[k], s, s + l - 1) end
+  end
+  out[k] = table.concat(parts)
+end
+return out
+"""
+
+
 class Connection:
     """A redis-py client plus what is needed to name the server, rebuild the client in
     another process (pickling) and run the store's scripts.
@@ -174,6 +195,13 @@ class Connection:
         self._owns_client = client is None
         if client is None:
             kwargs = dict(self.redis_kwargs)
+            if "retry" not in kwargs:
+                # a dropped connection is retried quickly (redis-py's default backs off for
+                # seconds, and also retries refused credentials, which cannot succeed)
+                from redis.backoff import ExponentialBackoff
+                from redis.retry import Retry
+
+                kwargs["retry"] = Retry(ExponentialBackoff(cap=0.5, base=0.02), 3)
             if unix_socket_path is not None:
                 client = redis.Redis(unix_socket_path=unix_socket_path, db=self.db, **kwargs)
             else:
@@ -235,9 +263,11 @@ class Connection:
             raise StoreConnectionError(msg) from err
 
     def _auth_error(self, err: Exception) -> StoreAuthenticationError:
+        ck = getattr(self.client.connection_pool, "connection_kwargs", {})
+        what = "refused the password" if ck.get("password") else "requires a password and none was given"
         msg = (
-            f"The {self.backend} server at {self.server} refused the connection's credentials "
-            f"({err}). Pass password=... (and username=... for an ACL user) to the store."
+            f"The {self.backend} server at {self.server} {what} ({err}). "
+            "Pass password=... (and username=... for an ACL user) to the store."
         )
         return StoreAuthenticationError(msg)
 
@@ -250,7 +280,7 @@ class Connection:
     def script(self, name: str) -> Any:
         s = self._scripts.get(name)
         if s is None:
-            s = self.client.register_script({"gather": _GATHER, "scatter": _SCATTER, "lgather": _LIST_GATHER, "lscatter": _LIST_SCATTER}[name])
+            s = self.client.register_script(_SCRIPTS[name])
             self._scripts[name] = s
         return s
 
@@ -263,6 +293,9 @@ class Connection:
                 self.client.close()
             except Exception:  # noqa: BLE001 - closing a dead connection is not an error
                 pass
+
+
+_SCRIPTS = {"gather": _GATHER, "scatter": _SCATTER, "lgather": _LIST_GATHER, "lscatter": _LIST_SCATTER, "ranges": _RANGES}
 
 
 def _picklable(v: Any) -> bool:

@@ -12,7 +12,6 @@ from typing import Any
 
 import torch
 from tensordict import (
-    LazyStackedTensorDict,
     NonTensorData,
     NonTensorStack,
     TensorDict,
@@ -22,8 +21,9 @@ from tensordict import (
 )
 from tensordict.base import NO_DEFAULT
 
-from tensordict.store._codec import StoreDataError, dtype_tag, nbytes, parse_entry, tensor_to_bytes
-from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, field_path, path_field
+from tensordict.store._codec import StoreDataError, bytes_to_tensor, check_blob, decode_json, dtype_tag, nbytes
+from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
+from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
 from tensordict.store._io import (
     as_nontensor,
     build_td,
@@ -39,73 +39,7 @@ __all__ = ["TensorDictStore", "STORE_BACKENDS"]
 _MISSING: Any = object()
 
 
-class _Root:
-    """What every node of one stored TensorDict shares: connection, ids, schema cache."""
-
-    __slots__ = ("conn", "namespace", "td_id", "base", "cache", "allow_pickle", "tensorclass")
-
-    def __init__(self, conn: Connection, namespace: str, td_id: str, cache: bool, allow_pickle: bool) -> None:
-        self.conn = conn
-        self.namespace = namespace
-        self.td_id = td_id
-        self.base = f"{namespace}:{{{td_id}}}:"
-        self.cache: dict | None = {} if cache else None
-        self.allow_pickle = allow_pickle
-        self.tensorclass: str | None = None
-
-    @property
-    def meta_key(self) -> str:
-        return self.base + "meta"
-
-    @property
-    def schema_key(self) -> str:
-        return self.base + "schema"
-
-    def data_key(self, field: str) -> str:
-        return self.base + "d:" + field
-
-    # ------------------------------------------------------------------ schema
-    def entries(self, refresh: bool = False) -> dict:
-        """``{path: entry}`` for every stored path (from the cache unless ``refresh``)."""
-        cache = self.cache
-        if cache is not None and not refresh and cache.get("__loaded__"):
-            return cache["entries"]
-        conn = self.conn
-        raw = conn.call(conn.client.hgetall, self.schema_key)
-        server = conn.server
-        out = {}
-        for f, v in raw.items():
-            field = f.decode() if isinstance(f, bytes) else f
-            out[field_path(field)] = parse_entry(v, field_path(field), server)
-        if cache is not None:
-            cache["entries"] = out
-            cache["__loaded__"] = True
-        return out
-
-    def entry(self, path: tuple) -> dict | None:
-        entries = self.entries()
-        e = entries.get(path)
-        if e is None and self.cache is not None:
-            e = self.entries(refresh=True).get(path)
-        return e
-
-    def remember(self, path: tuple, entry: dict | None) -> None:
-        cache = self.cache
-        if cache is not None and cache.get("__loaded__"):
-            if entry is None:
-                cache["entries"].pop(path, None)
-            else:
-                cache["entries"][path] = parse_entry(dumps_json(entry), path, "")
-
-    def forget_under(self, path: tuple) -> None:
-        cache = self.cache
-        if cache is not None and cache.get("__loaded__"):
-            n = len(path)
-            for p in [p for p in cache["entries"] if p[:n] == path]:
-                del cache["entries"][p]
-
-
-class TensorDictStore(TensorDictBase):
+class TensorDictStore(StoreHandleMixin, TensorDictBase):
     """A TensorDict whose leaves live in a Redis-protocol key-value server.
 
     Several processes (on several machines) open the same data by its ``td_id`` and
@@ -179,7 +113,7 @@ class TensorDictStore(TensorDictBase):
         bs = torch.Size([] if batch_size is None else ([batch_size] if isinstance(batch_size, int) else batch_size))
         device = None if device is None else torch.device(device)
         if not new:
-            meta = _read_meta(root)
+            meta = read_meta(root)
             if meta is not None:
                 stored = torch.Size(meta["batch_size"])
                 if batch_size is not None and bs != stored:
@@ -194,7 +128,7 @@ class TensorDictStore(TensorDictBase):
                     device = torch.device(meta["device"])
                 self._init_node(root, (), bs, device)
                 return
-        _write_meta(root, bs, device)
+        write_meta(root, bs, device)
         self._init_node(root, (), bs, device)
 
     def _init_node(self, root: _Root, path: tuple, bs: torch.Size, device: Any) -> None:
@@ -213,22 +147,6 @@ class TensorDictStore(TensorDictBase):
         return obj
 
     # ------------------------------------------------------------------ upstream's attribute names
-    @property
-    def _td_id(self) -> str:
-        return self._root.td_id
-
-    @property
-    def _backend(self) -> str:
-        return self._root.conn.backend
-
-    @property
-    def _tensorclass_cls(self) -> str | None:
-        return self._root.tensorclass
-
-    @property
-    def _client(self) -> Any:
-        return self._root.conn.client
-
     def _full_key_path(self, key: Any) -> str:
         key = unravel_key(key)
         return path_field((*self._path, *((key,) if isinstance(key, str) else key)))
@@ -282,7 +200,7 @@ class TensorDictStore(TensorDictBase):
             >>> st["obs"].shape  # doctest: +SKIP
             torch.Size([4, 3])
         """
-        tc_path = None
+        tc_path = kwargs.pop("tensorclass", None)
         if getattr(type(td), "_is_tensorclass", False):
             tc_path = f"{type(td).__module__}.{type(td).__qualname__}"
             td = td.to_tensordict()
@@ -440,7 +358,7 @@ class TensorDictStore(TensorDictBase):
             k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata", "allow_pickle")
         })
         root = _Root(conn, prefix, str(td_id), True, False)
-        meta = _read_meta(root)
+        meta = read_meta(root)
         conn.close()
         if meta is None:
             msg = f"No TensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {conn.server}."
@@ -458,21 +376,6 @@ class TensorDictStore(TensorDictBase):
         return tc.from_tensordict(store)
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Closes the connection (a ``client=`` passed in is left open). Data stays on the server."""
-        self._root.conn.close()
-
-    def clear_redis(self) -> None:
-        """Deletes every key of this stored TensorDict from the server (all of ``td_id``)."""
-        root = self._root
-        conn = root.conn
-        pattern = _glob_escape(root.base) + "*"
-        keys = list(conn.call(lambda: list(conn.client.scan_iter(match=pattern, count=1000))))
-        if keys:
-            conn.call(conn.client.delete, *keys)
-        if root.cache is not None:
-            root.cache.clear()
-
     def __reduce__(self) -> tuple:
         root = self._root
         state = {
@@ -489,116 +392,7 @@ class TensorDictStore(TensorDictBase):
         }
         return (_rebuild, (type(self), state))
 
-    def __enter__(self) -> TensorDictStore:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    # ------------------------------------------------------------------ metadata
-    @property
-    def batch_size(self) -> torch.Size:
-        """The batch size (stored on the server with the data)."""
-        return self._batch_size
-
-    @batch_size.setter
-    def batch_size(self, value: Any) -> None:
-        new = torch.Size([value] if isinstance(value, int) else value)
-        if new == self._batch_size:
-            return
-        msg = "The batch_size of a TensorDictStore is fixed; use to_tensordict() for an in-memory copy."
-        raise RuntimeError(msg)
-
-    @property
-    def device(self) -> torch.device | None:
-        """Where tensors read from the server are put (``None``: CPU, no device)."""
-        return self._device
-
-    @device.setter
-    def device(self, value: Any) -> None:
-        msg = "device cannot be set directly on a TensorDictStore; use td.to(device) for an in-memory copy."
-        raise RuntimeError(msg)
-
-    def clear_device_(self) -> TensorDictStore:
-        self._device = None
-        return self
-
-    @property
-    def names(self) -> list:
-        return [None] * len(self._batch_size)
-
-    @names.setter
-    def names(self, value: Any) -> None:
-        if value is not None and any(v is not None for v in value):
-            msg = "TensorDictStore does not support dim names."
-            raise RuntimeError(msg)
-
-    def _has_names(self) -> bool:
-        return False
-
-    def is_shared(self) -> bool:
-        return False
-
-    def is_contiguous(self) -> bool:
-        """``False``: the data is on a server."""
-        return False
-
-    def share_memory_(self) -> TensorDictStore:
-        msg = "A TensorDictStore lives on a server and cannot be put in shared memory; use to_tensordict() first."
-        raise NotImplementedError(msg)
-
-    def _set_lock_flag(self, value: bool) -> None:
-        self._is_locked = value
-
-    def _batch_transform(self, fn: Any, nd: Any = None, names: Any = None) -> Any:
-        msg = (
-            "Shape operations (view, permute, unsqueeze, squeeze, ...) are not supported on a "
-            "TensorDictStore; call to_tensordict() first."
-        )
-        raise RuntimeError(msg)
-
-    def view(self, *args: Any, **kwargs: Any) -> Any:
-        return self._batch_transform(None)
-
-    permute = unsqueeze = squeeze = reshape = transpose = flatten = unflatten = expand = view
-
-    def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
-        return TensorDict(
-            source,
-            batch_size=self._batch_size if batch_size is None else batch_size,
-            device=self._device if device is NO_DEFAULT else device,
-        )
-
     # ------------------------------------------------------------------ schema views
-    def _subtree(self, refresh: bool = False) -> tuple:
-        """``(nodes, leaves)``: ``{rel path: abs bs}`` and ``{rel path: entry}`` under this node."""
-        entries = self._root.entries(refresh)
-        base = self._path
-        n = len(base)
-        nodes: dict = {}
-        leaves: dict = {}
-        for p, e in entries.items():
-            if len(p) > n and p[:n] == base:
-                rel = p[n:]
-                if e["t"] == "td":
-                    nodes[rel] = e["bs"]
-                else:
-                    leaves[rel] = e
-        return nodes, leaves
-
-    def _children(self, refresh: bool = True) -> dict:
-        """``{name: entry or None}`` of the direct children (``None``: an implicit node)."""
-        nodes, leaves = self._subtree(refresh)
-        out: dict = {}
-        for rel, e in leaves.items():
-            out.setdefault(rel[0], e if len(rel) == 1 else None)
-        for rel, bs in nodes.items():
-            if len(rel) == 1:
-                out[rel[0]] = {"t": "td", "bs": bs}
-            else:
-                out.setdefault(rel[0], None)
-        return out
-
     def _child_node(self, name: str, entry: dict | None) -> TensorDictStore:
         bs = torch.Size(entry["bs"]) if entry is not None else self._batch_size
         return TensorDictStore._node(self._root, (*self._path, name), bs, self._device, self._is_locked)
@@ -664,13 +458,6 @@ class TensorDictStore(TensorDictBase):
         root.forget_under(path)
         for p, e in written:
             root.remember(p, e)
-
-    def _queue_delete(self, pipe: Any, path: tuple) -> None:
-        root = self._root
-        n = len(path)
-        for p in [p for p in root.entries(refresh=root.cache is None) if p[:n] == path]:
-            pipe.delete(root.data_key(path_field(p)))
-            pipe.hdel(root.schema_key, path_field(p))
 
     def _del_raw(self, key: str) -> None:
         root = self._root
@@ -794,7 +581,7 @@ class TensorDictStore(TensorDictBase):
         new_id = str(uuid.uuid4())
         new_root = _Root(conn, root.namespace, new_id, root.cache is not None, root.allow_pickle)
         new_root.tensorclass = root.tensorclass
-        _write_meta(new_root, self._batch_size, self._device)
+        write_meta(new_root, self._batch_size, self._device)
         pipe = conn.pipeline()
         nodes, leaves = self._subtree(refresh=True)
         for rel, bs in nodes.items():
@@ -808,13 +595,6 @@ class TensorDictStore(TensorDictBase):
             pipe.hset(new_root.schema_key, path_field(rel), dumps_json(out_e))
         conn.execute(pipe)
         return TensorDictStore._node(new_root, (), self._batch_size, self._device)
-
-    def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDict:
-        """An in-memory TensorDict with this batch size and no keys."""
-        return TensorDict(
-            {}, batch_size=self._batch_size if batch_size is None else batch_size,
-            device=self._device if device is NO_DEFAULT else device,
-        )
 
     # ------------------------------------------------------------------ indexed reads
     def _index(self, index: Any) -> TensorDictBase:
@@ -867,8 +647,6 @@ class TensorDictStore(TensorDictBase):
         m = flat.numel()
         device = self._device
         for (rel, e), blob, esz in zip(tensors, blobs, sizes):
-            from tensordict.store._codec import bytes_to_tensor, check_blob
-
             path = (*full, *rel)
             check_blob(blob, esz * m, path, server)
             t = bytes_to_tensor(blob, [*out_bs, *e["shape"][nb:]], e["dtype"])
@@ -877,8 +655,6 @@ class TensorDictStore(TensorDictBase):
             path = (*full, *rel)
             lbs = e.get("bs", list(bs))
             vbs = [*out_bs, *lbs[nb:]]
-            from tensordict.store._codec import decode_json
-
             items = [decode_json(x, path, server) for x in raw]
             if len(items) == 1 and math.prod(vbs) != 1:  # a shared value stored as a string
                 items = items * math.prod(vbs)
@@ -1044,32 +820,6 @@ class TensorDictStore(TensorDictBase):
 
 
 # ---------------------------------------------------------------------- helpers
-def _read_meta(root: _Root) -> dict | None:
-    conn = root.conn
-    raw = conn.call(conn.client.hgetall, root.meta_key)
-    if not raw:
-        return None
-    meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v) for k, v in raw.items()}
-    import json
-
-    try:
-        bs = json.loads(meta.get("batch_size", "[]"))
-        if not isinstance(bs, list) or not all(type(s) is int and s >= 0 for s in bs):
-            raise ValueError(bs)
-    except ValueError as err:
-        msg = f"TensorDictStore {root.td_id!r} on server {conn.server}: invalid batch_size {meta.get('batch_size')!r}."
-        raise StoreDataError(msg) from err
-    meta["batch_size"] = bs
-    return meta
-
-
-def _write_meta(root: _Root, bs: torch.Size, device: Any, **extra: Any) -> None:
-    conn = root.conn
-    mapping = {"batch_size": dumps_json(list(bs)), "device": "" if device is None else str(device), "kind": "td", "version": "1"}
-    mapping.update({k: str(v) for k, v in extra.items()})
-    conn.call(conn.client.hset, root.meta_key, mapping=mapping)
-
-
 def _rebuild(cls: type, state: dict) -> Any:
     h = state["handle"]
     root_store = cls.__new__(cls)
@@ -1108,9 +858,3 @@ def _resolve_class(ref: Any, explicit: bool) -> Any:
     return obj
 
 
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
-def _unused() -> None:  # keep linters quiet about names used only in annotations
-    _ = (LazyStackedTensorDict, tensor_to_bytes)

@@ -396,6 +396,16 @@ class _IOMixin(_MixinBase):
         an instance of this class over the file."""
         return _call_full(self, "to_h5", *args, **kwargs)
 
+    def to_store(self, *args: Any, **kwargs: Any) -> Any:
+        """Uploads every field, non-tensor fields included, to a Redis-protocol server
+        (td-store); returns an instance of this class over a ``TensorDictStore``. The
+        class's name is stored with the data, so ``TensorDictStore.from_store`` gives an
+        instance of it back where the class is imported."""
+        from tensordict.tensorclass._registry import tensorclass_name
+
+        kwargs.setdefault("tensorclass", tensorclass_name(type(self)))
+        return _call_full(self, "to_store", *args, **kwargs)
+
     @property
     def _consolidated(self) -> Any:
         # upstream code probes ``hasattr(obj, "_consolidated")`` on consolidated instances

@@ -347,7 +347,7 @@ _UPSTREAM_METHODS = [
     "new_full", "new_ones", "new_tensor", "new_zeros", "non_tensor_items", "pad",
     "param_count", "pin_memory_", "quantile", "record_stream", "rot90", "rsub", "separates",
     "set_non_tensor", "stack_from_tensordict", "stack_tensors", "tile", "to_csv", "to_json",
-    "to_mds", "to_padded_tensor", "to_pandas", "to_parquet", "to_store", "to_zarr",
+    "to_mds", "to_padded_tensor", "to_pandas", "to_parquet", "to_zarr",
     "zero_grad", "asend", "arecv", "get_non_tensor",
 ]
 _UPSTREAM_PROPERTIES = ["dtype", "depth", "is_cpu", "is_cuda", "is_meta"]
