@@ -97,6 +97,13 @@ __all__ = [
     "from_h5",
     "from_zarr",
     "from_dataclass",
+    "from_arrow",
+    "to_arrow",
+    "from_pandas",
+    "from_csv",
+    "from_parquet",
+    "from_safetensors",
+    "to_safetensors",
     "fromkeys",
     "make_tensordict",
     "merge_tensordicts",
@@ -172,6 +179,11 @@ _LAZY = {
     "from_dict": ("tensordict._convert", "from_dict"),
     "from_any": ("tensordict._convert", "from_any"),
     "from_json": ("tensordict._json", "from_json"),
+    "from_arrow": ("tensordict.tabular", "from_arrow"),
+    "to_arrow": ("tensordict.tabular", "to_arrow"),
+    "from_pandas": ("tensordict.tabular", "from_pandas"),
+    "from_csv": ("tensordict.tabular", "from_csv"),
+    "from_parquet": ("tensordict.tabular", "from_parquet"),
     "from_namedtuple": ("tensordict._convert", "from_namedtuple"),
     "from_tuple": ("tensordict._convert", "from_tuple"),
     "from_struct_array": ("tensordict._convert", "from_struct_array"),
@@ -206,6 +218,8 @@ _LAZY = {
     "unpack_memmap": ("tensordict.memmap", "unpack_memmap"),
     "refresh_archive_checksums": ("tensordict.memmap", "refresh_archive_checksums"),
     "append_memmap": ("tensordict.memmap", "append_memmap"),
+    "from_safetensors": ("tensordict.memmap", "from_safetensors"),
+    "to_safetensors": ("tensordict.memmap", "to_safetensors"),
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "from_zarr": ("tensordict.persistent", "from_zarr"),
@@ -225,7 +239,7 @@ _CALLABLE_SUBPACKAGES = {"memmap": "memmap", "tensorclass": "tensorclass"}
 def _resolve(name: str) -> _Any:
     module_name, attr = _LAZY[name]
     sub = module_name.split(".")[1]
-    if sub.startswith("_") or sub in ("functional", "utils"):
+    if sub.startswith("_") or sub in ("functional", "utils", "tabular"):
         module = _importlib.import_module(module_name)
     else:
         module = _import_sibling(sub)

@@ -62,6 +62,7 @@ from tensordict._select import SelectMixin
 from tensordict._shape import ShapeMixin
 from tensordict._shape_aliases import ShapeAliasMixin
 from tensordict._shape_context import ShapeContextMixin
+from tensordict._tabular_methods import TabularMixin
 from tensordict._torch_fn import dispatch
 from tensordict._unbatched import UnbatchedTensor
 from tensordict._update import _ABSENT, UpdateMixin
@@ -251,6 +252,7 @@ class TensorDictBase(
     ApplyMixin,
     MathMixin,
     ConvertMixin,
+    TabularMixin,
     ModuleParamsMixin,
     ConsolidateMixin,
     SiblingMixin,

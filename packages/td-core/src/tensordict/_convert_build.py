@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _classes
+from tensordict import _classes, tabular
 from tensordict._deep import trampoline
 from tensordict._device import _to_device as _parse_device
 from tensordict._errors import batch_mismatch_error
@@ -464,6 +464,18 @@ def _from_any(
             batch_dims=batch_dims,
             batch_size=batch_size,
         )
+    kind = tabular.is_table(obj)
+    if kind is not None:  # a pandas DataFrame, an Arrow table, a polars DataFrame
+        if kind == "pandas":
+            return tabular.from_pandas(
+                obj, auto_batch_size=auto_batch_size, batch_dims=batch_dims, device=device, batch_size=batch_size,
+            )
+        td = tabular.from_arrow(obj, device=device)
+        if batch_size is not None:
+            td.batch_size = batch_size
+        elif auto_batch_size:
+            td.auto_batch_size_(batch_dims)
+        return td
     if isinstance(obj, list):
         tensor = _numeric_list(obj)
         if tensor is not None:

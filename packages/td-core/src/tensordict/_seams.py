@@ -89,6 +89,8 @@ _SIBLING_METHODS = [
     ("memmap", "make_memmap", False),
     ("memmap", "make_memmap_from_storage", False),
     ("memmap", "make_memmap_from_tensor", False),
+    ("memmap", "to_safetensors", False),
+    ("memmap", "from_safetensors", True),
     ("persistent", "to_h5", False),
     ("persistent", "from_h5", True),
     ("persistent", "to_zarr", False),

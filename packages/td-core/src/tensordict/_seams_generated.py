@@ -391,6 +391,89 @@ class GeneratedSiblingMixin(SiblingMixin):
         """
         return forward_to_sibling("memmap", "make_memmap_from_tensor", self, args, kwargs)
 
+    def to_safetensors(self, *args: Any, **kwargs: Any) -> None:
+        """Saves a TensorDict, a lazy stack or a tensorclass to a safetensors file.
+
+        Tensors are stored under their nested keys joined with ``"."``; the structure (batch
+        sizes, dim names, tensorclass classes, lazy-stack dims, JSON non-tensor values,
+        ``UnbatchedTensor`` marks) is JSON in the file's metadata, as tensordict 0.15 writes
+        it. Tensors that share memory are stored as copies; tensors on another device go
+        through the CPU. The file is written next to ``path`` and moved over it once complete,
+        so a failed save leaves an earlier file intact.
+
+        Args:
+            data (TensorDictBase or tensorclass): what to save.
+            path (str or Path): the file.
+
+        Raises:
+            ImportError: safetensors is not installed (the install line is given).
+            TypeError: a nested, jagged or sparse tensor, a non-JSON non-tensor value, a
+                ``NonTensorStack``, a lazy stack whose entries have different keys.
+            ValueError: two keys with one name once joined with ``"."`` (``"a.b"`` and
+                ``("a", "b")``).
+
+        Examples:
+            >>> import tempfile, torch
+            >>> from pathlib import Path
+            >>> from tensordict import TensorDict, from_safetensors, to_safetensors
+            >>> td = TensorDict({"w": torch.ones(2, 3), "sub": {"b": torch.zeros(2)}}, batch_size=[2])
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     to_safetensors(td, Path(tmp) / "td.safetensors")
+            ...     loaded = from_safetensors(Path(tmp) / "td.safetensors")
+            >>> loaded.batch_size, loaded["sub", "b"]
+            (torch.Size([2]), tensor([0., 0.]))
+
+        .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
+           without it the call raises ``ImportError``.
+        """
+        return forward_to_sibling("memmap", "to_safetensors", self, args, kwargs)
+
+    @classmethod
+    def from_safetensors(cls, *args: Any, **kwargs: Any) -> Any:
+        """Loads a TensorDict, lazy stack or tensorclass from a safetensors file.
+
+        A file written by :func:`to_safetensors` (here or by tensordict 0.15) loads with its
+        structure: batch sizes, dim names, tensorclasses, lazy stacks (with the same stack
+        dim; their entries load as dense TensorDicts) and non-tensor values. A tensorclass
+        loads only if the module that defines it is imported: a module named in a file is
+        never imported. Any other safetensors file (a model checkpoint) loads as a nested
+        TensorDict with batch size ``[]``, names split on ``"."`` (the layout of
+        ``TensorDict.from_module``). The header is checked before any tensor is read.
+
+        Args:
+            path (str or Path): the file.
+
+        Keyword Args:
+            device (torch.device, optional): where the tensors load, and the device of the
+                result. Defaults to ``None``: CPU tensors, no device.
+
+        Returns:
+            TensorDict, LazyStackedTensorDict or the saved tensorclass.
+
+        Raises:
+            ImportError: safetensors is not installed (the install line is given).
+            FileNotFoundError: no such file.
+            ValueError: a header that declares more bytes than the file holds, a header over
+                100 MB, overlapping or out-of-range tensors, invalid metadata (the file and the
+                key are named).
+            RuntimeError: the saved tensorclass is not among the imported modules.
+
+        Examples:
+            >>> import tempfile, torch
+            >>> from pathlib import Path
+            >>> from safetensors.torch import save_file
+            >>> from tensordict import from_safetensors
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     save_file({"0.weight": torch.ones(4, 3), "0.bias": torch.zeros(4)}, Path(tmp) / "m.safetensors")
+            ...     params = from_safetensors(Path(tmp) / "m.safetensors")
+            >>> params["0", "weight"].shape
+            torch.Size([4, 3])
+
+        .. note:: Served by the ``td-memmap`` distribution (``tensordict.memmap``);
+           without it the call raises ``ImportError``.
+        """
+        return forward_to_sibling("memmap", "from_safetensors", cls, args, kwargs)
+
     def to_h5(self, *args: Any, **kwargs: Any) -> TensorDictBase:
         """Writes ``td`` to a new HDF5 file and returns a :class:`PersistentTensorDict` on it.
 

@@ -27,6 +27,7 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap._registry import register_memmap_type, registered_types
+from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._shared_value import SharedNonTensorData
 from tensordict.memmap._tensor import MemoryMappedTensor
 from tensordict.memmap._version import __version__
@@ -43,6 +44,8 @@ __all__ = [
     "unpack_memmap",
     "refresh_archive_checksums",
     "append_memmap",
+    "to_safetensors",
+    "from_safetensors",
     "SharedNonTensorData",
     "register_memmap_type",
     "registered_types",

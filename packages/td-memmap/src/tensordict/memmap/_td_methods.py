@@ -15,6 +15,8 @@ import torch
 from tensordict.ext import TensorDictBase
 from tensordict.memmap._grow import make_memmap, make_memmap_from_storage, make_memmap_from_tensor
 from tensordict.memmap._load import load_tree, transplant
+from tensordict.memmap._safetensors import from_safetensors as _from_safetensors
+from tensordict.memmap._safetensors import to_safetensors as _to_safetensors
 from tensordict.memmap._save import save_tree
 from tensordict.memmap._shared_value import share_non_tensor_leaves
 from tensordict.memmap._tensor import MemoryMappedTensor
@@ -34,6 +36,8 @@ __all__ = [
     "load",
     "load_",
     "is_memmap",
+    "to_safetensors",
+    "from_safetensors",
 ]
 
 
@@ -374,3 +378,61 @@ def is_memmap(td: Any) -> bool:
             elif isinstance(value, torch.Tensor):
                 return False
     return found or bool(getattr(td, "_is_memmap", False))
+
+
+def to_safetensors(td: Any, path: str | Path) -> None:
+    """Saves this TensorDict to a safetensors file (see :func:`tensordict.to_safetensors`).
+
+    Tensors are stored under their nested keys joined with ``"."``; the structure
+    (batch sizes, names, lazy stacks, tensorclasses, JSON non-tensor values) is JSON
+    metadata, as tensordict 0.15 writes it. A failed write leaves an earlier file intact.
+
+    Args:
+        path (str or Path): the file.
+
+    Raises:
+        ImportError: safetensors is not installed.
+        TypeError: a value safetensors cannot hold (nested tensor, non-JSON object, a
+            ``NonTensorStack``).
+        ValueError: two keys with one ``"."``-joined name.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from pathlib import Path
+        >>> from tensordict import TensorDict
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     TensorDict(a=torch.ones(2), batch_size=[2]).to_safetensors(Path(tmp) / "a.safetensors")
+        ...     TensorDict.from_safetensors(Path(tmp) / "a.safetensors")["a"]
+        tensor([1., 1.])
+    """
+    _to_safetensors(td, path)
+
+
+def from_safetensors(cls: Any, path: str | Path, *, device: Any = None) -> Any:
+    """Loads a TensorDict from a safetensors file (see :func:`tensordict.from_safetensors`).
+
+    The structure saved by ``to_safetensors`` is restored; any other safetensors file
+    loads as a nested TensorDict with batch size ``[]`` (names split on ``"."``). The
+    header is checked before a tensor is read; nothing is unpickled or imported.
+
+    Args:
+        path (str or Path): the file.
+
+    Keyword Args:
+        device (torch.device, optional): where the tensors load (the result's device).
+
+    Raises:
+        ImportError: safetensors is not installed.
+        FileNotFoundError: no such file.
+        ValueError: a corrupt or truncated file (file and key named).
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from pathlib import Path
+        >>> from tensordict import TensorDict
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     TensorDict(a=torch.ones(2), batch_size=[2]).to_safetensors(Path(tmp) / "a.safetensors")
+        ...     TensorDict.from_safetensors(Path(tmp) / "a.safetensors").batch_size
+        torch.Size([2])
+    """
+    return _from_safetensors(path, device=device)
