@@ -131,3 +131,19 @@ def test_get_at_missing_entry_gives_none():
     assert td.get_at("zz", 0, default=5) == 5
     assert td.get_at(("n", "b"), 1) == 0
     assert LazyStackedTensorDict(TensorDict(a=1), TensorDict(b=1)).get_at("a", 0) is None
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1])
+def test_lazy_stack_keeps_an_unbatched_tensor_whole(stack_dim):
+    from tensordict import UnbatchedTensor, lazy_stack
+
+    td = TensorDict(a=torch.zeros(3), u=UnbatchedTensor(torch.ones(5, 2)), batch_size=[3])
+    stacked = lazy_stack([td, td], stack_dim)
+    value = stacked["u"]
+    assert isinstance(value, UnbatchedTensor) and value.shape == (5, 2)
+    assert value.batch_size == stacked.batch_size
+    assert stacked.get_item_shape("u") == (5, 2)
+    dense = stacked.to_tensordict()
+    assert isinstance(dense["u"], UnbatchedTensor) and dense["u"].batch_size == stacked.batch_size
+    outer = lazy_stack([TensorDict(n=td, batch_size=[3]), TensorDict(n=td, batch_size=[3])])
+    assert isinstance(outer["n", "u"], UnbatchedTensor) and outer["n", "u"].shape == (5, 2)

@@ -48,7 +48,9 @@ from tensordict._legacy_views import (  # noqa: F401 - upstream's module path fo
 )
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack, _stack_non_tensor
+from tensordict._stack import _one_unbatched
 from tensordict._td import TensorDict
+from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["LazyStackedTensorDict", "lazy_stack", "maybe_dense_stack", "dense_stack_tds"]
 
@@ -582,6 +584,8 @@ class LazyStackedTensorDict(  # type: ignore[misc]
     def _stack_values(self, key: Any, values: list) -> Any:
         first = values[0]
         sd = self.stack_dim
+        if first.__class__ is UnbatchedTensor:  # kept whole, as a dense stack does
+            return _one_unbatched(key, values)._rebatch(self.batch_size)
         if isinstance(first, _Tensor):
             try:
                 return torch.stack(values, sd)
@@ -665,6 +669,8 @@ class LazyStackedTensorDict(  # type: ignore[misc]
                 raise missing_key_error(key, self.keys(True))
         shapes = []
         for value in node._leaf_values(key[-1]):
+            if value.__class__ is UnbatchedTensor:
+                return value.shape  # kept whole: not stacked
             if isinstance(value, LazyStackedTensorDict):
                 shapes.append(value.batch_size)
             elif isinstance(value, TensorDictBase) or is_tensor_collection(value):
@@ -702,6 +708,8 @@ class LazyStackedTensorDict(  # type: ignore[misc]
                 shapes.append(td.get_item_shape(key))
                 continue
             value = td._get_any_raw(key[0])
+            if value.__class__ is UnbatchedTensor:
+                return value.shape  # kept whole: not stacked
             shapes.append(value.shape if isinstance(value, _Tensor) else _Size(getattr(value, "batch_size", ())))
         if len({len(shape) for shape in shapes}) > 1:
             return _Size([-1])

@@ -17,6 +17,7 @@ from tensordict._keys import _MISSING, NO_DEFAULT
 from tensordict._nontensor import _stack_non_tensor
 from tensordict._printoptions import get_printoptions
 from tensordict._repr import fields_repr, leaf_repr
+from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["LazyDenseMixin"]
 
@@ -257,7 +258,7 @@ class LazyDenseMixin(LazyStackHost):
         first = values[0]
         if isinstance(first, _Tensor):
             try:
-                shape = self._combine_shapes([v.shape for v in values])
+                shape = first.shape if first.__class__ is UnbatchedTensor else self._combine_shapes([v.shape for v in values])
             except RuntimeError:
                 shape = "heterogeneous"  # type: ignore[assignment]
             devices = {v.device for v in values}
