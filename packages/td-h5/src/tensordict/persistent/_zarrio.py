@@ -49,7 +49,7 @@ __all__ = [
     "ZArray",
     "open_store",
     "save_atomic",
-    "write_tree",
+    "write_members",
 ]
 
 ATTR_TD = "__tensordict__"
@@ -144,17 +144,14 @@ class ZRoot:
             return
         self.dirty = False
         if _is_zip(self.store):
-            self.dirty = True  # a zip archive is consolidated once, when closed
-            return
+            return  # a zip archive cannot replace its root document: it is not consolidated
         consolidate(self.store)
 
     def close(self) -> None:
         if self.closed:
             return
         try:
-            if self.dirty and self.writable:
-                self.dirty = False
-                consolidate(self.store)
+            self.consolidate()
         finally:
             self.closed = True
             try:
@@ -426,7 +423,18 @@ class ZGroup(GroupNode):
         """Opens members one at a time, to name the one whose metadata is invalid."""
         filename = self.root.filename
         out = []
-        for n in list(self.g.keys()):
+        folder = getattr(self.root.store, "root", None)
+        where = os.path.join(os.fspath(folder), self.g.path) if folder is not None else None
+        if where is not None and os.path.isdir(where):
+            names = sorted(n for n in os.listdir(where) if os.path.isfile(os.path.join(where, n, "zarr.json")))
+        else:
+            try:
+                names = list(self.g.keys())
+            except Exception as err:
+                msg = (f"Zarr store {filename!r}: the members of group {self.name!r} cannot be read "
+                       f"({type(err).__name__}: {err}); the store is damaged or was not written by zarr.")
+                raise ValueError(msg) from None
+        for n in names:
             _check_name(filename, n, single=True)
             try:
                 out.append((n, self.g[n]))
@@ -760,24 +768,29 @@ def write_leaf(g: Any, name: str, value: Any, kwargs: dict, allow_pickle: bool |
             enc = encode(name, value.tolist(), allow_pickle, filename)
             write_payload(g, name, enc.payload, enc.encoding)
     elif isinstance(value, TensorDictBase):
-        write_tree(g.create_group(name), value, kwargs, allow_pickle, filename)
+        sub = g.create_group(name, attributes={ATTR_TD: _td_meta(value)})
+        write_members(sub, value, kwargs, allow_pickle, filename)
     else:  # pragma: no cover - check_tree refuses it first
         msg = f"cannot store key {name!r} of type {type(value).__name__} in a Zarr store."
         raise TypeError(msg)
 
 
-def write_tree(g: Any, td: Any, kwargs: dict, allow_pickle: bool | None, filename: str = "") -> None:
-    names = td.names if td._has_names() else None
-    g.attrs[ATTR_TD] = batch_meta(td.batch_size, names)
+def _td_meta(td: Any) -> dict:
+    return batch_meta(td.batch_size, td.names if td._has_names() else None)
+
+
+def write_members(g: Any, td: Any, kwargs: dict, allow_pickle: bool | None, filename: str = "") -> None:
+    """Writes the entries of ``td`` into the group ``g`` (which already carries ``td``'s batch metadata)."""
     for key, value in td._items_raw():
         write_leaf(g, key, value, kwargs, allow_pickle, filename)
 
 
 def _write_store(store: Any, td: Any, kwargs: dict, allow_pickle: bool | None, filename: str) -> None:
     zarr = zarr_module()
-    root = zarr.open_group(store=store, mode="w")
-    write_tree(root, td, kwargs, allow_pickle, filename)
-    consolidate(store)
+    root = zarr.open_group(store=store, mode="w", attributes={ATTR_TD: _td_meta(td)})
+    write_members(root, td, kwargs, allow_pickle, filename)
+    if not _is_zip(store):  # a zip archive cannot replace its root document without a duplicate entry
+        consolidate(store)
 
 
 def save_atomic(target: Any, td: Any, kwargs: dict, allow_pickle: bool | None) -> Any:
@@ -856,6 +869,7 @@ def open_store(target: Any, mode: str, allow_pickle: bool | None) -> tuple[ZRoot
             msg = f"{filename!r} is not a Zarr store (no zarr.json or .zgroup in it)."
             raise ValueError(msg)
         store = zarr.storage.LocalStore(filename, read_only=mode == "r")
+        _check_root_file(filename)
     use_consolidated = None if mode == "r" else False
     try:
         g = zarr.open_group(store=store, mode=_ZMODES[mode], use_consolidated=use_consolidated)
@@ -872,6 +886,23 @@ def open_store(target: Any, mode: str, allow_pickle: bool | None) -> tuple[ZRoot
     top = ZGroup(root, g)
     root.top = top
     return root, top
+
+
+def _check_root_file(folder: str) -> None:
+    """Checks the consolidated metadata of a folder store before zarr reads it."""
+    path = os.path.join(folder, "zarr.json")
+    if not os.path.isfile(path) or os.path.getsize(path) > MAX_PAYLOAD:
+        return
+    try:
+        with open(path, "rb") as f:
+            meta = json.loads(f.read())
+    except (OSError, ValueError):
+        return  # zarr reports a damaged root document itself
+    consolidated = meta.get("consolidated_metadata") if isinstance(meta, dict) else None
+    entries = consolidated.get("metadata") if isinstance(consolidated, dict) else None
+    if isinstance(entries, dict):
+        for key in entries:
+            _check_name(folder, str(key))
 
 
 def _check_consolidated(g: Any, filename: str) -> None:
