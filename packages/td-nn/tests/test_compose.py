@@ -1,4 +1,4 @@
-"""torch.compile (fullgraph), torch.fx tracing and CUDA graphs of TensorDict modules."""
+"""torch.compile (fullgraph) and torch.fx tracing of TensorDict modules (CUDA graphs: test_cudagraphs.py)."""
 
 import pytest
 import torch
@@ -6,7 +6,6 @@ from torch import nn
 
 from tensordict import TensorDict
 from tensordict.nn import (
-    CudaGraphModule,
     ProbabilisticTensorDictModule,
     TensorDictModule,
     TensorDictSequential,
@@ -91,37 +90,6 @@ class TestFx:
         module = ProbabilisticTensorDictModule(["loc"], ["x"])
         with pytest.raises(TypeError, match="symbolic_trace supports"):
             symbolic_trace(module)
-
-
-class TestCudaGraph:
-    def test_cpu_runs_eagerly(self):
-        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"])
-        graphed = CudaGraphModule(module, warmup=1)
-        td = TensorDict(x=torch.randn(2, 3), batch_size=[2])
-        for _ in range(3):
-            out = graphed(td)
-        assert out["y"].shape == (2, 4) and graphed.graph is None
-        with pytest.raises(ValueError, match="warmup"):
-            CudaGraphModule(module, warmup=0)
-
-    @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-    def test_cuda_graph_replay(self):
-        module = TensorDictModule(nn.Linear(3, 4), in_keys=["x"], out_keys=["y"]).cuda()
-        graphed = CudaGraphModule(module, warmup=2)
-        for _ in range(5):
-            td = TensorDict(x=torch.randn(2, 3, device="cuda"), batch_size=[2])
-            out = graphed(td)
-            torch.testing.assert_close(out["y"], module.module(td["x"]))
-        assert graphed.graph is not None
-        with pytest.raises(RuntimeError, match="inputs changed"):
-            graphed(TensorDict(x=torch.randn(3, 3, device="cuda"), batch_size=[3]))
-
-    @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-    def test_cuda_graph_tensor_function(self):
-        graphed = CudaGraphModule(lambda x, y: x * y + 1, warmup=1)
-        for _ in range(3):
-            x, y = torch.randn(4, device="cuda"), torch.randn(4, device="cuda")
-            torch.testing.assert_close(graphed(x, y), x * y + 1)
 
 
 def test_ensemble_resets_through_the_module_once_per_copy():

@@ -182,6 +182,28 @@ def test_exclude_td_from_pytree():
     with _exclude_td_from_pytree():
         assert pt.tree_leaves(td) == [td]
     assert pt.tree_leaves(td)[0] is td["a"]
+    excluder = _exclude_td_from_pytree()  # upstream's tests call set()/unset()
+    excluder.set()
+    try:
+        assert pt.tree_leaves(td) == [td]
+    finally:
+        excluder.unset()
+    assert pt.tree_leaves(td)[0] is td["a"]
+
+
+def test_pytree_registered_tds():
+    import warnings
+
+    import tensordict
+    from tensordict import LazyStackedTensorDict
+    from tensordict.nn import functional_modules
+
+    assert TensorDict in functional_modules.PYTREE_REGISTERED_TDS
+    assert functional_modules.PYTREE_REGISTERED_LAZY_TDS == (LazyStackedTensorDict,)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert tensordict.PYTREE_REGISTERED_TDS == functional_modules.PYTREE_REGISTERED_TDS
+    assert caught and caught[0].category is DeprecationWarning
 
 
 def test_sequence_initialised_through_module_init_like_upstream_subclasses():

@@ -247,6 +247,14 @@ def _resolve(name: str) -> _Any:
 
 
 def __getattr__(name: str) -> _Any:
+    if name in ("PYTREE_REGISTERED_TDS", "PYTREE_REGISTERED_LAZY_TDS"):
+        __import__("warnings").warn(
+            f"tensordict.{name} is deprecated (as in tensordict 0.15); use "
+            f"tensordict.nn.functional_modules.{name} instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _pytree.registered_classes(lazy=name == "PYTREE_REGISTERED_LAZY_TDS")
     if name in _LAZY:
         value = _resolve(name)
         if name not in _CALLABLE_SUBPACKAGES:

@@ -1,6 +1,6 @@
 """TensorDict methods that downstream libraries call, with upstream tensordict's names.
 
-Public: ``entry_class``. (``make_memmap`` and its variants are td-memmap seams.)
+Public: ``entry_class``, ``clear_refs_for_compile_``. (``make_memmap`` and its variants are td-memmap seams.)
 Underscored (upstream private, called by TorchRL; see
 ``tensordict._compat_upstream`` for the policy): ``_get_str``, ``_get_tuple``,
 ``_stack_onto_``, ``_get_sub_tensordict``, ``_apply_nest``.
@@ -55,6 +55,29 @@ class UpstreamMethodsMixin(TensorDictHost):
             ('Tensor', 'TensorDict')
         """
         return type(self._get_any_raw(key))
+
+    def clear_refs_for_compile_(self) -> Any:
+        """Drops what a TensorDict keeps about earlier operations; a no-op here, returns ``self``.
+
+        Upstream tensordict records each TensorDict's last operation with a weak
+        reference to its result, which ``torch.compile`` cannot return from a compiled
+        function, so code written for it calls this method before returning a
+        TensorDict. These TensorDicts keep no such record (the ``with td.lock_():``
+        form restores state from the object it is called on), so there is nothing to
+        clear: the method exists so that such code runs unchanged, in eager mode and
+        under ``torch.compile(fullgraph=True)``.
+
+        Returns:
+            ``self`` (same batch_size, device and entries).
+
+        Examples:
+            >>> import torch
+            >>> from tensordict import TensorDict
+            >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
+            >>> td.clear_refs_for_compile_() is td
+            True
+        """
+        return self
 
     def _get_str(self, key: str, default: Any = NO_DEFAULT, **kwargs: Any) -> Any:
         """The stored value under the str ``key`` (non-tensor data not unwrapped)."""

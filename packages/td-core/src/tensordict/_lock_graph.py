@@ -9,8 +9,11 @@ can be unlocked.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any
+
+import torch
 
 from tensordict import _classes
 
@@ -36,8 +39,29 @@ def _descendants(root: Any) -> list:
     return out
 
 
+def _warn_compiled_lock() -> bool:
+    warnings.warn(
+        "Using lock_() inside a compiled function: the record of locked ancestors "
+        "(which makes unlock_() of a nested TensorDict raise while a locked parent "
+        "holds it) uses weak references, which torch.compile cannot return, so it is "
+        "skipped there. Lock in eager mode, before the compiled function, when that "
+        "check matters.",
+        category=UserWarning,
+        stacklevel=2,
+    )
+    return True
+
+
+# runs once, when Dynamo traces the call (a warning is not something a graph can hold)
+_warn_compiled_lock = torch.compiler.assume_constant_result(_warn_compiled_lock)
+
+
 def register_locked_root(root: Any) -> None:
-    """Records ``root`` as a locked ancestor of each nested TensorDict."""
+    """Records ``root`` as a locked ancestor of each nested TensorDict (skipped, with a
+    warning, inside ``torch.compile``)."""
+    if torch.compiler.is_compiling():
+        _warn_compiled_lock()
+        return
     ref = weakref.ref(root)
     for node in _descendants(root):
         parents = [p for p in node._lock_parents if p() is not None and p() is not root]

@@ -25,6 +25,7 @@ from tensordict._apply import (
     _other_parts,
     _unflatten_tensors,
 )
+from tensordict._lock_graph import register_locked_root
 
 _Tensor = torch.Tensor
 _peek_interpreter = torch._C._functorch.peek_interpreter_stack
@@ -343,6 +344,7 @@ def _binary(td: Any, other: Any, name: str, alpha: Any = None, reflected: bool =
         _non_tensor_binary(spec, out, other, _NON_TENSOR_BINARY[name])
     if td._is_locked:  # as tensordict: the result of a locked operand is locked
         out._set_lock_flag(True)
+        register_locked_root(out)
     return out
 
 

@@ -52,7 +52,7 @@ from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._stack import stack
 from tensordict._td import TensorDict
 
-__all__ = ["register_td_class"]
+__all__ = ["register_td_class", "registered_classes"]
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
@@ -429,6 +429,22 @@ def register_td_class(cls: type) -> None:
     )
     _REGISTERED.append(cls)
     _CHILD_TYPES.add(cls)
+
+
+def registered_classes(lazy: bool = False) -> tuple[type, ...]:
+    """The TensorDict classes registered as pytree nodes so far, in registration order.
+
+    Args:
+        lazy (bool, optional): ``False`` (default) gives the dense classes
+            (``TensorDict`` and the registered subclasses); ``True`` gives the lazy stacks
+            (``LazyStackedTensorDict`` and its subclasses).
+
+    This is what upstream's ``PYTREE_REGISTERED_TDS`` / ``PYTREE_REGISTERED_LAZY_TDS``
+    hold; ``tensordict.nn.functional_modules`` publishes it under those names.
+    """
+    if lazy:
+        _classes._load_lazy_stack()  # loading tensordict._lazy registers the class
+    return tuple(c for c in _REGISTERED if any(k.__name__ == "LazyStackedTensorDict" for k in c.__mro__) == lazy)
 
 
 def _collate(batch: Any, *, collate_fn_map: Any = None) -> Any:

@@ -35,6 +35,8 @@ Containers and keys
     Runs a tree walk written as a generator per node (a nested node is yielded
     as its arguments and its result sent back) with an explicit stack, so nesting of
     any depth works under the default recursion limit (td-memmap's save and load).
+``pytree_registered_classes(lazy=False)``
+    The TensorDict classes registered as pytree nodes (dense ones, or the lazy stacks).
 ``import_sibling(sub, attr)``
     Imports ``tensordict.<sub>`` and returns ``attr`` of it; a missing distribution
     raises ``ImportError`` naming what to install.
@@ -119,6 +121,7 @@ from tensordict._memmap_types import lookup_object as lookup_memmap_object
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack, set_write_hook
 from tensordict._nontensor import _same as same_value
+from tensordict._pytree import registered_classes as pytree_registered_classes
 from tensordict._ops import MathMixin
 from tensordict._repr import fields_repr, leaf_repr
 from tensordict._seams import _SIBLING_METHODS, import_sibling
@@ -175,6 +178,7 @@ __all__ = [
     "lookup_memmap_name",
     "lookup_memmap_object",
     "missing_key_error",
+    "pytree_registered_classes",
     "register_memmap_type",
     "register_tensor_collection",
     "registered_types",

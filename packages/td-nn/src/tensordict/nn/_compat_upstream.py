@@ -88,14 +88,28 @@ def _use_generator(generator: torch.Generator | None) -> Iterator[None]:
         default.set_state(saved)
 
 
-@contextlib.contextmanager
-def _exclude_td_from_pytree() -> Iterator[None]:
-    """Inside the block, TensorDict classes are not pytree nodes (pytree sees them as leaves)."""
-    removed: dict[type, Any] = {}
-    for cls in list(_pt.SUPPORTED_NODES):
-        if isinstance(cls, type) and issubclass(cls, TensorDictBase):
-            removed[cls] = _pt.SUPPORTED_NODES.pop(cls)
-    try:
-        yield
-    finally:
-        _pt.SUPPORTED_NODES.update(removed)
+class _exclude_td_from_pytree:  # noqa: N801 - upstream's name
+    """Inside the block, TensorDict classes are not pytree nodes (pytree sees them as leaves).
+
+    Usable as ``with _exclude_td_from_pytree(): ...`` or, as upstream's tests do, with
+    explicit ``excluder.set()`` / ``excluder.unset()`` calls.
+    """
+
+    def __init__(self) -> None:
+        self._removed: dict[type, Any] = {}
+
+    def set(self) -> None:
+        for cls in list(_pt.SUPPORTED_NODES):
+            if isinstance(cls, type) and issubclass(cls, TensorDictBase):
+                self._removed[cls] = _pt.SUPPORTED_NODES.pop(cls)
+
+    def unset(self) -> None:
+        _pt.SUPPORTED_NODES.update(self._removed)
+        self._removed = {}
+
+    def __enter__(self) -> _exclude_td_from_pytree:
+        self.set()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unset()

@@ -27,8 +27,6 @@ from tensordict.ext import (
 from tensordict.tensorclass._storage import (
     _ABSENT,
     _EMPTY_SIZE,
-    _SET_NT,
-    _SET_TD,
     _batch_error,
     _bind,
     _convert_field,
@@ -36,7 +34,6 @@ from tensordict.tensorclass._storage import (
     _locked_error,
     _new,
     _obj_new,
-    _obj_setattr,
     _read,
     _resync,
     _Slots,
@@ -97,6 +94,8 @@ class _TensorClassCore(_Slots):
     _tensor_only = False
     #: the class (or a base below the tensorclass machinery) defines ``__setattr__``
     _tc_user_setattr = False
+    #: a data descriptor (a property) was installed over a field name after the build
+    _tc_field_descriptors = False
     #: dataclass-style hook, called at the end of the generated ``__init__``
     __post_init__: Callable[[Any], None] | None = None
 
@@ -133,11 +132,11 @@ class _TensorClassCore(_Slots):
             _store_field(self, name, value)
             return
         if name in _SLOT_NAMES:
-            _obj_setattr(self, name, value)
+            object.__setattr__(self, name, value)
             return
         attr = _type_attr(cls, name)
         if attr is not _ABSENT and hasattr(type(attr), "__set__"):
-            _obj_setattr(self, name, value)
+            object.__setattr__(self, name, value)
             return
         if name[:1] == "_":
             self.__dict__[name] = value
@@ -680,8 +679,9 @@ def _init_instance(
 ) -> None:
     """The body of every generated ``__init__``: validates the fields and binds them."""
     cls = type(self)
-    if cls._tc_user_setattr:
-        # the class defines __setattr__: every field goes through it, as for a dataclass
+    if cls._tc_user_setattr or cls._tc_field_descriptors:
+        # the class defines __setattr__ (or a property over a field): every field goes
+        # through __setattr__, as for a dataclass
         _init_empty(self, batch_size, device, names)
         for name, value in zip(cls._tc_fields, values):
             setattr(self, name, value)
@@ -718,22 +718,22 @@ def _init_instance(
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
             store[name] = value
-            _obj_setattr(self, name, value)
+            object.__setattr__(self, name, value)
         elif value is None:
             nt[name] = None
-            _obj_setattr(self, name, None)
+            object.__setattr__(self, name, None)
         else:
             in_td, value = _convert_field(cls, name, value, td, non_blocking)
             if in_td:
                 store[name] = value
-                _obj_setattr(self, name, _read(value))
+                object.__setattr__(self, name, _read(value))
             else:
                 nt[name] = value
-                _obj_setattr(self, name, value)
+                object.__setattr__(self, name, value)
     if names is not None:
         td.names = names
-    _SET_TD(self, td)
-    _SET_NT(self, nt)
+    object.__setattr__(self, "_tensordict", td)
+    object.__setattr__(self, "_non_tensordict", nt)
     post_init = cls.__post_init__
     if post_init is not None:
         post_init(self)

@@ -32,6 +32,12 @@ _SHADOWABLE = frozenset({"batch_size", "device", "names"})
 #: TensorDict attributes a field may take without ``shadow=True``, as upstream allows
 _FREE_NAMES = frozenset({"data"})
 _FACTORY = object()
+#: default of a parameter whose field default is an object (a tensor, ...): the generated
+#: __init__ reads the object from its globals instead of its ``__defaults__``, because
+#: torch.compile cannot wrap a tensor found in the defaults of a method it reaches
+#: without a source (``Cls()`` inside a compiled function)
+_DEFAULT = object()
+_LITERALS = (bool, int, float, complex, str, bytes)
 
 
 class _FieldReader:
@@ -80,14 +86,24 @@ def _check_names(cls: type, names: list[str], shadow: bool, base: type) -> None:
 def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
     """Generates ``__init__(self, <fields>, *, batch_size=None, device=None, names=None,
     non_blocking=False, lock=False)``."""
-    globs: dict[str, Any] = {"_init": _init_instance, "_FACTORY": _FACTORY, "_MISSING": dataclasses.MISSING}
+    globs: dict[str, Any] = {
+        "_init": _init_instance,
+        "_FACTORY": _FACTORY,
+        "_DEFAULT": _DEFAULT,
+        "_MISSING": dataclasses.MISSING,
+    }
     positional, keyword = [], []
     seen_default = None
+    object_defaults = {}
     for f in fields:
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         if f.default is not dataclasses.MISSING:
             globs[f"_d_{f.name}"] = f.default
-            param = f"{f.name}=_d_{f.name}"
+            if f.default is None or type(f.default) in _LITERALS:
+                param = f"{f.name}=_d_{f.name}"
+            else:
+                object_defaults[f.name] = f.default
+                param = f"{f.name}=_DEFAULT"
         elif f.default_factory is not dataclasses.MISSING:
             globs[f"_f_{f.name}"] = f.default_factory
             param = f"{f.name}=_FACTORY"
@@ -109,6 +125,8 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
     for f in fields:
         if f.default_factory is not dataclasses.MISSING and f.default is dataclasses.MISSING:
             values.append(f"(_f_{f.name}() if {f.name} is _FACTORY else {f.name})")
+        elif f.name in object_defaults:
+            values.append(f"(_d_{f.name} if {f.name} is _DEFAULT else {f.name})")
         else:
             values.append(f.name)
     # surplus positional arguments land in ``_extra`` and are refused with Python's own
@@ -139,7 +157,11 @@ def _make_init(target: type, fields: list[dataclasses.Field]) -> Any:
 
     sig = inspect.signature(init)
     init.__signature__ = sig.replace(
-        parameters=[p for p in sig.parameters.values() if p.name not in ("non_blocking", "lock", "_extra")]
+        parameters=[
+            p.replace(default=object_defaults[p.name]) if p.name in object_defaults else p
+            for p in sig.parameters.values()
+            if p.name not in ("non_blocking", "lock", "_extra")
+        ]
     )
     init.__qualname__ = f"{target.__qualname__}.__init__"
     init.__module__ = target.__module__

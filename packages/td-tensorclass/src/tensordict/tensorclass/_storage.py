@@ -78,10 +78,11 @@ class _Slots:
         def to_dict(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-_SET_TD = _Slots.__dict__["_tensordict"].__set__  # the slots' member descriptors
-_SET_NT = _Slots.__dict__["_non_tensordict"].__set__
 _obj_new = object.__new__
-_obj_setattr = object.__setattr__
+# Slots and instance-dict entries are written with ``object.__setattr__(obj, name, value)``
+# spelled out at each call: torch.compile (Dynamo) traces that form as a plain attribute
+# store (an alias of it, or a slot descriptor's ``__set__``, breaks the graph or runs the
+# class's own ``__setattr__``), so tensorclasses can be built inside a compiled function.
 
 
 def _batch_error(cls: type, name: str, shape: Any, batch_size: Any) -> RuntimeError:
@@ -182,15 +183,15 @@ def _field_values(obj: Any, td: TensorDictBase, nt: dict) -> dict:
 
 def _bind(obj: Any, td: TensorDictBase, nt: dict) -> None:
     """Attaches ``td`` and ``nt`` to ``obj`` (a fresh instance) and fills its dict."""
-    _SET_TD(obj, td)
-    _obj_setattr(obj, "__dict__", _field_values(obj, td, nt))
-    _SET_NT(obj, nt)
+    object.__setattr__(obj, "_tensordict", td)
+    object.__setattr__(obj, "__dict__", _field_values(obj, td, nt))
+    object.__setattr__(obj, "_non_tensordict", nt)
 
 
 def _new(cls: type[_Slots], td: TensorDictBase, nt: dict | None) -> Any:
     """A new ``cls`` instance over ``td``; ``nt`` is copied (it is per instance)."""
     obj = _obj_new(cls)
-    if td.__class__ is TensorDict and not nt:
+    if td.__class__ is TensorDict and not nt and not cls._tc_field_descriptors:
         # the hot path (indexing, shape ops): tensors only, nothing to move around
         store = td._tensordict
         for value in store.values():
@@ -201,13 +202,13 @@ def _new(cls: type[_Slots], td: TensorDictBase, nt: dict | None) -> Any:
             # attribute by attribute (not a new __dict__): the instance keeps CPython's
             # compact attribute storage, the fastest to read
             for key, value in store.items():
-                _obj_setattr(obj, key, value)
+                object.__setattr__(obj, key, value)
             if len(store) < len(cls._tc_fields):
                 for name in cls._tc_fields:
                     if name not in store:
-                        _obj_setattr(obj, name, None)
-            _SET_TD(obj, td)
-            _SET_NT(obj, {})
+                        object.__setattr__(obj, name, None)
+            object.__setattr__(obj, "_tensordict", td)
+            object.__setattr__(obj, "_non_tensordict", {})
             return obj
     _bind(obj, td, dict(nt) if nt else {})
     return obj
@@ -377,6 +378,8 @@ def _autocast(cls: type[_Slots], name: str, value: Any, batch_size: torch.Size) 
 
 
 def _is_numpy_numeric(value: Any) -> bool:
+    if isinstance(value, (str, bytes)):  # the common case, answered without the module name
+        return False  # (which torch.compile cannot read off a builtin type)
     mod = type(value).__module__
     if mod != "numpy" and not mod.startswith("numpy."):
         return False

@@ -76,7 +76,10 @@ def _deepen(td: Any, prefix: tuple = ()) -> tuple[Any, list]:
         source[key] = sub
     if source is None:
         return td, []
-    return TensorDict._new_unsafe(source, td._batch_size, td._device, td._names), nested
+    deep = TensorDict._new_unsafe(source, td._batch_size, td._device, td._names)
+    if td._is_locked:  # ops whose result follows the operand's lock (td + 1) see it
+        deep._is_locked = True
+    return deep, nested
 
 
 def _rewrap(out: Any, nested: list) -> Any:
