@@ -68,3 +68,69 @@ def test_assert_allclose_td_intersection_compares_shared_keys():
         assert_allclose_td(a, b, intersection=True, msg="keys were modified")
     with pytest.raises(KeyError):
         assert_allclose_td(a, TensorDict(x=torch.zeros(2)))
+
+
+def test_non_tensor_leaves_have_no_dtype_and_a_data_entry():
+    from tensordict import NonTensorData, NonTensorStack
+
+    data = NonTensorData("hello")
+    stack = NonTensorStack(NonTensorData("a"), NonTensorData("b"))
+    # TorchRL's NonTensor spec compares `val.dtype == self.dtype` (None)
+    assert data.dtype is None and stack.dtype is None
+    assert data.get("data") == "hello"
+    assert data.get("other") is None and data.get("other", 1) == 1
+    assert stack.get("data", 1) == 1
+
+
+def test_lazy_stack_has_exclusive_keys():
+    from tensordict import LazyStackedTensorDict
+
+    a = TensorDict(a=torch.zeros(3), n={"x": torch.zeros(1)})
+    assert not LazyStackedTensorDict(a, a.clone())._has_exclusive_keys
+    assert LazyStackedTensorDict(a, TensorDict(a=torch.zeros(3), n={"y": torch.zeros(1)}))._has_exclusive_keys
+    assert LazyStackedTensorDict(a, TensorDict(b=torch.zeros(3)))._has_exclusive_keys
+
+
+def test_stack_errors_are_runtime_errors_with_upstream_wording():
+    # TorchRL's rollout catches RuntimeError and matches these opening words
+    import re
+
+    with pytest.raises(RuntimeError) as info:
+        torch.stack([TensorDict(a=torch.ones(1)), TensorDict(b=torch.ones(1))])
+    assert re.match("The sets of keys in the tensordicts to stack are exclusive", str(info.value))
+    with pytest.raises(RuntimeError) as info:
+        torch.stack([TensorDict(a=torch.ones(2)), TensorDict(a=torch.ones(3))])
+    assert re.match("The shapes of the tensors to stack is incompatible", str(info.value))
+
+
+def test_stack_into_a_locked_out_writes_the_keys_out_holds():
+    out = TensorDict(a=torch.zeros(2, 3), batch_size=[2]).lock_()
+    parts = [TensorDict(a=torch.ones(3), b=torch.ones(3)) for _ in range(2)]
+    assert torch.stack(parts, out=out) is out
+    assert sorted(out.keys()) == ["a"] and out["a"].sum() == 6
+
+
+def test_apply_with_default_walks_the_first_tensordicts_keys():
+    x = TensorDict(a=torch.ones(2), n={"c": torch.ones(1)})
+    y = TensorDict(a=torch.ones(2), b=torch.ones(2), n={"d": torch.ones(1)})
+    calls = []
+
+    def fn(u, v):
+        calls.append(v is None)
+        return u
+
+    out = x.apply(fn, y, default=None)
+    assert sorted(out.keys(True, True), key=str) == [("n", "c"), "a"]
+    assert calls == [False, True]
+    # the binary ops' default= fills either side: the keys of both
+    assert sorted(x.maximum(y, default=torch.zeros(())).keys(True, True), key=str) == [("n", "c"), ("n", "d"), "a", "b"]
+
+
+def test_where_takes_update_batch_size():
+    td = TensorDict(a=torch.ones(3, 2), batch_size=[3])
+    other = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    cond = torch.tensor([True, False, True])
+    assert td.where(cond, other, update_batch_size=True)["a"].sum() == 4
+    out = TensorDict(a=torch.zeros(3, 2), batch_size=[])
+    assert td.where(cond, other, out=out, update_batch_size=True) is out
+    assert out["a"].sum() == 4 and out.batch_size == ()

@@ -44,3 +44,50 @@ def test_add_suffix_names_composite_entries():
 
     assert _add_suffix("action", "_log_prob") == "action_log_prob"
     assert _add_suffix(("agents", ("action",)), "_entropy") == ("agents", "action_entropy")
+
+
+def _normal_policy(seen, default):
+    from tensordict.nn import (
+        NormalParamExtractor,
+        ProbabilisticTensorDictModule,
+        ProbabilisticTensorDictSequential,
+        TensorDictModule,
+        interaction_type,
+    )
+
+    class Spy(nn.Module):  # reads the ambient interaction type, as TorchRL's gSDE noise does
+        def forward(self, x):
+            seen.append(interaction_type())
+            return x
+
+    net = TensorDictModule(nn.Sequential(Spy(), nn.Linear(3, 4), NormalParamExtractor()), ["obs"], ["loc", "scale"])
+    prob = ProbabilisticTensorDictModule(
+        ["loc", "scale"], ["action"], distribution_class=torch.distributions.Normal, default_interaction_type=default
+    )
+    return ProbabilisticTensorDictSequential(net, prob)
+
+
+def test_probabilistic_sequence_makes_its_default_interaction_type_ambient():
+    from tensordict.nn import InteractionType, interaction_type, set_interaction_type
+
+    seen = []
+    for default, expected in (("random", InteractionType.RANDOM), ("mode", InteractionType.MODE)):
+        _normal_policy(seen, default)(TensorDict(obs=torch.randn(2, 3), batch_size=[2]))
+        assert seen[-1] == expected
+    assert interaction_type() is None  # restored after the call
+    with set_interaction_type("deterministic"):
+        _normal_policy(seen, "random")(TensorDict(obs=torch.randn(2, 3), batch_size=[2]))
+    assert seen[-1] == InteractionType.DETERMINISTIC  # an explicit setting wins
+
+
+def test_dist_sample_draws_by_interaction_type():
+    from tensordict.nn import InteractionType, ProbabilisticTensorDictModule
+
+    prob = ProbabilisticTensorDictModule(["loc", "scale"], ["action"], distribution_class=torch.distributions.Normal)
+    dist = torch.distributions.Normal(torch.full((2,), 3.0), torch.ones(2))
+    assert prob._dist_sample(dist, interaction_type=InteractionType.MODE).tolist() == [3.0, 3.0]
+    assert prob._dist_sample(dist).tolist() == [3.0, 3.0]  # the default: deterministic
+    gen = torch.Generator().manual_seed(0)
+    first = prob._dist_sample(dist, InteractionType.RANDOM, generator=gen)
+    again = prob._dist_sample(dist, InteractionType.RANDOM, generator=torch.Generator().manual_seed(0))
+    assert first.shape == (2,) and torch.equal(first, again)

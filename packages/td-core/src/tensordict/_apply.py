@@ -846,6 +846,19 @@ class _Ctx:
             setattr(self, name, value)
 
 
+class UnionDefault:
+    """``apply(default=UnionDefault(value))``: walk the keys of every TensorDict, not only
+    the first one's (the binary ops' ``default=``, whose result holds the keys of both).
+
+    A plain ``default=`` walks the first TensorDict's keys, as tensordict 0.15.3's ``apply``.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class _Missing:
     """Stands for a nested TensorDict that one of the walked TensorDicts lacks
     (with ``default=``): every key reads as the default."""
@@ -884,7 +897,10 @@ def _walk_node(
     target_bs = bs if new_bs is None else new_bs
     default = ctx.default
     keys = list(tds[0]._keys_raw())
-    if default is not NO_DEFAULT and len(tds) > 1:
+    union = default.__class__ is UnionDefault
+    if union:
+        default = default.value
+    if union and len(tds) > 1:
         seen = set(keys)
         for other in tds[1:]:
             for k in other._keys_raw():
@@ -925,7 +941,7 @@ def _walk_node(
             kw: dict = {"inplace": inplace, "call_on_nested": False, "is_leaf": ctx.is_leaf}
             kw["filter_empty"] = ctx.filter_empty
             if default is not NO_DEFAULT:
-                kw["default"] = default
+                kw["default"] = ctx.default
             if device is not NO_DEFAULT:
                 kw["device"] = device
             if new_bs is not None:

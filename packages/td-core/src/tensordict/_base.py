@@ -456,6 +456,9 @@ class TensorDictBase(
             parent = td
             td = td._get_raw(sub, _MISSING)
             if td is _MISSING or not isinstance(td, TensorDictBase):
+                if isinstance(getattr(td, "_tensordict", None), TensorDictBase):
+                    td = td._tensordict  # a tensorclass: its fields are nested keys
+                    continue
                 if default is not _MISSING:
                     return default
                 if td is not _MISSING and not is_tensor_collection(td):

@@ -407,6 +407,21 @@ class LazyStackedTensorDict(  # type: ignore[misc]
 
     # ------------------------------------------------------------------ metadata
     @property
+    def _has_exclusive_keys(self) -> bool:
+        """Whether the stacked TensorDicts differ in their leaf keys (nested ones included).
+
+        Upstream's private property; TorchRL's batched envs and ``BatchedActor`` read it.
+        """
+        first = None
+        for td in self.tensordicts:
+            keys = set(td.keys(True, True))
+            if first is None:
+                first = keys
+            elif keys != first:
+                return True
+        return False
+
+    @property
     def batch_size(self) -> torch.Size:
         """``batch_size`` of the stacked TensorDicts with ``len(tensordicts)`` inserted at ``stack_dim``.
 

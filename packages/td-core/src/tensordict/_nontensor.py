@@ -232,6 +232,25 @@ class _NonTensorShapeOps:
     def values(self, *args: Any, **kwargs: Any) -> list:
         return []
 
+    @property
+    def dtype(self) -> None:
+        """``None``: a non-tensor leaf has no tensor dtype (TorchRL's spec checks compare it)."""
+        return None
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """``NonTensorData.get("data")`` is the object held; any other key gives ``default``.
+
+        As tensordict 0.15.3 reads a non-tensor leaf as a TensorDict with one
+        ``"data"`` entry (a ``NonTensorStack`` holds none at its top level).
+
+        Examples:
+            >>> NonTensorData("hi").get("data"), NonTensorData("hi").get("other")
+            ('hi', None)
+        """
+        if key == "data" and isinstance(self, NonTensorData):
+            return self.data
+        return default
+
     def items(self, *args: Any, **kwargs: Any) -> list:
         return []
 
@@ -639,7 +658,9 @@ class NonTensorStack(_NonTensorShapeOps):
         member = first.__class__ is int and len(self._batch_size) > 1
         return self._from_index(self._index_tensor()[index], member)
 
-    def where(self, condition: torch.Tensor, other: Any, *, out: Any = None, pad: Any = None) -> NonTensorStack:
+    def where(
+        self, condition: torch.Tensor, other: Any, *, out: Any = None, pad: Any = None, update_batch_size: bool = False
+    ) -> NonTensorStack:
         """Element ``i`` is ``self[i]`` where ``condition[i]`` else ``other[i]``.
 
         Args:
@@ -647,6 +668,7 @@ class NonTensorStack(_NonTensorShapeOps):
             other (NonTensorStack, NonTensorData or object): values where ``condition`` is false.
             out (NonTensorStack, optional): written in place and returned when given.
             pad: ignored (no key can be missing in a non-tensor leaf).
+            update_batch_size: ignored (the result has ``self``'s batch size).
         """
         n = len(self._items)
         if isinstance(other, NonTensorStack):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _classes
+from tensordict._apply import UnionDefault
 from tensordict._keys import NO_DEFAULT
 from tensordict._ops_foreach import (
     _BINARY,
@@ -775,7 +776,9 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
         out = self._index(mask)
         return _become(self, out) if inplace else out
 
-    def where(self, condition: Any, other: Any, *, out: Any = None, pad: Any = None) -> TensorDictBase:
+    def where(
+        self, condition: Any, other: Any, *, out: Any = None, pad: Any = None, update_batch_size: bool = False
+    ) -> TensorDictBase:
         """Picks ``self``'s leaf where ``condition`` holds and ``other``'s elsewhere.
 
         Args:
@@ -789,6 +792,10 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             out (TensorDictBase, optional): written in place and returned.
             pad (Number, optional): stands for the entries that ``self`` or ``other``
                 lacks. Without it the keys must match.
+            update_batch_size (bool): with a lazy-stack ``out``, write the result with
+                ``out.update(result, update_batch_size=True)`` (``out`` gets as many
+                members as the result); a dense ``out`` keeps its batch size, as in
+                tensordict 0.15.3. Defaults to ``False``.
 
         Returns:
             a TensorDict with the structure and batch size of ``self`` (or ``out``).
@@ -807,6 +814,8 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
             tensor([[2., 2.],
                     [1., 1.]])
         """
+        if update_batch_size and isinstance(out, _classes.LazyStackedTensorDict):
+            return out.update(self.where(condition, other, pad=pad), update_batch_size=True)
         cond = condition if isinstance(condition, _Tensor) else torch.as_tensor(condition)
         if isinstance(self, _classes.LazyStackedTensorDict) and cond.ndim > self.stack_dim:
             return _lazy_where(self, cond, other, out, pad)
@@ -826,7 +835,8 @@ class MathMixin(GeneratedOpsMixin, ReductionMixin):
                         msg = f"where: key {key!r} of `other` not found and no pad value provided."
                         raise KeyError(msg)
             try:
-                return self.apply(pick, other, default=default, out=out)
+                union = default if default is NO_DEFAULT else UnionDefault(default)  # the keys of both
+                return self.apply(pick, other, default=union, out=out)
             except KeyError as err:
                 if pad is not None:
                     raise

@@ -20,6 +20,7 @@ from tensordict._apply import (
     _NESTED,
     _PART,
     _TC,
+    UnionDefault,
     _collect_like,
     _flatten_tensors,
     _other_parts,
@@ -520,7 +521,7 @@ def _with_default(td: Any, other: Any, default: Any, fn: Callable) -> Any:
             raise ValueError(msg)
         shared = [k for k in td.keys(True, True) if k in other.keys(True, True)]
         return td.select(*shared).apply(fn, other.select(*shared))
-    return td.apply(fn, other, default=default)
+    return td.apply(fn, other, default=UnionDefault(default))  # the keys of both
 
 
 def _ternary(td: Any, name: str, a: Any, b: Any, *, inplace: bool, value: Any = None) -> Any:

@@ -70,6 +70,14 @@ def _dense_keys(stores: list) -> list | None:
     return list(stores[0])
 
 
+class _StackKeysError(KeyError, RuntimeError):
+    """The TensorDicts to stack hold different keys: a ``RuntimeError`` as in tensordict
+    0.15.3 (TorchRL's rollout catches it and matches its opening words) and a ``KeyError``."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
     keys = list(tds[0]._keys_raw())
     ref = set(keys)
@@ -82,6 +90,8 @@ def _check_keys(tds: Sequence[TensorDictBase], op: str) -> list[str]:
                 f"{op}: TensorDict {i} has different keys than TensorDict 0 "
                 f"(missing {missing}, extra {extra}). Use `tensordict.lazy_stack` for heterogeneous keys."
             )
+            if op == "stack":
+                raise _StackKeysError(f"The sets of keys in the tensordicts to stack are exclusive: {msg}")
             raise KeyError(msg)
     return keys
 
@@ -234,7 +244,10 @@ def _stack_level(
                 shapes = sorted({tuple(v.shape) for v in values})
                 if maybe_dense_stack:
                     return _classes.LazyStackedTensorDict(*tds, stack_dim=dim)
-                msg = f"stack: cannot stack key {key!r}, shapes differ: {shapes} ({err})."
+                msg = (
+                    f"The shapes of the tensors to stack is incompatible: stack: cannot stack key {key!r}, "
+                    f"shapes differ: {shapes} ({err})."
+                )
                 raise RuntimeError(msg) from None
         elif isinstance(first, _classes.TensorDictBase):
             lazy_cls = _classes.LazyStackedTensorDict
@@ -260,7 +273,11 @@ def _stack_level(
     if not dense and hasattr(tds[0].__class__, "_typed_restack"):  # TypedTensorDict keeps its class
         result = tds[0]._typed_restack(tds, result)
     if out is not None:
-        out.update_(result)
+        try:
+            out.update_(result)
+        except KeyError:
+            # as tensordict 0.15.3: ``out`` receives the keys it holds, the others are dropped
+            out.update_(result.select(*out.keys(True, True), strict=False))
         return out
     return result
 

@@ -524,6 +524,27 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return seeded, write_back
 
     @_handles_kwargs
+    def _dist_sample(
+        self,
+        dist: D.Distribution,
+        interaction_type: InteractionType | None = None,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> Any:
+        """A value drawn from ``dist`` (upstream's private helper, which TorchRL's actors call).
+
+        ``interaction_type`` defaults to the ambient :func:`interaction_type`, then to
+        :attr:`default_interaction_type`; ``generator`` seeds a ``RANDOM`` draw.
+        ``num_samples`` adds leading sample dims as in :meth:`forward`.
+        """
+        itype = interaction_type or _INTERACTION_TYPE[0] or self.default_interaction_type
+        if isinstance(itype, str):
+            itype = InteractionType.from_str(itype)
+        shape = self.num_samples or torch.Size()
+        if itype is InteractionType.RANDOM and generator is not None:
+            return _run_with_generator(generator, lambda: _draw(dist, itype, self.n_empirical_estimate, shape))
+        return _draw(dist, itype, self.n_empirical_estimate, shape)
+
     def forward(
         self,
         tensordict: TensorDictBase | None = None,
@@ -688,6 +709,27 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         if mods and _is_prob(mods[-1]):
             return type(self)(*mods, partial_tolerant=self.partial_tolerant)
         return TensorDictSequential(*mods, partial_tolerant=self.partial_tolerant)
+
+    def forward(
+        self,
+        tensordict: TensorDictBase | None = None,
+        *args: Any,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> TensorDictBase:
+        """Runs the steps with :attr:`default_interaction_type` as the ambient
+        :func:`interaction_type` when none is set, as tensordict 0.15.3 does.
+
+        Modules inside the sequence that read :func:`interaction_type` (TorchRL's gSDE
+        noise) then see the sequence's default rather than ``None``.
+        """
+        if _INTERACTION_TYPE[0] is not None:
+            return super().forward(tensordict, *args, tensordict_out=tensordict_out, **kwargs)
+        _INTERACTION_TYPE[0] = self.default_interaction_type
+        try:
+            return super().forward(tensordict, *args, tensordict_out=tensordict_out, **kwargs)
+        finally:
+            _INTERACTION_TYPE[0] = None
 
     # -------------------------------------------------------------- distributions
     def _prob_modules(self) -> list:

@@ -52,6 +52,13 @@ class _TensorClassType(type):
 
     __getattr__ = staticmethod(_no_such_attribute)
 
+    def __setattr__(cls, name: str, value: Any) -> None:
+        type.__setattr__(cls, name, value)
+        if hasattr(type(value), "__set__") and name in getattr(cls, "_tc_field_set", ()):
+            # a property installed over a field after the class was built (TorchRL's
+            # ``VLAAction.chunk``): instances are then bound without calling it
+            type.__setattr__(cls, "_tc_field_descriptors", True)
+
 
 class _TensorClassBase(_TensorClassCore, _OpsMixin, _StateMixin, _IOMixin, metaclass=_TensorClassType):
     """Behaviour shared by every tensorclass instance (decorated or subclassed)."""
