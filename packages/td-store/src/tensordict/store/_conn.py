@@ -25,6 +25,8 @@ from typing import Any
 import redis
 import redis.exceptions as rexc
 
+from tensordict.store._wire import Fallback, bulk_call
+
 __all__ = [
     "STORE_BACKENDS",
     "StoreConnectionError",
@@ -285,7 +287,35 @@ class Connection:
         return s
 
     def run_script(self, name: str, keys: list, args: list) -> Any:
+        """One ``EVALSHA`` (reloading the script if the server lost it): one round trip."""
         return self.call(self.script(name), keys=keys, args=args)
+
+    def fetch(self, args: tuple, limits: list, array: bool) -> list | None:
+        """A bulk (or array of bulk) reply read into fresh buffers (see ``_wire``), or
+        ``None`` when the fast path does not apply (call the client normally)."""
+        try:
+            return self.call(bulk_call, self.client, args, limits, array)
+        except Fallback:
+            return None
+
+    def fetch_script(self, name: str, keys: list, args: list, limits: list) -> list:
+        """``run_script`` whose reply (an array of strings) is read by :meth:`fetch`."""
+        script = self.script(name)
+        for _ in range(2):
+            try:
+                got = self.fetch(("EVALSHA", script.sha, len(keys), *keys, *args), limits, True)
+            except rexc.NoScriptError:
+                self.call(self.client.script_load, _SCRIPTS[name])
+                continue
+            return got if got is not None else self.run_script(name, keys, args)
+        return self.run_script(name, keys, args)
+
+    @staticmethod
+    def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
+        """Queues the script in a transaction as ``EVAL`` (its source travels along): a
+        server that lost its script cache cannot fail one command of the transaction,
+        and redis-py sends no ``SCRIPT EXISTS`` round trip first."""
+        pipe.eval(_SCRIPTS[name], len(keys), *keys, *args)
 
     def close(self) -> None:
         if self._owns_client:

@@ -31,6 +31,14 @@ __all__ = ["positions", "runs_of", "flatten_value", "nested_list", "build_td"]
 
 def positions(bs: torch.Size, index: Any) -> torch.Tensor:
     """Flat positions (over ``bs``) that ``index`` selects, shaped like the result batch."""
+    if len(bs) == 1:
+        if index.__class__ is slice:
+            return torch.arange(*index.indices(bs[0]))
+        if index.__class__ is int:
+            if not -bs[0] <= index < bs[0]:
+                msg = f"index {index} is out of bounds for dimension 0 with size {bs[0]}"
+                raise IndexError(msg)
+            return torch.tensor(index % bs[0])
     n = math.prod(bs)
     return torch.arange(n).view(bs)[index]
 

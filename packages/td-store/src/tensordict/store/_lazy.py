@@ -355,7 +355,7 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
                 args.extend((offsets[i], offsets[i + 1] - offsets[i]))
         pipe = conn.pipeline()
         if keys:
-            conn.script("ranges")(keys=keys, args=args, client=pipe)
+            conn.queue_script(pipe, "ranges", keys, args)
         for rel, _ in lists:
             pipe.lrange(root.data_key(path_field((*self._path, *rel))), 0, -1)
         got = conn.execute(pipe) if (keys or lists) else []

@@ -37,6 +37,8 @@ from tensordict.store._io import (
 __all__ = ["TensorDictStore", "STORE_BACKENDS"]
 
 _MISSING: Any = object()
+#: the largest JSON value a read accepts (a planted value cannot make a reader allocate more)
+_JSON_LIMIT = 1 << 28
 
 
 class TensorDictStore(StoreHandleMixin, TensorDictBase):
@@ -419,8 +421,23 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             return self._child_node(key, entry)
         conn = root.conn
         dkey = root.data_key(path_field(path))
-        raw = conn.call(conn.client.lrange, dkey, 0, -1) if entry["t"] == "jsonl" else conn.call(conn.client.get, dkey)
+        if entry["t"] == "jsonl":
+            raw = conn.call(conn.client.lrange, dkey, 0, -1)
+        elif entry["t"] == "tensor":
+            raw = self._fetch(("GET", dkey), [nbytes(entry["shape"], entry["dtype"])], False, [path])
+            raw = raw[0] if raw is not None else conn.call(conn.client.get, dkey)
+        else:
+            raw = conn.call(conn.client.get, dkey)
         return decode_leaf(entry, raw, path, conn.server, root.allow_pickle, self._device)
+
+    def _fetch(self, args: tuple, limits: list, array: bool, paths: list) -> list | None:
+        """``Connection.fetch`` with the error of an oversized reply naming the keys."""
+        conn = self._root.conn
+        try:
+            return conn.fetch(args, limits, array)
+        except ValueError as err:
+            msg = f"Key(s) {paths!r} on server {conn.server}: {err} (a value written by another client?)."
+            raise StoreDataError(msg) from err
 
     def _create_nested(self, key: str) -> TensorDictBase:
         out = self._get_raw(key, _MISSING)
@@ -544,7 +561,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         if plain or lists:
             keys = [root.data_key(path_field((*full, *rel))) for rel, _ in plain]
             if not lists:
-                got = [conn.call(conn.client.mget, keys)] if keys else [[]]
+                limits = [nbytes(e["shape"], e["dtype"]) if e["t"] == "tensor" else _JSON_LIMIT for _, e in plain]
+                fast = self._fetch(("MGET", *keys), limits, True, [(*full, *r) for r, _ in plain]) if keys else []
+                got = [fast if fast is not None else conn.call(conn.client.mget, keys)]
             else:
                 pipe = conn.pipeline()
                 if keys:
@@ -625,17 +644,17 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         lists = [(rel, e) for rel, e in others if e["t"] == "jsonl"]
         singles = [(rel, e) for rel, e in others if e["t"] != "jsonl"]
         if not others:
-            blobs = conn.run_script("gather", keys, args) if keys else []
+            blobs = self._fetch_gather(keys, args, [esz * flat.numel() for esz in sizes]) if keys else []
             lgot: list = []
             sgot: list = []
         else:
             pipe = conn.pipeline()
             if keys:
-                conn.script("gather")(keys=keys, args=args, client=pipe)
+                conn.queue_script(pipe, "gather", keys, args)
             lkeys = [root.data_key(path_field((*full, *rel))) for rel, _ in lists]
             if lkeys:
                 groups = [max(math.prod(e.get("bs", bs)), 1) // numel for _, e in lists]
-                conn.script("lgather")(keys=lkeys, args=[*groups, *flat.tolist()], client=pipe)
+                conn.queue_script(pipe, "lgather", lkeys, [*groups, *flat.tolist()])
             for rel, _ in singles:
                 pipe.get(root.data_key(path_field((*full, *rel))))
             got = conn.execute(pipe)
@@ -669,6 +688,14 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             values[rel] = NonTensorData(v.data, batch_size=[*out_bs, *lbs[nb:]], device=device)
         out_nodes = {rel: [*out_bs, *nbs[nb:]] for rel, nbs in nodes.items()}
         return build_td((), out_bs, out_nodes, values, device)
+
+    def _fetch_gather(self, keys: list, args: list, limits: list) -> list:
+        conn = self._root.conn
+        try:
+            return conn.fetch_script("gather", keys, args, limits)
+        except ValueError as err:
+            msg = f"Keys {keys!r} on server {conn.server}: {err} (a value written by another client?)."
+            raise StoreDataError(msg) from err
 
     def get_at(self, key: Any, index: Any, default: Any = NO_DEFAULT) -> Any:
         """``td.get(key)[index]``, reading only the selected elements."""

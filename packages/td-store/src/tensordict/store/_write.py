@@ -19,6 +19,10 @@ from tensordict.store._io import runs_of
 
 __all__ = ["scatter"]
 
+#: up to this many runs of consecutive elements, an indexed write is plain SETRANGEs in a
+#: MULTI/EXEC transaction; more runs go to one server-side script
+_FEW_RUNS = 4
+
 
 def _flat(stack: NonTensorStack) -> list:
     out = stack.tolist()
@@ -135,11 +139,23 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 args.append(p * g + j)
                 args.append(encoded[i * g + j])
         lists.append((root.data_key(field), args))
-    if keys:
-        runs = runs_of(flat)
-        conn.script("scatter")(keys=keys, args=[len(runs) // 2, *runs, *sizes, *blobs], client=pipe)
+    runs = runs_of(flat) if keys else []
+    if len(runs) <= 2 * _FEW_RUNS:
+        # a few runs (slices): plain SETRANGEs in the transaction, no script on the server
+        for dkey, esz, blob in zip(keys, sizes, blobs):
+            view = memoryview(blob)
+            pos = 0
+            for r in range(0, len(runs), 2):
+                n = runs[r + 1] * esz
+                pipe.setrange(dkey, runs[r] * esz, view[pos : pos + n])
+                pos += n
+    elif not lists and not created and not len(pipe):
+        conn.run_script("scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])  # one atomic EVALSHA
+        return
+    elif keys:
+        conn.queue_script(pipe, "scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])
     for lkey, args in lists:
-        conn.script("lscatter")(keys=[lkey], args=args, client=pipe)
+        conn.queue_script(pipe, "lscatter", [lkey], args)
     conn.execute(pipe)
     for path, entry in created:
         root.remember(path, entry)

@@ -1,0 +1,123 @@
+"""The td-store speed workload, runnable with any ``tensordict`` that has ``tensordict.store``
+(this project's, or tensordict 0.15.3 in another venv) against one running redis-server.
+
+A dataset of 10,000 rows (``obs`` float32[64], ``action`` float32[8], ``reward`` float32[1],
+``done`` bool[1]):
+
+* ``fill``: write all rows in batches of 100 (``store[i:i+100] = batch``), 100 calls;
+* ``sample``: read 256 random rows by index tensor (``store[idx]``);
+* ``read_key``: read the whole ``obs`` key (``store["obs"]``);
+* ``to_local``: read everything into a TensorDict (``store.to_tensordict()``);
+* ``ping``: one ``PING`` (the round-trip floor);
+* ``local_sample``: the same 256-row sample on an in-memory TensorDict;
+* ``raw_pipeline_sample``: a bare redis-py pipeline that fetches the same bytes
+  (``GETRANGE`` per row and key), the floor a client-side gather allows.
+
+Prints one JSON object of median milliseconds. Usage:
+``python benchmarks/store_workload.py --port 6379 [--rounds 30]``
+(the benchmark ``benchmarks/test_bench_store.py`` runs it for both implementations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import warnings
+
+import redis
+import torch
+from tensordict import TensorDict
+from tensordict.store import TensorDictStore
+
+ROWS = 10_000
+BATCH = 100
+SAMPLE = 256
+SCHEMA = {"obs": ([64], torch.float32), "action": ([8], torch.float32), "reward": ([1], torch.float32), "done": ([1], torch.bool)}
+
+
+def make_local(rows: int = ROWS) -> TensorDict:
+    g = torch.Generator().manual_seed(0)
+    return TensorDict(
+        obs=torch.randn(rows, 64, generator=g),
+        action=torch.randn(rows, 8, generator=g),
+        reward=torch.randn(rows, 1, generator=g),
+        done=torch.rand(rows, 1, generator=g) > 0.9,
+        batch_size=[rows],
+    )
+
+
+def median_ms(fn, rounds: int) -> float:
+    fn()  # warm up (script loading, metadata caches)
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def run(port: int, rounds: int, host: str = "127.0.0.1") -> dict:
+    local = make_local()
+    store = TensorDictStore.from_schema(SCHEMA, batch_size=[ROWS], host=host, port=port)
+    batches = [local[i : i + BATCH] for i in range(0, ROWS, BATCH)]
+    idx = torch.randint(ROWS, (SAMPLE,), generator=torch.Generator().manual_seed(1))
+    client = redis.Redis(host=host, port=port)
+    out: dict = {}
+
+    def fill() -> None:
+        for i, b in enumerate(batches):
+            store[i * BATCH : (i + 1) * BATCH] = b
+
+    out["fill"] = median_ms(fill, max(rounds // 5, 3))
+    got = store[idx]
+    assert (got == local[idx]).all(), "sample differs from the data written"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["sample"] = median_ms(lambda: store[idx], rounds)
+        out["read_key"] = median_ms(lambda: store["obs"], rounds)
+        out["to_local"] = median_ms(store.to_tensordict, rounds)
+    out["ping"] = median_ms(client.ping, rounds * 3)
+    out["local_sample"] = median_ms(lambda: local[idx], rounds * 3)
+
+    # the bare-client floor: the same bytes, one GETRANGE per row and key, one pipeline
+    raw = redis.Redis(host=host, port=port)
+    names = {k: f"bench:{{raw}}:{k}" for k in SCHEMA}
+    sizes = {k: local[k][0].numel() * local[k].element_size() for k in SCHEMA}
+    for k, name in names.items():
+        raw.set(name, local[k].contiguous().view(torch.uint8).numpy().tobytes())
+    rows = idx.tolist()
+
+    def raw_sample() -> dict:
+        pipe = raw.pipeline(transaction=False)
+        for k, name in names.items():
+            n = sizes[k]
+            for r in rows:
+                pipe.getrange(name, r * n, r * n + n - 1)
+        res = pipe.execute()
+        outd = {}
+        for j, k in enumerate(names):
+            blob = b"".join(res[j * SAMPLE : (j + 1) * SAMPLE])
+            outd[k] = torch.frombuffer(bytearray(blob), dtype=local[k].dtype).view(SAMPLE, -1)
+        return outd
+
+    assert torch.equal(raw_sample()["obs"], local["obs"][idx])
+    out["raw_pipeline_sample"] = median_ms(raw_sample, rounds)
+    raw.delete(*names.values())
+    store.clear_redis()
+    store.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=6379)
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    print(json.dumps({k: round(v, 4) for k, v in run(args.port, args.rounds, args.host).items()}))
+
+
+if __name__ == "__main__":
+    main()

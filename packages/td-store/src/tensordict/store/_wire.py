@@ -1,0 +1,155 @@
+"""Reading large bulk replies straight into their final buffers.
+
+redis-py's pure-Python parser copies a large reply several times (socket chunks into a
+``BytesIO``, then out of it). For the replies that carry tensor data (``GET``, ``MGET``
+and the gather script's array of strings) the store reads the reply itself: the header
+lines through a small buffer, each payload with ``recv_into`` into a ``bytearray`` of the
+declared size, which then backs the tensor (``torch.frombuffer``) without another copy.
+
+A declared size larger than what the store's metadata allows is refused before anything
+is allocated (the connection is then dropped, so no half-read reply is left on it). Any
+other surprise (an unexpected reply type, unread bytes in redis-py's own buffer) falls
+back to the ordinary client call.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import redis.exceptions as rexc
+
+__all__ = ["bulk_call", "Fallback"]
+
+_CHUNK = 1 << 16
+
+
+class Fallback(Exception):
+    """The fast path does not apply; use the ordinary client call."""
+
+
+class _Reader:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+        self.pos = 0
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(_CHUNK)
+        if not chunk:
+            raise rexc.ConnectionError("Connection closed by server.")
+        if self.pos:
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += chunk
+
+    def line(self) -> bytes:
+        while True:
+            end = self.buf.find(b"\r\n", self.pos)
+            if end >= 0:
+                out = bytes(self.buf[self.pos : end])
+                self.pos = end + 2
+                return out
+            self._fill()
+
+    def payload(self, n: int) -> bytearray:
+        out = bytearray(n)
+        view = memoryview(out)
+        have = min(len(self.buf) - self.pos, n)
+        view[:have] = self.buf[self.pos : self.pos + have]
+        self.pos += have
+        got = have
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if not k:
+                raise rexc.ConnectionError("Connection closed by server.")
+            got += k
+        while len(self.buf) - self.pos < 2:
+            self._fill()
+        self.pos += 2  # the CRLF after the payload
+        return out
+
+    def bulk(self, limit: int) -> bytearray | None:
+        head = self.line()
+        kind = head[:1]
+        if kind == b"$":
+            n = int(head[1:])
+            if n < 0:
+                return None
+            if n > limit:
+                raise _TooLarge(n, limit)
+            return self.payload(n)
+        if kind == b"_":
+            return None
+        if kind == b"-":
+            raise _error(head)
+        raise _Unexpected(head[:40])
+
+
+def _error(head: bytes) -> rexc.ResponseError:
+    text = head[1:].decode(errors="replace")
+    return rexc.NoScriptError(text) if text.startswith("NOSCRIPT") else rexc.ResponseError(text)
+
+
+class _TooLarge(Exception):
+    def __init__(self, n: int, limit: int) -> None:
+        super().__init__(n, limit)
+        self.n = n
+        self.limit = limit
+
+
+class _Unexpected(Exception):
+    pass
+
+
+def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
+    """Sends ``args`` and reads a bulk reply (``array=False``) or an array of bulk
+    replies (one limit per element). Returns a list of ``bytearray`` (or ``None``).
+
+    Raises:
+        Fallback: the fast path does not apply (nothing was sent, or the connection was
+            dropped after an unexpected reply); call the client normally.
+        ValueError: a payload declared larger than its limit (the connection is dropped).
+        redis.exceptions.ResponseError / ConnectionError: as the client would raise them.
+    """
+    pool = client.connection_pool
+    conn = pool.get_connection()
+    try:
+        sock = getattr(conn, "_sock", None)
+        parser = getattr(conn, "_parser", None)
+        sbuf = getattr(parser, "_buffer", None)
+        if sock is None:
+            conn.connect()
+            sock = getattr(conn, "_sock", None)
+            sbuf = getattr(getattr(conn, "_parser", None), "_buffer", None)
+        if sock is None or (sbuf is not None and sbuf.unread_bytes()):
+            raise Fallback
+        conn.send_command(*args)
+        reader = _Reader(sock)
+        inside = False  # reading the elements of an array: an error leaves the rest unread
+        try:
+            if not array:
+                return [reader.bulk(limits[0])]
+            head = reader.line()
+            if head[:1] == b"-":
+                raise _error(head)
+            if head[:1] != b"*" or int(head[1:]) != len(limits):
+                raise _Unexpected(head[:40])
+            inside = True
+            return [reader.bulk(lim) for lim in limits]
+        except _TooLarge as err:
+            conn.disconnect()
+            msg = f"the server declared a reply of {err.n} bytes where at most {err.limit} were expected"
+            raise ValueError(msg) from None
+        except _Unexpected:
+            conn.disconnect()
+            raise Fallback from None
+        except rexc.ResponseError:
+            if inside or reader.pos != len(reader.buf):
+                conn.disconnect()
+            raise
+    except (rexc.ConnectionError, rexc.TimeoutError, OSError):
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
