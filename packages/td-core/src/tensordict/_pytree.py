@@ -40,7 +40,7 @@ and is rebuilt as a lazy stack when the stack dim is still there; a heterogeneou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils import _pytree as _pt
@@ -65,69 +65,76 @@ _CHILD_TYPES = {torch.Tensor, torch.nn.Parameter, TensorDict}
 _DENSE_TYPES = frozenset(_CHILD_TYPES)
 
 
-class _TDContext:
+class _TDContext(NamedTuple):
     """Pytree context of a TensorDict node.
+
+    A named tuple of constants, so that ``torch.compile``/``torch.export`` (Dynamo) can
+    hold the context of a TensorDict built inside a traced function as a constant (the
+    output spec of an exported program). When the sizes are symbolic (dynamic shapes),
+    ``batch_size`` and ``ref_shape`` are ``None`` and ``batch_dims`` says how many
+    leading dims of the children make the batch size again on unflattening.
 
     Equality (used by ``tree_map`` over several trees and by spec comparisons) is
     structural: keys, batch size, device, names and non-tensor keys, not the
     non-tensor values.
     """
 
-    __slots__ = (
-        "keys",
-        "batch_size",
-        "device",
-        "names",
-        "non_tensor",
-        "order",
-        "ref_idx",
-        "ref_shape",
-        "stack",
-    )
-
-    def __init__(
-        self,
-        keys: tuple,
-        batch_size: torch.Size,
-        device: Any,
-        names: Any,
-        non_tensor: Any,
-        order: Any,
-        ref_idx: int,
-        ref_shape: Any,
-        stack: Any,
-    ) -> None:
-        self.keys = keys
-        self.batch_size = batch_size
-        self.device = device
-        self.names = names
-        self.non_tensor = non_tensor
-        self.order = order
-        self.ref_idx = ref_idx
-        self.ref_shape = ref_shape
-        self.stack = stack
+    keys: tuple
+    batch_size: Any
+    device: Any
+    names: Any
+    non_tensor: Any
+    order: Any
+    ref_idx: int
+    ref_shape: Any
+    stack: Any
+    batch_dims: int = -1
 
     def _nt_keys(self) -> tuple:
         return tuple(self.non_tensor) if self.non_tensor else ()
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
         if other.__class__ is not _TDContext:
             return NotImplemented
         return (
-            self.keys == other.keys
-            and self.batch_size == other.batch_size
-            and self.device == other.device
-            and self.names == other.names
-            and self._nt_keys() == other._nt_keys()
-            and (self.stack is None) == (other.stack is None)
+            self.keys == other.keys  # type: ignore[attr-defined]
+            and self.batch_size == other.batch_size  # type: ignore[attr-defined]
+            and self.batch_dims == other.batch_dims  # type: ignore[attr-defined]
+            and self.device == other.device  # type: ignore[attr-defined]
+            and self.names == other.names  # type: ignore[attr-defined]
+            and self._nt_keys() == other._nt_keys()  # type: ignore[attr-defined]
+            and (self.stack is None) == (other.stack is None)  # type: ignore[attr-defined]
         )
 
+    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
     def __hash__(self) -> int:
-        return hash((self.keys, tuple(self.batch_size), self._nt_keys()))
+        bs = self.batch_size
+        return hash((self.keys, tuple(bs) if bs is not None else self.batch_dims, self._nt_keys()))
 
     def __repr__(self) -> str:
         extra = f", non_tensor={list(self._nt_keys())}" if self.non_tensor else ""
-        return f"TensorDictSpec(keys={list(self.keys)}, batch_size={list(self.batch_size)}, device={self.device}{extra})"
+        bs = list(self.batch_size) if self.batch_size is not None else f"<{self.batch_dims} dims>"
+        return f"TensorDictSpec(keys={list(self.keys)}, batch_size={bs}, device={self.device}{extra})"
+
+
+def _symbolic(size: torch.Size) -> bool:
+    for d in size:
+        if d.__class__ is not int:
+            return True
+    return False
+
+
+def _context(
+    keys: tuple, bs: Any, device: Any, names: Any, non_tensor: Any, order: Any, ref_idx: int, ref_shape: Any, stack: Any
+) -> _TDContext:
+    # a symbolic size (torch.export with dynamic shapes) is no constant: keep the number
+    # of batch dims, the children's shapes give the sizes back
+    if _symbolic(bs) or (ref_shape is not None and _symbolic(ref_shape)):
+        return _TDContext(keys, None, device, names, non_tensor, order, ref_idx, None, stack, len(bs))
+    return _TDContext(keys, bs, device, names, non_tensor, order, ref_idx, ref_shape, stack)
 
 
 def _items_for_flatten(td: Any) -> tuple[Any, Any]:
@@ -163,7 +170,7 @@ def _flatten_dense(td: Any) -> tuple[list, _TDContext]:
             ref_idx = i
             break
     ref_shape = values[ref_idx].shape if values else None
-    return values, _TDContext(
+    return values, _context(
         tuple(storage), td._batch_size, td._device, td._names, None, None, ref_idx, ref_shape, None
     )
 
@@ -172,7 +179,7 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
     items, stack = _items_for_flatten(td)
     if items is None:
         children = list(td.tensordicts)
-        ctx = _TDContext(
+        ctx = _context(
             tuple(range(len(children))),
             td.batch_size,
             td.device,
@@ -220,7 +227,7 @@ def _flatten(td: Any) -> tuple[list, _TDContext]:
                 break
     order = tuple(td._keys_raw()) if non_tensor else None
     names = td.names if td._has_names() else None
-    ctx = _TDContext(
+    ctx = _context(
         tuple(keys), td.batch_size, td.device, names, non_tensor, order, ref_idx, ref_shape, stack
     )
     return values, ctx
@@ -361,6 +368,9 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
     if stack is not None and len(stack) == 3:
         return stack[0](*values, stack_dim=stack[1])
     bs = ctx.batch_size
+    symbolic = bs is None  # flattened with symbolic sizes: the children give the batch size
+    if symbolic:
+        bs = values[ctx.ref_idx].shape[: ctx.batch_dims] if values else _Size([0] * ctx.batch_dims)
     names = ctx.names
     device = ctx.device
     loose = None
@@ -368,7 +378,7 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
         if not _CHILD_TYPES.issuperset(map(type, values)):
             values, loose = _loosen(values)
         ref = values[ctx.ref_idx]
-        if loose or ref.shape != ctx.ref_shape:
+        if loose or (not symbolic and ref.shape != ctx.ref_shape):
             bs, names = _new_batch(values, ctx, loose)
             values = [_fix_child(v, bs) for v in values]
         if device is not None and ref.device != device:
@@ -387,7 +397,7 @@ def _unflatten(values: Any, ctx: _TDContext) -> Any:
     td = _new_unsafe(source, bs, device, names)
     if loose:
         td._pytree_leaf_keys = frozenset(ctx.keys[i] for i in loose)
-    if stack is not None and not loose and bs == ctx.batch_size:
+    if stack is not None and not loose and (symbolic or bs == ctx.batch_size):
         cls, stack_dim = stack
         return cls(*td.unbind(stack_dim), stack_dim=stack_dim)
     return td

@@ -63,13 +63,17 @@ def _plain_tensors(source: dict) -> bool:
 _SIZE_CACHE: dict = {}
 
 
+#: ``False`` in eager mode, ``True`` while Dynamo traces (a constant in the graph)
+_dynamo_compiling = torch.compiler.is_dynamo_compiling
+
+
 def _to_size(batch_size: Any) -> torch.Size:
     if batch_size is None:
         return _Size(())
     cls = batch_size.__class__
     if cls is _Size:
         return batch_size
-    if cls is list or cls is tuple:
+    if (cls is list or cls is tuple) and not _dynamo_compiling():
         key = tuple(batch_size) if cls is list else batch_size
         try:
             return _SIZE_CACHE[key]
@@ -84,7 +88,7 @@ def _to_size(batch_size: Any) -> torch.Size:
 
 def _to_size_checked(batch_size: Any) -> torch.Size:
     try:
-        size = _Size((batch_size,)) if isinstance(batch_size, int) else _Size(batch_size)
+        size = _Size((batch_size,)) if isinstance(batch_size, (int, torch.SymInt)) else _Size(batch_size)
     except TypeError:
         msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
         raise TypeError(msg) from None
@@ -257,7 +261,8 @@ class TensorDict(TensorDictBase):
     ) -> None:
         if batch_size.__class__ is _Size:
             bs = batch_size
-        elif batch_size.__class__ is list:
+        elif batch_size.__class__ is list and not _dynamo_compiling():
+            # (under Dynamo a cache lookup would hash, hence specialise, symbolic sizes)
             try:  # _to_size's cache, read here: the call would cost a quarter of an empty TensorDict
                 bs = _SIZE_CACHE[tuple(batch_size)]
             except (KeyError, TypeError):
