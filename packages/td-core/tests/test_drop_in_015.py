@@ -147,3 +147,23 @@ def test_lazy_stack_keeps_an_unbatched_tensor_whole(stack_dim):
     assert isinstance(dense["u"], UnbatchedTensor) and dense["u"].batch_size == stacked.batch_size
     outer = lazy_stack([TensorDict(n=td, batch_size=[3]), TensorDict(n=td, batch_size=[3])])
     assert isinstance(outer["n", "u"], UnbatchedTensor) and outer["n", "u"].shape == (5, 2)
+
+
+def test_strided_nested_tensor_leaf():
+    # a nested tensor of the strided layout has no .shape; tensordict 0.15 shows -1 for ragged dims
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "prototype stage" warning for the strided layout
+        nt = torch.nested.nested_tensor([torch.zeros(3, 2), torch.ones(4, 2)])
+    td = TensorDict(a=nt, b=torch.zeros(2), batch_size=[2])
+    assert "-1" in repr(td) and td["a"].is_nested
+    assert td.get_item_shape("a") == (2, -1, 2)
+    assert td[1]["a"].shape == (4, 2)
+    assert td.apply(lambda x: x * 2)["a"].is_nested
+    assert TensorDict(batch_size=[2]).set(("x", "a"), nt)["x", "a"].is_nested
+    assert TensorDict.from_dict({"a": nt}, batch_size=[2])["a"].is_nested
+    assert TensorDict(batch_size=[2]).update({"a": nt})["a"].is_nested
+    assert td.unsqueeze(-1).batch_size == (2, 1)
+    with pytest.raises(RuntimeError, match="batch"):
+        TensorDict(a=nt, batch_size=[3])

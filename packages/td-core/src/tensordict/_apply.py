@@ -30,6 +30,7 @@ from tensordict._deep import trampoline
 from tensordict._device import _to_device
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING, NO_DEFAULT
+from tensordict._nested_shape import leaf_shape
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -553,6 +554,8 @@ def _apply_simple(td: Any, fn: Callable, filter_empty: bool | None, prefix: tupl
                             bad = res.shape[0] != b0
                         except IndexError:
                             bad = True
+                        except RuntimeError:  # a strided nested tensor has no sizes
+                            bad = leaf_shape(res)[:1] != bs
                     else:
                         bad = res.shape[:n] != bs
                     if bad:
@@ -705,6 +708,8 @@ def _apply_others(
                             bad = res.shape[0] != b0
                         except IndexError:
                             bad = True
+                        except RuntimeError:  # a strided nested tensor has no sizes
+                            bad = leaf_shape(res)[:1] != bs
                     else:
                         bad = res.shape[:n] != bs
                     if bad:

@@ -50,6 +50,7 @@ from tensordict._keys import (
 from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._lock_graph import check_unlock, register_locked_root, unregister_locked_root
 from tensordict._module_params import ModuleParamsMixin
+from tensordict._nested_shape import leaf_shape
 from tensordict._names import refine, renamed, sync_child_names
 from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
 from tensordict._nontensor_methods import NonTensorMixin
@@ -367,7 +368,10 @@ class TensorDictBase(
     def _check_batch(self, key: Any, value: Any) -> None:
         bs = self.batch_size
         if bs:
-            shape = value.shape
+            try:
+                shape = value.shape
+            except RuntimeError:  # a strided nested tensor has no sizes
+                shape = leaf_shape(value)
             if shape[: len(bs)] != bs:
                 raise batch_mismatch_error(key, shape, bs)
 

@@ -26,6 +26,7 @@ from tensordict._deep import trampoline
 from tensordict._device import _to_device as _parse_device
 from tensordict._errors import batch_mismatch_error
 from tensordict._keys import unravel_key
+from tensordict._nested_shape import leaf_shape
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._seams import import_sibling
 
@@ -372,8 +373,8 @@ def _settle(
             if n:
                 source[key] = _broadcast_free(value, batch_size)
         elif isinstance(value, _Tensor):
-            if check and value.shape[:n] != batch_size:
-                raise batch_mismatch_error(key, value.shape, batch_size)
+            if check and leaf_shape(value)[:n] != batch_size:
+                raise batch_mismatch_error(key, leaf_shape(value), batch_size)
         elif isinstance(value, _Scalar):
             tensor = torch.as_tensor(value.value, device=device)
             source[key] = tensor.expand(batch_size).clone() if n else tensor

@@ -16,6 +16,7 @@ import torch
 from tensordict import _classes
 from tensordict._host import TensorDictHost
 from tensordict._keys import NO_DEFAULT, NestedKey, unravel_key
+from tensordict._nested_shape import leaf_shape
 from tensordict._stack import cat as _cat
 from tensordict._stack import stack as _stack
 
@@ -264,7 +265,7 @@ class EntriesMixin(TensorDictHost):
         """
         value = self._get_any_raw(key)
         if isinstance(value, torch.Tensor):
-            return value.shape
+            return leaf_shape(value)
         return value.batch_size
 
     @classmethod

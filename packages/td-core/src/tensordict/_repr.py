@@ -21,6 +21,7 @@ import torch
 
 from tensordict import _classes
 from tensordict._deep import trampoline
+from tensordict._nested_shape import leaf_shape
 from tensordict._nontensor import NonTensorData
 from tensordict._printoptions import _options, get_printoptions, set_printoptions
 
@@ -38,7 +39,7 @@ def _tensor_repr(value: torch.Tensor, opts: dict) -> str:
     name = type(value).__name__
     parts = []
     if opts["show_shape"]:
-        parts.append(f"shape={value.shape}")
+        parts.append(f"shape={leaf_shape(value)}")
     if opts["plain"] and value.is_floating_point() and value.numel() and value.device.type != "meta":
         with torch.no_grad():
             parts.append(f"mean={value.mean().item():.4g}")

@@ -17,6 +17,7 @@ from tensordict import _classes, _stack
 from tensordict._deep import trampoline
 from tensordict._errors import locked_error
 from tensordict._host import TensorDictHost
+from tensordict._nested_shape import leaf_shape
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
 from tensordict._unbatched import UnbatchedTensor
 
@@ -256,7 +257,7 @@ class ShapeMixin(TensorDictHost):
             if value.__class__ is _Tensor or (isinstance(value, _Tensor) and value.__class__ is not UnbatchedTensor):
                 out = fn(value, nd)
                 if new_bs is None:
-                    new_bs = out.shape[: out.ndim - (value.ndim - bd)]
+                    new_bs = leaf_shape(out)[: out.ndim - (value.ndim - bd)]
             elif isinstance(value, _classes.TensorDictBase):
                 try:
                     out = value._batch_transform(fn, nd) if names is None else value._batch_transform(fn, nd, names=names)

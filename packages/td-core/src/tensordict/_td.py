@@ -15,6 +15,7 @@ from tensordict._device import _to_device
 from tensordict._errors import batch_mismatch_error, locked_error, missing_key_error
 from tensordict._keys import _MISSING, NO_DEFAULT, NestedKey, _as_tuple
 from tensordict._names import check_names
+from tensordict._nested_shape import leaf_shape
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._select import _like
 from tensordict._unbatched import UnbatchedTensor
@@ -26,9 +27,13 @@ _Size = torch.Size
 _new_obj = object.__new__
 
 
-def _misfits(shape: torch.Size, bs: torch.Size) -> bool:
-    """Whether ``shape`` does not start with the (non-empty) ``bs``. Slicing a torch.Size
+def _misfits(value: torch.Tensor, bs: torch.Size) -> bool:
+    """Whether ``value.shape`` does not start with the (non-empty) ``bs``. Slicing a torch.Size
     costs more than the rest of a ``set``, so the common cases compare items instead."""
+    try:
+        shape = value.shape
+    except RuntimeError:  # a strided nested tensor has no sizes
+        shape = leaf_shape(value)
     if shape == bs:
         return False
     n = len(bs)
@@ -126,8 +131,8 @@ def _from_plain_dict(source: dict, bs: torch.Size, dev: Any, parent: Any) -> Ten
     for key, value in source.items():
         cls = value.__class__
         if cls is _Tensor and key.__class__ is str:
-            if bs and _misfits(value.shape, bs):
-                raise batch_mismatch_error(_key_path(parent, key), value.shape, bs)
+            if bs and _misfits(value, bs):
+                raise batch_mismatch_error(_key_path(parent, key), leaf_shape(value), bs)
             if dev is not None and value.device != dev:
                 value = value.to(dev)
             store[key] = value
@@ -161,8 +166,8 @@ def _from_plain_dict_deep(source: dict, bs: torch.Size, dev: Any, parent: Any) -
         for key, value in items:
             cls = value.__class__
             if cls is _Tensor and key.__class__ is str:
-                if bs and _misfits(value.shape, bs):
-                    raise batch_mismatch_error(_key_path(parent, key), value.shape, bs)
+                if bs and _misfits(value, bs):
+                    raise batch_mismatch_error(_key_path(parent, key), leaf_shape(value), bs)
                 if dev is not None and value.device != dev:
                     value = value.to(dev)
                 store[key] = value
@@ -294,8 +299,8 @@ class TensorDict(TensorDictBase):
             if _plain_tensors(source):
                 if bs:
                     for key, value in source.items():
-                        if _misfits(value.shape, bs):
-                            raise batch_mismatch_error(key, value.shape, bs)
+                        if _misfits(value, bs):
+                            raise batch_mismatch_error(key, leaf_shape(value), bs)
                 self._tensordict = dict(source)
                 if names is not None or lock:
                     self._finish_init(names, lock)
@@ -313,8 +318,8 @@ class TensorDict(TensorDictBase):
         check = n and not auto_batch_size
         for key, value in source.items():
             if key.__class__ is str and value.__class__ is _Tensor:
-                if check and _misfits(value.shape, bs):
-                    raise batch_mismatch_error(key, value.shape, bs)
+                if check and _misfits(value, bs):
+                    raise batch_mismatch_error(key, leaf_shape(value), bs)
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
                 store[key] = value
@@ -405,8 +410,8 @@ class TensorDict(TensorDictBase):
             elif isinstance(value, _Tensor):
                 if value.__class__ is UnbatchedTensor:
                     self._tensordict[key] = value._rebatch(new_size)
-                elif value.shape[:n] != new_size:
-                    raise batch_mismatch_error(key, value.shape, new_size)
+                elif leaf_shape(value)[:n] != new_size:
+                    raise batch_mismatch_error(key, leaf_shape(value), new_size)
             elif isinstance(value, (NonTensorData,)):
                 value._batch_size = new_size
             elif value.batch_size[:n] != new_size:
@@ -523,8 +528,8 @@ class TensorDict(TensorDictBase):
             if self._is_locked:
                 raise locked_error("set a new value", key)
             bs = self._batch_size
-            if bs and _misfits(item.shape, bs):
-                raise batch_mismatch_error(key, item.shape, bs)
+            if bs and _misfits(item, bs):
+                raise batch_mismatch_error(key, leaf_shape(item), bs)
             dev = self._device
             if dev is not None and item.device != dev:
                 item = item.to(dev, non_blocking=non_blocking)
@@ -546,8 +551,8 @@ class TensorDict(TensorDictBase):
                 last = key[-1]
                 if last.__class__ is str and node.__class__ is TensorDict and not node._is_locked:
                     bs = node._batch_size
-                    if bs and _misfits(item.shape, bs):
-                        raise batch_mismatch_error(key, item.shape, bs)
+                    if bs and _misfits(item, bs):
+                        raise batch_mismatch_error(key, leaf_shape(item), bs)
                     dev = node._device
                     if dev is not None and item.device != dev:
                         item = item.to(dev, non_blocking=non_blocking)
@@ -595,8 +600,8 @@ class TensorDict(TensorDictBase):
             if self._is_locked:
                 raise locked_error("set a new value", index)
             bs = self._batch_size
-            if bs and _misfits(value.shape, bs):
-                raise batch_mismatch_error(index, value.shape, bs)
+            if bs and _misfits(value, bs):
+                raise batch_mismatch_error(index, leaf_shape(value), bs)
             dev = self._device
             if dev is not None and value.device != dev:
                 value = value.to(dev)

@@ -19,6 +19,7 @@ from tensordict._classes import is_tensor_collection
 from tensordict._errors import batch_mismatch_error, locked_error
 from tensordict._host import TensorDictHost
 from tensordict._keys import NestedKey, _as_tuple, _KeysView, unravel_key
+from tensordict._nested_shape import leaf_shape
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._unbatched import UnbatchedTensor
 
@@ -279,8 +280,8 @@ class UpdateMixin(TensorDictHost):
         for key, value in items:
             if key.__class__ is not str or not isinstance(value, torch.Tensor) or value.__class__ is UnbatchedTensor:
                 return False
-            if n and value.shape[:n] != bs:
-                raise batch_mismatch_error(key, value.shape, bs)
+            if n and leaf_shape(value)[:n] != bs:
+                raise batch_mismatch_error(key, leaf_shape(value), bs)
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
             staged.append((key, value))
