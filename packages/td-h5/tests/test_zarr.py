@@ -99,7 +99,7 @@ def test_foreign_store_batch_size_is_inferred(tmp_path):
     assert TensorDict.from_zarr(tmp_path / "f.zarr", auto_batch_size=True, batch_dims=0).batch_size == torch.Size([])
 
 
-@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int16, torch.int64, torch.float16, torch.float64, torch.complex64])
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int16, torch.int64, torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.float64, torch.complex64])
 def test_dtypes(tmp_path, dtype):
     value = torch.arange(4).to(dtype)
     TensorDict(x=value, batch_size=[4]).to_zarr(tmp_path / "d.zarr").close()
