@@ -339,3 +339,15 @@ def test_no_warnings_on_a_plain_round_trip(tmp_path, data):
         warnings.simplefilter("error")
         data.to_zarr(tmp_path / "q.zarr").close()
         TensorDict.from_zarr(tmp_path / "q.zarr").to_tensordict()
+
+
+def test_save_kwargs_apply_to_arrays_added_later(tmp_path):
+    from zarr.codecs import ZstdCodec
+
+    td = TensorDict({"a": torch.zeros(64, 3)}, [64])
+    with td.to_zarr(tmp_path / "k.zarr", chunks=(16,), compressors=ZstdCodec()) as ztd:
+        ztd["b"] = torch.ones(64, 2)
+        ztd.set("c", torch.ones(64))
+    root = zarr.open_group(str(tmp_path / "k.zarr"), mode="r")
+    assert root["b"].chunks == (16, 2) and root["c"].chunks == (16,)
+    assert root["b"].compressors and root["c"].compressors

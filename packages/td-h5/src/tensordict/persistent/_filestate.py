@@ -45,6 +45,11 @@ class FileState:
         self.bs_cache[key] = out
         return out
 
+    @property
+    def what(self) -> str:
+        """How messages name the storage: ``"HDF5 file"`` or ``"Zarr store"``."""
+        return "Zarr store" if self.backend == "zarr" else "HDF5 file"
+
     def changed(self) -> None:
         """Forgets what was inferred from the file's structure (after a structural write)."""
         self.bs_cache.clear()

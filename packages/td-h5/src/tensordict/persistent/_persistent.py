@@ -471,7 +471,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
                 msg = f"allow_pickle must be a bool or None, got {allow_pickle!r}."
                 raise TypeError(msg)
             target = _zarrio.save_atomic(filename, td, kwargs, allow_pickle)
-            return cls(filename=target, mode="r+", device=device, backend="zarr", allow_pickle=allow_pickle is not False)
+            out = cls(filename=target, mode="r+", device=device, backend="zarr", allow_pickle=allow_pickle is not False)
+            out._state.file.kwargs = dict(kwargs)  # arrays added later get the same chunks/compressors
+            return out
         if backend != "h5":
             msg = f"Unknown backend {backend!r}. Supported backends are {list(_BACKENDS)}."
             raise NotImplementedError(msg)
@@ -535,7 +537,7 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         state = self._state
         if state.closed or not state.file.id.valid:
             msg = (
-                f"the HDF5 file {state.filename!r} behind this PersistentTensorDict is closed: "
+                f"the {state.what} {state.filename!r} behind this PersistentTensorDict is closed: "
                 "views and nested PersistentTensorDicts cannot be used after `close()`. Reopen it "
                 "with `PersistentTensorDict.from_h5(...)`, or copy what you need with "
                 "`td.to_tensordict()` before closing."

@@ -119,7 +119,7 @@ class WriteMixin(_MixinBase):
         if state.mode == "r":
             where = f" key {key!r}" if key is not None else ""
             msg = (
-                f"cannot write{where}: the HDF5 file {state.filename!r} is open read-only (mode='r'). "
+                f"cannot write{where}: the {state.what} {state.filename!r} is open read-only (mode='r'). "
                 "Reopen it with mode='r+' (or 'a') to write, or copy it to memory with `td.to_tensordict()`."
             )
             raise RuntimeError(msg)
@@ -329,7 +329,7 @@ class WriteMixin(_MixinBase):
                 ok = False
             if not ok:
                 msg = (f"batch dimension mismatch: cannot write a TensorDict of batch_size {tuple(value.batch_size)} "
-                       f"into rows of batch_size {tuple(bs)} of the HDF5 file (it must broadcast to them).")
+                       f"into rows of batch_size {tuple(bs)} of the {self._state.what} (it must broadcast to them).")
                 raise RuntimeError(msg)
         self._run(self._plan_tree(value, require_existing=False))
 
@@ -610,7 +610,7 @@ class WriteMixin(_MixinBase):
         io.check_key(new_path[-1])
         if self._locate(new_path) is not None:
             if safe:
-                msg = f"key {unravel_key(new_key)!r} already present in TensorDict (the HDF5 file; safe=True)."
+                msg = f"key {unravel_key(new_key)!r} already present in TensorDict (the {self._state.what}; safe=True)."
                 raise KeyError(msg)
             self.del_(new_key)
         src = self._parent_group(old_path)

@@ -120,6 +120,8 @@ class ZRoot:
         self.dirty = False
         self.cache: dict[str, dict] = {}
         self.top: ZGroup | None = None
+        #: ``create_array`` keywords (``chunks=``, ``compressors=``) given to ``to_zarr``, for arrays added later
+        self.kwargs: dict = {}
 
     # h5py's ``file.id.valid``
     @property
@@ -484,7 +486,7 @@ class ZGroup(GroupNode):
         if data is not None:
             data = np.asarray(data)
             shape, dtype = data.shape, data.dtype
-        arr = create_array(self.g, name, tuple(shape), dtype, kwargs, self.root.filename)
+        arr = create_array(self.g, name, tuple(shape), dtype, {**self.root.kwargs, **kwargs}, self.root.filename)
         if data is not None and data.size:
             arr[...] = data
         self.root.on_change()
@@ -527,7 +529,7 @@ class ZGroup(GroupNode):
         self.g.attrs[ATTR_TD] = batch_meta(batch_size, names)
 
     def write_leaf(self, name: str, value: Any, kwargs: dict) -> None:
-        write_leaf(self.g, name, value, kwargs, self.root.allow_pickle, self.root.filename)
+        write_leaf(self.g, name, value, {**self.root.kwargs, **kwargs}, self.root.allow_pickle, self.root.filename)
         self.root.on_change()
 
     def write_stack(self, name: str, items: list, shape: tuple) -> ZArray:
