@@ -351,3 +351,17 @@ def test_save_kwargs_apply_to_arrays_added_later(tmp_path):
     root = zarr.open_group(str(tmp_path / "k.zarr"), mode="r")
     assert root["b"].chunks == (16, 2) and root["c"].chunks == (16,)
     assert root["b"].compressors and root["c"].compressors
+
+
+def test_new_store_opened_with_mode_w(tmp_path):
+    path = tmp_path / "new.zarr"
+    ztd = PersistentTensorDict(filename=path, batch_size=[3], mode="w", backend="zarr")
+    ztd["a", "b"] = torch.zeros(3, 4)
+    ztd["a", "b"] += 1
+    ztd["s"] = "text"
+    ztd.close()
+    assert _meta(str(path))["attributes"]["__tensordict__"]["batch_size"] == [3]
+    with PersistentTensorDict(filename=path, group="a", backend="zarr") as sub:
+        assert sub.batch_size == torch.Size([3]) and (sub["b"] == 1).all()
+    with pytest.raises(FileExistsError):
+        PersistentTensorDict(filename=path, batch_size=[3], mode="w-", backend="zarr")

@@ -222,6 +222,8 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
                 if owns:
                     file.close()
                 raise
+            if backend == "zarr" and mode in ("w", "w-", "x"):
+                io.write_batch_meta(grp, bs, None)  # a new store records its batch size, as to_zarr does
         # without an explicit batch_size, it is inferred from metadata on first use
         self._init(state, grp, bs, None, device, non_tensor_as_stack)
         self._names_pending = True
