@@ -32,6 +32,7 @@ from tensordict.tensorclass._storage import (
     _convert_field,
     _full_td,
     _locked_error,
+    _member_view,
     _new,
     _obj_new,
     _read,
@@ -273,7 +274,7 @@ class _TensorClassCore(_Slots):
             if out is None:
                 out = td._index(index)
         else:
-            out = td[index]
+            out = _member_view(td[index])
         return _new(type(self), out, self._non_tensordict)
 
     def __getitems__(self, indices: Any) -> Self:
@@ -540,7 +541,18 @@ class _TensorClassCore(_Slots):
         _bind(obj, td, nt)
         return obj
 
-    _from_tensordict = from_tensordict
+    @classmethod
+    def _from_tensordict(cls, tensordict: TensorDictBase, non_tensordict: dict | None = None, safe: bool = True) -> Self:
+        """:meth:`from_tensordict` that leaves ``tensordict`` intact (upstream's private name).
+
+        ``from_tensordict`` moves ``NonTensorData`` entries out of the TensorDict it binds;
+        TorchRL calls this one on TensorDicts it shares (the MCTS ``Tree.parent`` rebuilds a
+        node from a lazy stack's member), so an unlocked TensorDict holding non-tensor
+        entries is bound through a shallow copy (the tensors stay shared).
+        """
+        if isinstance(tensordict, TensorDictBase) and not tensordict.is_locked:
+            tensordict = _member_view(tensordict)
+        return cls.from_tensordict(tensordict, non_tensordict, safe)
 
     @classmethod
     def fields(cls) -> tuple[dataclasses.Field, ...]:
@@ -570,7 +582,9 @@ class _TensorClassCore(_Slots):
     def unbind(self, dim: int = 0) -> tuple[Self, ...]:
         """Splits along batch dim ``dim`` into a tuple of instances (views of the fields)."""
         cls, nt = type(self), self._non_tensordict
-        return tuple(_new(cls, td, nt) for td in self._tensordict.unbind(dim))
+        if self._tensordict.__class__ is TensorDict:
+            return tuple(_new(cls, td, nt) for td in self._tensordict.unbind(dim))
+        return tuple(_new(cls, _member_view(td), nt) for td in self._tensordict.unbind(dim))
 
     # ------------------------------------------------------------------ comparisons
     def _compare(self, other: Any, op: str) -> Any:

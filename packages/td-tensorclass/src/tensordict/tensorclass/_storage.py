@@ -125,6 +125,19 @@ def _pull_non_tensor(store: dict, nt: dict) -> None:
                 del store[key]
 
 
+def _member_view(td: Any) -> Any:
+    """``td`` (a TensorDict read out of a lazy stack, shared with it) made safe to bind:
+    binding pulls ``NonTensorData`` entries out of the store, which must not empty the
+    stack's own member (the MCTS ``Tree`` keeps its ids there), so such a member is
+    bound through a shallow copy; the tensors stay shared."""
+    if td.__class__ is TensorDict:
+        for value in td._tensordict.values():
+            cls = value.__class__
+            if cls is NonTensorData or cls is NonTensorStack:
+                return td.copy()
+    return td
+
+
 def _read(value: Any) -> Any:
     """The attribute value of a TensorDict entry."""
     cls = value.__class__

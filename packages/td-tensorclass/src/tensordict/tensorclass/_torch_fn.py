@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from tensordict.ext import TD_HANDLED_FUNCTIONS
+from tensordict.ext import TD_HANDLED_FUNCTIONS, NonTensorData, TensorDict
 from tensordict.ext import same_value as _same
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import _unwrap, _wrap_out
@@ -54,7 +54,7 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
     ``"lazy_stack"`` or ``"maybe_dense_stack"``.
     """
     items, cls = _instances(items, "stack")
-    common, tds = _split_common(items)
+    common, tds = _split_common(items, keep_members=how != "stack")
     if how == "stack":
         from tensordict.ext import stack
 
@@ -68,10 +68,16 @@ def stack_instances(items: Sequence[Any], dim: int = 0, *, out: Any = None, how:
     return _new(cls, result, common)
 
 
-def _split_common(items: Sequence[Any]) -> tuple[dict, list]:
+def _split_common(items: Sequence[Any], keep_members: bool = False) -> tuple[dict, list]:
     """``(common, tds)``: the non-tensor fields every item holds with the same value (they
     stay one object, whatever the batch size, even an empty one), and each item's
-    TensorDict with its other non-tensor fields as ``NonTensorData``."""
+    TensorDict with its other non-tensor fields as ``NonTensorData``.
+
+    With ``keep_members`` (lazy stacks) an item's own unlocked TensorDict receives those
+    fields and is the member itself, as in tensordict 0.15.3: a field written on the item
+    afterwards (TorchRL's MCTS ``Tree`` sets ``subtree`` on stacked nodes) shows through
+    the stack, and weak references to the item's TensorDict stay alive.
+    """
     first = items[0]._non_tensordict
     common = {
         k: v for k, v in first.items()
@@ -81,6 +87,14 @@ def _split_common(items: Sequence[Any]) -> tuple[dict, list]:
         return common, [item._tensordict for item in items]
     tds = []
     for item in items:
+        own = item._tensordict
+        if keep_members and own.__class__ is TensorDict and not own.is_locked:
+            nt = item._non_tensordict
+            for key in [k for k in nt if k not in common and nt[k] is not None]:
+                # (a None field stays out: the stack's members may then differ in keys)
+                own._tensordict[key] = NonTensorData(nt.pop(key), own.batch_size, own.device)
+            tds.append(own)
+            continue
         full = _full_td(item)
         if common:
             full = full.exclude(*common)
