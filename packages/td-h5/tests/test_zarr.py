@@ -365,3 +365,14 @@ def test_new_store_opened_with_mode_w(tmp_path):
         assert sub.batch_size == torch.Size([3]) and (sub["b"] == 1).all()
     with pytest.raises(FileExistsError):
         PersistentTensorDict(filename=path, batch_size=[3], mode="w-", backend="zarr")
+
+
+def test_declared_shape_beyond_memory_is_refused(tmp_path):
+    path = str(tmp_path / "huge.zarr")
+    root = zarr.open_group(path, mode="w")
+    root.attrs["__tensordict__"] = {"batch_size": [1 << 40], "version": 1}
+    root.create_array("x", shape=(1 << 40, 1 << 10), dtype="float32", chunks=(1 << 10, 1 << 10))
+    with TensorDict.from_zarr(path) as td:
+        with pytest.raises(MemoryError, match=r"huge\.zarr.*'/x'.*get_at"):
+            td["x"]
+        assert td.get_at("x", 5).shape == (1 << 10,)  # a row still reads (missing chunks: zeros)

@@ -28,6 +28,7 @@ raise ``ValueError`` naming the store and the key; a non-tensor payload larger t
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import shutil
@@ -309,7 +310,22 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 1 << 62
+
+
 def _read_array(root: ZRoot, key: str, node: Any, sel: Any) -> np.ndarray:
+    try:
+        nbytes = math.prod(_selection_shape(tuple(node.shape), sel)) * np.dtype(node.dtype).itemsize
+    except (TypeError, IndexError, ValueError):
+        nbytes = 0  # an unusual selection: zarr checks it
+    if nbytes > _memory_bytes():
+        msg = (f"Zarr store {root.filename!r}: reading {key!r} (shape {tuple(node.shape)}, dtype {node.dtype}) "
+               f"would allocate {nbytes} bytes, more than this machine's memory; read it by index (get_at).")
+        raise MemoryError(msg)
     try:
         if isinstance(sel, np.ndarray) or (isinstance(sel, tuple) and any(isinstance(s, np.ndarray) for s in sel)):
             return np.asarray(node.oindex[sel])
