@@ -353,7 +353,13 @@ class TensorDictBase(
 
     def __iter__(self) -> Iterator[TensorDictBase]:
         if not self.batch_size:
-            msg = "iteration over a 0-d TensorDict (batch_size=[]) is not possible."
+            msg = (
+                "iteration over a 0-d TensorDict (batch_size=[]) is not possible. If it is what a "
+                "TensorDictModule called with keyword tensors returned (`actor(observation=x)`, as "
+                "TorchRL's actors unpack it), note that keyword calls return the TensorDict here: "
+                "use `tensordict.nn.set_keyword_calls_return_tensors(True)` or set "
+                "TD_NN_KEYWORD_CALLS_RETURN_TENSORS=1 to get the out_keys' tensors as tensordict 0.15 does."
+            )
             raise TypeError(msg)
         return iter(self.unbind(0))
 
