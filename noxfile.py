@@ -4,6 +4,7 @@
   in-repo distributions it declares installed as built wheels (so an undeclared import of
   a sibling fails). ``device`` is ``cpu`` or ``cuda``; cuda sessions skip without a GPU.
 - ``tests_all(<device>)``: every suite with every distribution installed editable.
+- ``mds``: td-core's ``to_mds`` with mosaicml-streaming (which pins an older numpy) alone.
 - ``downstream``: TorchRL 0.14.1 (``--no-deps``) on the full stack, ``tests/downstream``.
 - ``wheels``: builds every wheel and fails if two ship the same file.
 - ``lint`` (ruff), ``typecheck`` (mypy), ``docs`` (Sphinx, warnings as errors), ``bench`` (pytest-benchmark),
@@ -162,6 +163,27 @@ def tests_all(session: nox.Session, device: str) -> None:
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     env = _device_env(session, device)
     session.run(*PYTEST, *(str(d / "tests") for d in DISTS.values()), "tests", *session.posargs, env=env)
+
+
+@nox.session(tags=["tests"])
+def mds(session: nox.Session) -> None:
+    """td-core's ``to_mds`` against mosaicml-streaming, in an environment of its own.
+
+    mosaicml-streaming pins ``numpy<2.2``, so it is kept out of every other session. Only what
+    its MDS writer and reader (``streaming.base``) import is installed (``--no-deps``: its
+    cloud-storage clients are not needed). ``import streaming`` also imports its dataset zoo,
+    which needs a torchvision built for the installed torch (the index's are CUDA builds, which
+    do not load with the project's CPU-only torch): the test loads ``streaming.base`` without it.
+    """
+    _install_torch(session)
+    session.install(
+        *CONSTRAINTS, "pytest", "pytest-timeout", "numpy<2.2", "xxhash<4", "zstd", "Brotli", "python-snappy",
+        "tqdm", "catalogue", "transformers<5",
+    )
+    session.install(*CONSTRAINTS, "--no-deps", "mosaicml-streaming==0.13.*")
+    core = str(DISTS["td-core"])
+    session.install(*CONSTRAINTS, "--force-reinstall", "--no-deps", core)
+    session.run(*PYTEST, str(DISTS["td-core"] / "tests" / "test_mds.py"), *session.posargs)
 
 
 #: TorchRL, the main downstream framework, as a tested client. It pins ``tensordict<0.15``,

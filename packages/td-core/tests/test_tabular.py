@@ -299,7 +299,7 @@ def test_truncated_arrow_ipc_file(tmp_path):
 
 # ---------------------------------------------------------------------- tensorclass
 def test_tensorclass_tables(tmp_path):
-    from tensordict import tensorclass
+    tensorclass = pytest.importorskip("tensordict.tensorclass").tensorclass
 
     @tensorclass
     class Row:

@@ -20,15 +20,24 @@ from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._optional import require
 
-__all__ = ["from_arrow", "to_arrow", "arrow_column", "import_pyarrow"]
+__all__ = ["from_arrow", "to_arrow", "arrow_column", "import_pyarrow", "host_tensor"]
 
 _NULLS = ("raise", "fill", "mask")
 
 
+_PA: list = []  # pyarrow, once imported
+_NUMERIC_IDS: dict = {}  # Arrow type id -> torch dtype, for the integer and floating-point types
+
+
 def import_pyarrow(feature: str) -> Any:
     """``pyarrow`` (and ``pyarrow.compute``), or ImportError naming the install line."""
+    if _PA:
+        return _PA[0]
     pa = require("pyarrow", feature, "pyarrow", "arrow")
     require("pyarrow.compute", feature, "pyarrow", "arrow")
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"):
+        _NUMERIC_IDS[getattr(pa, name)().id] = getattr(torch, name)
+    _PA.append(pa)
     return pa
 
 
@@ -79,11 +88,17 @@ def _numeric(arr: Any, key: tuple, ctx: _Ctx, where: str = "") -> torch.Tensor:
         filled = True
     if pa.types.is_boolean(arr.type):
         return torch.from_numpy(arr.to_numpy(zero_copy_only=False).copy())
-    if len(arr) == 0:
-        return torch.from_numpy(arr.to_numpy(zero_copy_only=False).copy())
+    return _view(arr, _NUMERIC_IDS[arr.type.id], False if filled else ctx.copy)
+
+
+def _view(arr: Any, dtype: torch.dtype, copy: bool | None) -> torch.Tensor:
+    """A tensor over a numeric Arrow array without nulls: a view of its buffer, or a copy
+    (``copy=True``, or ``copy=None`` and a buffer Arrow marks immutable)."""
+    if not len(arr):
+        return torch.empty(0, dtype=dtype)
     out = torch.from_dlpack(arr)
-    if not filled and (ctx.copy or (ctx.copy is None and not arr.buffers()[1].is_mutable)):
-        out = out.clone()
+    if copy or (copy is None and not arr.buffers()[1].is_mutable):
+        return out.clone()
     return out
 
 
@@ -195,11 +210,16 @@ def table_to_source(table: Any, *, copy: bool | None, nulls: str, mask_key: Any,
     table = _as_table(pa, table)
     ctx = _Ctx(pa, copy, nulls, table.num_rows)
     source: dict = {}
+    numeric = _NUMERIC_IDS
     for name, col in zip(table.column_names, table.columns):
         if name in source:
             msg = f"{feature}: the table has two columns named {name!r}; rename one first."
             raise ValueError(msg)
-        source[name] = arrow_column(_column_array(pa, col), (name,), ctx)
+        dtype = numeric.get(col.type.id)
+        if dtype is not None and col.__class__ is pa.ChunkedArray and col.num_chunks == 1 and not col.null_count:
+            source[name] = _view(col.chunk(0), dtype, copy)  # the fast path
+        else:
+            source[name] = arrow_column(_column_array(pa, col), (name,), ctx)
     if ctx.masks:
         root = unravel_key(mask_key if mask_key is not None else "_mask")
         root = root if isinstance(root, tuple) else (root,)
@@ -272,6 +292,9 @@ def from_arrow(
         (tensor([1., nan], dtype=torch.float64), tensor([ True, False]))
     """
     source, n = table_to_source(table, copy=copy, nulls=nulls, mask_key=mask_key)
+    if device is None and all(type(v) is torch.Tensor for v in source.values()):
+        # every leaf is a [n]-leading tensor made here: nothing to validate
+        return _classes.TensorDict._new_unsafe(source, torch.Size([n]))
     return _classes.TensorDict(source, batch_size=[n], device=device)
 
 
@@ -304,10 +327,19 @@ def _dense(td: Any) -> Any:
     return td
 
 
-def _tensor_array(pa: Any, value: torch.Tensor, key: tuple) -> Any:
-    value = value.detach()
+def host_tensor(value: torch.Tensor) -> torch.Tensor:
+    """``value`` on the CPU, without grad, conjugate or negative bits (no copy if none is set)."""
+    if value.requires_grad:
+        value = value.detach()
     if value.device.type != "cpu":
         value = value.cpu()
+    if value.is_conj() or value.is_neg():
+        value = value.resolve_conj().resolve_neg()
+    return value
+
+
+def _tensor_array(pa: Any, value: torch.Tensor, key: tuple) -> Any:
+    value = host_tensor(value)
     if value.is_nested:
         if value.layout != torch.jagged or getattr(value, "_ragged_idx", 1) != 1:
             msg = f"to_arrow: the nested tensor at {_name(key)!r} is not jagged along dim 1; it has no Arrow type."
@@ -318,7 +350,7 @@ def _tensor_array(pa: Any, value: torch.Tensor, key: tuple) -> Any:
         msg = f"to_arrow: the tensor at {_name(key)!r} is bfloat16, which Arrow has no type for; cast it first (e.g. to float32)."
         raise TypeError(msg)
     if value.dim() == 1:
-        return pa.array(value.resolve_conj().resolve_neg().numpy())
+        return pa.array(value.numpy())
     if value.dim() == 0:
         msg = f"to_arrow: the tensor at {_name(key)!r} has no batch dim."
         raise ValueError(msg)
@@ -337,10 +369,12 @@ def collect_arrays(pa: Any, td: Any, prefix: tuple, separator: str | None, out: 
     """Adds ``column -> Arrow array`` for each entry of ``td``: nested TensorDicts become
     ``struct`` arrays, or (with ``separator``) columns named by the joined key."""
     n = td.batch_size[0]
+    tensor_type = torch.Tensor
     for key, value in td.items():
         full = (*prefix, key)
-        value = _unwrap(value)
-        if isinstance(value, NonTensorStack):
+        if type(value) is tensor_type and value.dtype is not torch.bfloat16 and not value.is_nested:
+            arr = _tensor_array(pa, value, full)  # the common case first
+        elif isinstance(value := _unwrap(value), NonTensorStack):
             arr = _object_array(pa, value.tolist(), full)
         elif isinstance(value, NonTensorData):
             arr = _object_array(pa, [value.data] * n, full)

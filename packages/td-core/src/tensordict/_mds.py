@@ -8,6 +8,7 @@ one sample. ``mosaicml-streaming`` is imported when ``to_mds`` runs (td-core ext
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -23,7 +24,7 @@ _JSON_TYPES = (dict, list, tuple, bool, type(None))
 
 def _encoding(name: str, value: Any) -> str:
     """The MDS encoding of a column, read from its first sample."""
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor) or type(value).__name__ == "ndarray":
         return "ndarray"
     if isinstance(value, bool) or isinstance(value, _JSON_TYPES):
         if value is None:
@@ -79,6 +80,19 @@ def _sample(cols: list, i: int | None) -> dict:
     return sample
 
 
+def _samples(td: Any) -> Iterator[dict]:
+    """One ``{column: value}`` per row (a lazy stack along dim 0: one per stacked TensorDict)."""
+    if not td.batch_dims:
+        yield _sample(_columns_of(td), None)
+    elif isinstance(td, _classes.LazyStackedTensorDict) and td.stack_dim == 0:
+        for sub in td.tensordicts:
+            yield from _samples(sub) if not sub.batch_dims else (_sample(_columns_of(sub[i]), None) for i in range(sub.batch_size[0]))
+    else:
+        cols = _columns_of(td)
+        for i in range(td.batch_size[0]):
+            yield _sample(cols, i)
+
+
 def to_mds(
     td: Any,
     *,
@@ -126,18 +140,17 @@ def to_mds(
         >>> with tempfile.TemporaryDirectory() as tmp:  # doctest: +SKIP
         ...     td.to_mds(out=tmp)
     """
-    streaming = require("streaming", "to_mds", "mosaicml-streaming", "mds")
+    streaming = require("streaming.base", "to_mds", "mosaicml-streaming", "mds")
     if getattr(td, "_is_tensorclass", False):
         td = td._tensordict
     if td.is_empty():
         msg = "to_mds: the TensorDict has no entries; there is nothing to write."
         raise ValueError(msg)
-    cols = _columns_of(td)
-    rows = td.batch_size[0] if td.batch_dims else None
-    if rows == 0:
+    samples = _samples(td)
+    first = next(samples, None)
+    if first is None:
         msg = "to_mds: the TensorDict has no rows (batch_size[0] == 0); there is nothing to write."
         raise ValueError(msg)
-    first = _sample(cols, 0 if rows else None)
     encodings = {k: (columns or {}).get(k) or _encoding(k, v) for k, v in first.items()}
     own = writer is None
     if own:
@@ -145,15 +158,13 @@ def to_mds(
             columns=encodings, out=out, keep_local=keep_local, compression=compression,
             hashes=hashes, size_limit=size_limit, **kwargs,
         )
-    if rows is None:
-        writer.write(first)
-    else:
-        for i in range(rows):
-            writer.write(_sample(cols, i))
+    writer.write(first)
+    for sample in samples:
+        writer.write(sample)
     if own:
         writer.finish()
         return
-    if finish_writer is None and rows is not None:
+    if finish_writer is None and td.batch_dims:
         warnings.warn(
             "to_mds finished the writer it was given (finish_writer=None with batch dims); pass "
             "finish_writer=True or False explicitly: upstream will leave it open from 0.17.",

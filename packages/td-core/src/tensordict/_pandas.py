@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
-from tensordict._arrow import as_one_dim
+from tensordict._arrow import as_one_dim, host_tensor
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._optional import require
 
@@ -101,12 +101,10 @@ def _tensor_column(value: torch.Tensor, full: tuple) -> Any:
             "single DataFrame column. Only 1D tensors (matching the batch size) are supported."
         )
         raise ValueError(msg)
-    value = value.detach()
-    if value.device.type != "cpu":
-        value = value.cpu()
+    value = host_tensor(value)
     if value.dtype == torch.bfloat16:
         value = value.float()
-    return value.resolve_conj().resolve_neg().numpy()
+    return value.numpy()
 
 
 def _collect(td: Any, prefix: tuple, n: int, separator: str | None, out: dict) -> None:
