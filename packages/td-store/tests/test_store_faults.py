@@ -156,6 +156,7 @@ WRITERS = 4
 
 
 def _writer(port: int, td_id: str, w: int, passes: int) -> None:
+    torch.set_num_threads(1)  # a forked child must not enter the parent's OpenMP pool
     st = TensorDictStore(td_id=td_id, host="127.0.0.1", port=port)
     rows = torch.arange(w, ROWS, WRITERS)  # disjoint, scattered rows
     for p in range(1, passes + 1):
@@ -166,6 +167,7 @@ def _writer(port: int, td_id: str, w: int, passes: int) -> None:
 
 
 def _reader(port: int, td_id: str, seconds: float, q: mp.Queue) -> None:
+    torch.set_num_threads(1)
     st = TensorDictStore(td_id=td_id, host="127.0.0.1", port=port)
     torn = 0
     reads = 0
@@ -192,7 +194,8 @@ def test_four_writers_four_readers(kw, redis_server):
             p.start()
         for p in writers + readers:
             p.join(120)
-            assert p.exitcode == 0
+        codes = [p.exitcode for p in writers + readers]
+        assert codes == [0] * len(codes), f"writer/reader exit codes {codes}"
         results = [q.get(timeout=10) for _ in readers]
         assert sum(r[1] for r in results) > 0
         assert sum(r[0] for r in results) == 0, "a reader saw a torn row"

@@ -63,21 +63,19 @@ def field_path(field: str) -> tuple:
     return tuple(field.split(_SEP))
 
 
-# Gathers byte runs of several string keys in one atomic call.
-# KEYS: data keys. ARGV[1]: number of runs R; ARGV[2..2R+1]: (first element, count)
-# pairs; then one element size in bytes per key. Returns one string per key.
+# Gathers byte spans of several string keys in one atomic call. KEYS: data keys; ARGV[k]:
+# the spans of key k packed as little-endian int64 (byte start, byte length) pairs.
+# Returns one string per key: its spans, concatenated.
 _GATHER = """
-local nruns = tonumber(ARGV[1])
+local call, unpack, concat = redis.call, struct.unpack, table.concat
 local out = {}
 for k = 1, #KEYS do
-  local esz = tonumber(ARGV[2 * nruns + 1 + k])
-  local parts = {}
-  for r = 0, nruns - 1 do
-    local first = tonumber(ARGV[2 + 2 * r])
-    local count = tonumber(ARGV[3 + 2 * r])
-    parts[#parts + 1] = redis.call('GETRANGE', KEYS[k], first * esz, (first + count) * esz - 1)
+  local spans, key, parts = ARGV[k], KEYS[k], {}
+  for i = 1, #spans / 16 do
+    local s, n = unpack('<i8i8', spans, 16 * i - 15)
+    if n > 0 then parts[#parts + 1] = call('GETRANGE', key, s, s + n - 1) end
   end
-  out[k] = table.concat(parts)
+  out[k] = concat(parts)
 end
 return out
 """

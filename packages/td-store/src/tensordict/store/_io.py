@@ -26,7 +26,11 @@ from tensordict.store._codec import (
 )
 from tensordict.store._conn import dumps_json, path_field
 
-__all__ = ["positions", "runs_of", "flatten_value", "nested_list", "build_td"]
+__all__ = ["positions", "runs_of", "spans_of", "flatten_value", "nested_list", "build_td"]
+
+#: runs of wanted elements closer than this many bytes are read as one span (a server
+#: call costs about as much as copying a kilobyte)
+MERGE_BYTES = 1024
 
 
 def positions(bs: torch.Size, index: Any) -> torch.Tensor:
@@ -56,6 +60,29 @@ def runs_of(flat: torch.Tensor) -> list:
     starts = torch.cat([torch.zeros(1, dtype=torch.long), brk])
     ends = torch.cat([brk, torch.tensor([m])])
     return torch.stack([flat[starts], ends - starts], 1).view(-1).tolist()
+
+
+def spans_of(uniq: torch.Tensor, esz: int) -> tuple:
+    """``(packed spans, local index)`` to read the sorted unique element positions ``uniq``
+    of a leaf with ``esz`` bytes per element: runs closer than :data:`MERGE_BYTES` merge
+    into one span; ``packed`` holds int64 (byte start, byte length) pairs, ``local[i]`` is
+    where ``uniq[i]`` lands among the concatenated spans' elements."""
+    m = uniq.numel()
+    gap = max(MERGE_BYTES // max(esz, 1), 1)
+    if m > 1:
+        brk = ((uniq[1:] - uniq[:-1]) > gap).nonzero().view(-1) + 1
+        starts = torch.cat([torch.zeros(1, dtype=torch.long), brk])
+        ends = torch.cat([brk, torch.tensor([m])])
+    else:
+        starts = torch.zeros(1, dtype=torch.long)
+        ends = torch.tensor([m])
+    firsts = uniq[starts]
+    counts = uniq[ends - 1] - firsts + 1
+    offsets = torch.cumsum(counts, 0) - counts
+    span_of = torch.repeat_interleave(torch.arange(starts.numel()), ends - starts)
+    local = offsets[span_of] + (uniq - firsts[span_of])
+    packed = torch.stack([firsts * esz, counts * esz], 1).contiguous()
+    return packed, local, int(counts.sum())
 
 
 def nested_list(flat: list, shape: Any) -> Any:

@@ -21,7 +21,15 @@ from tensordict import (
 )
 from tensordict.base import NO_DEFAULT
 
-from tensordict.store._codec import StoreDataError, bytes_to_tensor, check_blob, decode_json, dtype_tag, nbytes
+from tensordict.store._codec import (
+    StoreDataError,
+    bytes_to_tensor,
+    check_blob,
+    decode_json,
+    dtype_tag,
+    nbytes,
+    tensor_to_bytes,
+)
 from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
 from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
 from tensordict.store._io import (
@@ -31,7 +39,7 @@ from tensordict.store._io import (
     flatten_value,
     leaf_commands,
     positions,
-    runs_of,
+    spans_of,
 )
 
 __all__ = ["TensorDictStore", "STORE_BACKENDS"]
@@ -637,19 +645,20 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         full = self._path
         tensors = [(rel, e) for rel, e in leaves.items() if e["t"] == "tensor"]
         others = [(rel, e) for rel, e in leaves.items() if e["t"] != "tensor"]
-        runs = runs_of(flat)
         keys = [root.data_key(path_field((*full, *rel))) for rel, _ in tensors]
         sizes = [nbytes(e["shape"][nb:], e["dtype"]) for _, e in tensors]
-        args = [len(runs) // 2, *runs, *sizes]
+        uniq, inverse = torch.unique(flat, sorted=True, return_inverse=True) if flat.numel() else (flat, flat)
+        plans = [spans_of(uniq, esz) for esz in sizes] if flat.numel() else []
+        args = [tensor_to_bytes(p[0]) for p in plans]
         lists = [(rel, e) for rel, e in others if e["t"] == "jsonl"]
         singles = [(rel, e) for rel, e in others if e["t"] != "jsonl"]
         if not others:
-            blobs = self._fetch_gather(keys, args, [esz * flat.numel() for esz in sizes]) if keys else []
+            blobs = self._fetch_gather(keys, args, [esz * p[2] for esz, p in zip(sizes, plans)]) if keys and plans else [b""] * len(keys)
             lgot: list = []
             sgot: list = []
         else:
             pipe = conn.pipeline()
-            if keys:
+            if keys and plans:
                 conn.queue_script(pipe, "gather", keys, args)
             lkeys = [root.data_key(path_field((*full, *rel))) for rel, _ in lists]
             if lkeys:
@@ -658,17 +667,25 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             for rel, _ in singles:
                 pipe.get(root.data_key(path_field((*full, *rel))))
             got = conn.execute(pipe)
-            blobs = got.pop(0) if keys else []
+            blobs = got.pop(0) if keys and plans else [b""] * len(keys)
             lgot = got.pop(0) if lkeys else []
             sgot = got
         server = conn.server
         values: dict = {}
         m = flat.numel()
         device = self._device
-        for (rel, e), blob, esz in zip(tensors, blobs, sizes):
+        for j, ((rel, e), blob, esz) in enumerate(zip(tensors, blobs, sizes)):
             path = (*full, *rel)
-            check_blob(blob, esz * m, path, server)
-            t = bytes_to_tensor(blob, [*out_bs, *e["shape"][nb:]], e["dtype"])
+            feat = e["shape"][nb:]
+            if not m:
+                t = torch.empty([*out_bs, *feat], dtype=e["dtype"])
+            else:
+                _, local, total = plans[j]
+                check_blob(blob, esz * total, path, server)
+                t = bytes_to_tensor(blob, [total, *feat], e["dtype"])
+                if total != m or not bool((local[inverse] == torch.arange(m)).all()):
+                    t = t[local[inverse]]
+                t = t.view([*out_bs, *feat])
             values[rel] = t if device is None else t.to(device)
         for (rel, e), raw in zip(lists, lgot):
             path = (*full, *rel)
