@@ -134,3 +134,21 @@ def test_where_takes_update_batch_size():
     out = TensorDict(a=torch.zeros(3, 2), batch_size=[])
     assert td.where(cond, other, out=out, update_batch_size=True) is out
     assert out["a"].sum() == 4 and out.batch_size == ()
+
+
+def test_unravel_key_list_refuses_a_str_and_non_keys():
+    # TorchRL's LSTMModule(in_keys="abc") expects this TypeError ("incompatible function arguments")
+    from tensordict import unravel_key_list
+
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        unravel_key_list("abc")
+    with pytest.raises(RuntimeError):
+        unravel_key_list(["a", 1])
+    with pytest.raises(RuntimeError):
+        unravel_key_list([("a", 1)])
+    assert unravel_key_list(("a", ("b", ("c",)))) == ["a", ("b", "c")]
+
+
+def test_iterating_a_0d_tensordict_is_a_type_error():
+    with pytest.raises(TypeError, match="iteration over a 0-d"):
+        iter(TensorDict(a=torch.zeros(2)))

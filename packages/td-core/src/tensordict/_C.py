@@ -23,7 +23,7 @@ import warnings
 
 from tensordict._compat_upstream import _unravel_key_to_tuple
 from tensordict._keys import public_unravel_key as unravel_key
-from tensordict._keys import unravel_key_list
+from tensordict._keys import public_unravel_key_list as unravel_key_list
 
 __all__ = ["_unravel_key_to_tuple", "unravel_key", "unravel_key_list", "unravel_keys"]
 

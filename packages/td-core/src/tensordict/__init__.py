@@ -35,7 +35,8 @@ from tensordict._base import (
     set_get_defaults_to_none,
 )
 from tensordict._compat_upstream import _unravel_key_to_tuple as unravel_key_to_tuple
-from tensordict._keys import NestedKey, unravel_key_list
+from tensordict._keys import NestedKey
+from tensordict._keys import public_unravel_key_list as unravel_key_list  # TypeError for a str
 from tensordict._keys import public_unravel_key as unravel_key  # () for a tuple that is no key
 from tensordict._leaves import (
     MetaData,

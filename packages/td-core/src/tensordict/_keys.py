@@ -147,6 +147,41 @@ def public_unravel_key(key: NestedKey) -> NestedKey | tuple[()]:
     raise RuntimeError(msg)
 
 
+def public_unravel_key_list(keys: Sequence[NestedKey]) -> list[NestedKey]:
+    """Unravels every key of a list or tuple, as :func:`tensordict.unravel_key` does.
+
+    Args:
+        keys (list or tuple of NestedKey): the keys to unravel.
+
+    Returns:
+        a list of unravelled keys.
+
+    Raises:
+        TypeError: ``keys`` is not a list or a tuple (a str is refused: TorchRL's
+            ``LSTMModule(in_keys="abc")`` relies on it), as tensordict 0.15.3.
+        RuntimeError: an entry is not a nested key.
+
+    Examples:
+        >>> from tensordict import unravel_key_list
+        >>> unravel_key_list(["a", ("b",), ("c", ("d",))])
+        ['a', 'b', ('c', 'd')]
+    """
+    if not isinstance(keys, (list, tuple)):
+        msg = (
+            "unravel_key_list(): incompatible function arguments. Expected a list or a tuple of keys, "
+            f"got {type(keys)}."
+        )
+        raise TypeError(msg)
+    out = []
+    for key in keys:
+        unravelled = public_unravel_key(key)
+        if unravelled == ():
+            msg = f"key should be a Sequence<NestedKey>: {key!r} is not a str or a (nested) tuple of str."
+            raise RuntimeError(msg)
+        out.append(unravelled)
+    return out
+
+
 def unravel_key_list(keys: Sequence[NestedKey]) -> list[NestedKey]:
     """Unravels every key of a list (see :func:`unravel_key`).
 
