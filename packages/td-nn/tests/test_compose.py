@@ -131,3 +131,24 @@ def test_traced_module_keeps_the_wrapped_module_names_and_parameters():
     assert targets == ["linear", "linear"]
     assert dict(graph_module.named_parameters()).keys() == {"_gm.linear.weight", "_gm.linear.bias"}
     assert graph_module._gm.linear.weight is module.module.linear.weight  # shared, not copied
+
+
+def test_prob_module_distribution_kwargs_as_tensordict_params():
+    from tensordict import NonTensorData
+    from tensordict.nn import InteractionType, TensorDictParams
+
+    kwargs = TensorDictParams(TensorDict(scale=1.0, validate_args=NonTensorData(False)), no_convert=True)
+    seq = TensorDictSequential(
+        TensorDictModule(nn.Linear(3, 3), in_keys=["inp"], out_keys=["loc"]),
+        ProbabilisticTensorDictModule(
+            in_keys=["loc"],
+            out_keys=["sample"],
+            distribution_class=torch.distributions.Normal,
+            distribution_kwargs=kwargs,  # kept as is: no bool() of a TensorDict
+            default_interaction_type=InteractionType.RANDOM,
+        ),
+    )
+    assert len(list(seq.buffers())) == 1  # the scale is a buffer of the sequence
+    assert seq(TensorDict(inp=torch.randn(3)))["sample"].shape == (3,)
+    compiled = torch.compile(seq, fullgraph=True, backend="eager")
+    assert compiled(TensorDict(inp=torch.randn(3)))["sample"].shape == (3,)

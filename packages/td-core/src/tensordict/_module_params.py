@@ -592,7 +592,10 @@ class ModuleParamsMixin(StateDictMixin):
         elif not preserve:
             olds = []
             seen: dict = {}  # a module reached through two paths is swapped once
+            orders: dict = {}  # delattr/setattr moves a name to the end: restore the order on exit
             for store, name, value, src, owner in plan:
+                if id(store) not in orders:
+                    orders[id(store)] = (store, list(store))
                 first = seen.setdefault((id(owner), name), (store, store.get(name)))
                 old = first[1]
                 if old is None:
@@ -610,6 +613,11 @@ class ModuleParamsMixin(StateDictMixin):
                     if hasattr(owner, name):
                         delattr(owner, name)
                     store[name] = old
+                for store, order in orders.values():
+                    entries = {k: store[k] for k in order if k in store}
+                    entries.update(store)
+                    store.clear()
+                    store.update(entries)
 
         else:
             olds = []

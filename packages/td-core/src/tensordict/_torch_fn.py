@@ -35,6 +35,11 @@ def register_torch_function(func: Callable) -> Callable[[Callable], Callable]:
 def dispatch(func: Callable, types: Any, args: tuple, kwargs: dict) -> Any:
     impl = TD_HANDLED_FUNCTIONS.get(func)
     if impl is None:
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            # a higher-order op (torch.compiler.nested_compile_region's invoke_subgraph,
+            # torch.cond, ...) takes TensorDicts as pytrees of tensors: run it as is
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
         return NotImplemented
     return impl(*args, **kwargs)
 

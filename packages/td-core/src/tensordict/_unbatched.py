@@ -35,6 +35,9 @@ class UnbatchedTensor(torch.Tensor):
     """
 
     _pass_through = True
+    #: the batch size; an instance attribute once set (a plain attribute read, which
+    #: torch.compile can trace, unlike a read of the instance ``__dict__``)
+    _batch_size = _Size(())
 
     @staticmethod
     def __new__(cls, data: Any, batch_size: Any = None) -> UnbatchedTensor:
@@ -52,7 +55,7 @@ class UnbatchedTensor(torch.Tensor):
     @property
     def batch_size(self) -> torch.Size:
         """The batch size of the TensorDict that holds it (``[]`` when alone)."""
-        return self.__dict__.get("_batch_size", _Size(()))
+        return self._batch_size
 
     @batch_size.setter
     def batch_size(self, value: Any) -> None:
