@@ -52,8 +52,8 @@ from tensordict.persistent import _links
 from tensordict.persistent._filestate import FileState, infer_batch_size, validate_members
 from tensordict.persistent._keysview import H5ItemsView, H5KeysView, H5ValuesView
 from tensordict.persistent._lazyshape import LazyShapeMixin
-from tensordict.persistent._nodes import is_dataset, is_group
 from tensordict.persistent._limits import LimitsMixin
+from tensordict.persistent._nodes import is_dataset, is_group
 from tensordict.persistent._save import save_atomic
 from tensordict.persistent._selection import FlatSel, Selection, compose, read_selected
 from tensordict.persistent._writes import WriteMixin, install_inplace_writeback, is_temp_member

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import inspect
 import numbers
-import warnings
 import re
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
