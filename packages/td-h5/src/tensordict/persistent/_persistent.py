@@ -92,7 +92,7 @@ class _Shown:
 
 
 class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBase):
-    """A TensorDict stored in an HDF5 file, read lazily through h5py.
+    """A TensorDict stored in an HDF5 file (or a Zarr store), read lazily.
 
     Groups are nested PersistentTensorDicts, numeric datasets are tensors, string
     datasets and group attributes are non-tensor data. Opening reads metadata only;
@@ -112,7 +112,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         mode (str, optional): ``"r"`` (read only), ``"r+"`` (read/write, must exist),
             ``"w"`` (create, truncate), ``"w-"``/``"x"`` (create, fail if it exists) or
             ``"a"`` (read/write, create if missing), as in ``h5py.File``. Defaults to ``"r"``.
-        backend (str, optional): only ``"h5"`` is supported.
+        backend (str, optional): ``"h5"`` (default, h5py) or ``"zarr"`` (zarr>=3, the
+            ``zarr`` extra): ``filename`` is then a folder or a zarr ``Store``, and
+            ``group`` a path in it or an open ``zarr.Group``.
         device (torch.device, optional): device the tensors read are moved to.
             Defaults to ``None`` (CPU, as read).
 
@@ -123,6 +125,9 @@ class PersistentTensorDict(LimitsMixin, LazyShapeMixin, WriteMixin, TensorDictBa
         non_tensor_as_stack (bool): read a string dataset whose shape equals the
             batch size as a :class:`~tensordict.NonTensorStack` (one str per row)
             instead of one :class:`~tensordict.NonTensorData`. Defaults to ``False``.
+        allow_pickle (bool, optional): Zarr only: read pickled non-tensor entries.
+            Defaults to ``None``, which refuses them (``RuntimeError`` when one is read):
+            unpickling can run arbitrary code. HDF5 files are never unpickled.
         **kwargs: passed to ``h5py.File`` (``driver``, ``locking``, ``rdcc_nbytes``, ...).
 
     Raises:
