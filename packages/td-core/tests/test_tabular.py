@@ -9,7 +9,16 @@ import sys
 import pytest
 import torch
 
-from tensordict import TensorDict, from_any, from_arrow, from_csv, from_pandas, from_parquet, lazy_stack, to_arrow
+from tensordict import (
+    TensorDict,
+    from_any,
+    from_arrow,
+    from_csv,
+    from_pandas,
+    from_parquet,
+    lazy_stack,
+    to_arrow,
+)
 from tensordict.tabular import to_pandas
 
 pa = pytest.importorskip("pyarrow")

@@ -11,7 +11,14 @@ import sys
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, UnbatchedTensor, from_safetensors, to_safetensors
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    TensorDict,
+    UnbatchedTensor,
+    from_safetensors,
+    to_safetensors,
+)
 
 st = pytest.importorskip("safetensors.torch")
 

@@ -345,7 +345,7 @@ def _tensor_array(pa: Any, value: torch.Tensor, key: tuple) -> Any:
             msg = f"to_arrow: the nested tensor at {_name(key)!r} is not jagged along dim 1; it has no Arrow type."
             raise ValueError(msg)
         values = _tensor_array(pa, value.values(), key)
-        return pa.LargeListArray.from_arrays(pa.array(value.offsets().numpy()), values)
+        return pa.LargeListArray.from_arrays(pa.array(value.offsets().numpy()), values)  # type: ignore[attr-defined]
     if value.dtype == torch.bfloat16:
         msg = f"to_arrow: the tensor at {_name(key)!r} is bfloat16, which Arrow has no type for; cast it first (e.g. to float32)."
         raise TypeError(msg)

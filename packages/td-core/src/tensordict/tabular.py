@@ -32,7 +32,14 @@ from typing import Any
 import torch
 
 from tensordict import _classes
-from tensordict._arrow import as_one_dim, collect_arrays, from_arrow, import_pyarrow, table_to_source, to_arrow
+from tensordict._arrow import (
+    as_one_dim,
+    collect_arrays,
+    from_arrow,
+    import_pyarrow,
+    table_to_source,
+    to_arrow,
+)
 from tensordict._json import from_json, to_json
 from tensordict._pandas import dataframe_leaves, frame_columns, import_pandas
 

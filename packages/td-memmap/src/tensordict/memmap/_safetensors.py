@@ -26,8 +26,15 @@ from typing import Any
 
 import torch
 
-import tensordict
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, UnbatchedTensor, is_tensorclass
+from tensordict import (
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    UnbatchedTensor,
+    is_tensorclass,
+)
+from tensordict.ext import LazyStackedTensorDict
 
 __all__ = ["to_safetensors", "from_safetensors"]
 
@@ -100,7 +107,7 @@ class _Writer:
             holder, td = data, data.to_tensordict()
         else:
             holder, td = None, data
-        if isinstance(td, tensordict.LazyStackedTensorDict):
+        if isinstance(td, LazyStackedTensorDict):
             node["stack_dim"] = td.stack_dim
             keys = [set(t.keys()) for t in td.tensordicts]
             if any(k != keys[0] for k in keys):
@@ -317,7 +324,7 @@ class _Reader:
             dim = node["stack_dim"]
             if not isinstance(dim, int) or not 0 <= dim < len(batch_size):
                 raise _bad(self.path, f"has the invalid stack dim {dim!r} at {where or 'the root'}.")
-            td = tensordict.LazyStackedTensorDict(*td.unbind(dim), stack_dim=dim)
+            td = LazyStackedTensorDict(*td.unbind(dim), stack_dim=dim)
         if node.get("class") is not None:
             td = _find_class(self.path, node["class"]).from_tensordict(td)
         return td
