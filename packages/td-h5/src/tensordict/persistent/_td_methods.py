@@ -134,17 +134,7 @@ def to_zarr(td: Any, filename: Any, *, allow_pickle: bool | None = None, **kwarg
     return PersistentTensorDict.from_dict(td, filename, backend="zarr", allow_pickle=allow_pickle, **kwargs)
 
 
-def from_zarr(
-    cls: Any,
-    filename: Any,
-    *,
-    mode: str = "r",
-    auto_batch_size: bool = False,
-    batch_dims: int | None = None,
-    batch_size: Any = None,
-    non_tensor_as_stack: bool = False,
-    allow_pickle: bool | None = None,
-) -> PersistentTensorDict:
+def from_zarr(cls: Any, filename: Any, **kwargs: Any) -> PersistentTensorDict:
     """``TensorDict.from_zarr(filename, mode="r", ...)``: see :func:`tensordict.persistent.from_zarr`.
 
     Args:
@@ -162,7 +152,4 @@ def from_zarr(
         allow_pickle (bool, optional): read pickled non-tensor entries. Defaults to
             ``None``, which refuses them (``RuntimeError``): a pickle can run code.
     """
-    return PersistentTensorDict.from_zarr(
-        filename, mode=mode, auto_batch_size=auto_batch_size, batch_dims=batch_dims, batch_size=batch_size,
-        non_tensor_as_stack=non_tensor_as_stack, allow_pickle=allow_pickle,
-    )
+    return PersistentTensorDict.from_zarr(filename, **kwargs)
