@@ -25,7 +25,7 @@ from typing import Any
 import redis
 import redis.exceptions as rexc
 
-from tensordict.store._wire import Fallback, bulk_call
+from tensordict.store._wire import Fallback, bulk_call, transaction
 
 __all__ = [
     "STORE_BACKENDS",
@@ -296,6 +296,18 @@ class Connection:
         except Fallback:
             return None
 
+    def transaction(self, commands: list) -> list:
+        """Runs ``commands`` (argument tuples) atomically in one ``MULTI``/``EXEC`` round trip."""
+        if not commands:
+            return []
+        try:
+            return self.call(transaction, self.client, commands)
+        except Fallback:
+            pipe = self.client.pipeline(transaction=True)
+            for c in commands:
+                pipe.execute_command(*c)
+            return self.execute(pipe)
+
     def fetch_script(self, name: str, keys: list, args: list, limits: list) -> list:
         """``run_script`` whose reply (an array of strings) is read by :meth:`fetch`."""
         script = self.script(name)
@@ -312,8 +324,12 @@ class Connection:
     def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
         """Queues the script in a transaction as ``EVAL`` (its source travels along): a
         server that lost its script cache cannot fail one command of the transaction,
-        and redis-py sends no ``SCRIPT EXISTS`` round trip first."""
-        pipe.eval(_SCRIPTS[name], len(keys), *keys, *args)
+        and redis-py sends no ``SCRIPT EXISTS`` round trip first. ``pipe`` is a redis-py
+        pipeline or a list of commands for :meth:`transaction`."""
+        if isinstance(pipe, list):
+            pipe.append(("EVAL", _SCRIPTS[name], len(keys), *keys, *args))
+        else:
+            pipe.eval(_SCRIPTS[name], len(keys), *keys, *args)
 
     def close(self) -> None:
         if self._owns_client:

@@ -28,7 +28,6 @@ from tensordict.store._codec import (
     decode_json,
     dtype_tag,
     nbytes,
-    tensor_to_bytes,
 )
 from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
 from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
@@ -38,6 +37,7 @@ from tensordict.store._io import (
     decode_leaf,
     flatten_value,
     leaf_commands,
+    plan_positions,
     positions,
     spans_of,
 )
@@ -647,9 +647,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         others = [(rel, e) for rel, e in leaves.items() if e["t"] != "tensor"]
         keys = [root.data_key(path_field((*full, *rel))) for rel, _ in tensors]
         sizes = [nbytes(e["shape"][nb:], e["dtype"]) for _, e in tensors]
-        uniq, inverse = torch.unique(flat, sorted=True, return_inverse=True) if flat.numel() else (flat, flat)
-        plans = [spans_of(uniq, esz) for esz in sizes] if flat.numel() else []
-        args = [tensor_to_bytes(p[0]) for p in plans]
+        uniq, inverse = plan_positions(flat) if flat.numel() else ([], None)
+        plans = [spans_of(uniq, esz) for esz in sizes] if uniq else []
+        args = [p[0] for p in plans]
         lists = [(rel, e) for rel, e in others if e["t"] == "jsonl"]
         singles = [(rel, e) for rel, e in others if e["t"] != "jsonl"]
         if not others:
@@ -683,8 +683,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
                 _, local, total = plans[j]
                 check_blob(blob, esz * total, path, server)
                 t = bytes_to_tensor(blob, [total, *feat], e["dtype"])
-                if total != m or not bool((local[inverse] == torch.arange(m)).all()):
-                    t = t[local[inverse]]
+                if local is not None or inverse is not None:
+                    sel = local if inverse is None else (inverse if local is None else local[inverse])
+                    t = t.index_select(0, sel)
                 t = t.view([*out_bs, *feat])
             values[rel] = t if device is None else t.to(device)
         for (rel, e), raw in zip(lists, lgot):

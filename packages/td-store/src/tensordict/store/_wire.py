@@ -19,7 +19,7 @@ from typing import Any
 
 import redis.exceptions as rexc
 
-__all__ = ["bulk_call", "Fallback"]
+__all__ = ["bulk_call", "transaction", "Fallback"]
 
 _CHUNK = 1 << 16
 
@@ -86,6 +86,25 @@ class _Reader:
         raise _Unexpected(head[:40])
 
 
+    def reply(self) -> Any:
+        """One reply of any of the simple types (errors are returned, not raised)."""
+        head = self.line()
+        kind = head[:1]
+        if kind in (b"+", b":"):
+            return int(head[1:]) if kind == b":" else head[1:]
+        if kind == b"$":
+            n = int(head[1:])
+            return None if n < 0 else bytes(self.payload(n))
+        if kind == b"_":
+            return None
+        if kind == b"-":
+            return _error(head)
+        if kind == b"*":
+            n = int(head[1:])
+            return None if n < 0 else [self.reply() for _ in range(n)]
+        raise _Unexpected(head[:40])
+
+
 def _error(head: bytes) -> rexc.ResponseError:
     text = head[1:].decode(errors="replace")
     return rexc.NoScriptError(text) if text.startswith("NOSCRIPT") else rexc.ResponseError(text)
@@ -148,6 +167,48 @@ def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
             if inside or reader.pos != len(reader.buf):
                 conn.disconnect()
             raise
+    except (rexc.ConnectionError, rexc.TimeoutError, OSError):
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
+
+
+def transaction(client: Any, commands: list) -> list:
+    """Runs ``commands`` (tuples of arguments) in one ``MULTI``/``EXEC``, sent with one
+    ``sendall`` (redis-py sends each large argument separately, which wakes the server
+    several times per call). Returns the ``EXEC`` results.
+
+    Raises:
+        Fallback: the fast path does not apply (nothing was sent).
+        redis.exceptions.ResponseError: a command was refused (nothing was applied), or
+            failed inside the transaction.
+    """
+    pool = client.connection_pool
+    conn = pool.get_connection()
+    try:
+        sock = getattr(conn, "_sock", None)
+        sbuf = getattr(getattr(conn, "_parser", None), "_buffer", None)
+        if sock is None or (sbuf is not None and sbuf.unread_bytes()) or not hasattr(conn, "pack_commands"):
+            raise Fallback
+        packed = conn.pack_commands([("MULTI",), *commands, ("EXEC",)])
+        sock.sendall(b"".join(bytes(c) if not isinstance(c, bytes) else c for c in packed))
+        reader = _Reader(sock)
+        try:
+            queued = [reader.reply() for _ in range(len(commands) + 1)]
+            result = reader.reply()
+        except _Unexpected:
+            conn.disconnect()
+            raise rexc.ResponseError("unexpected reply to a transaction") from None
+        for r in queued:
+            if isinstance(r, rexc.ResponseError):
+                raise r
+        if isinstance(result, rexc.ResponseError):
+            raise result
+        for r in result or []:
+            if isinstance(r, rexc.ResponseError):
+                raise r
+        return result
     except (rexc.ConnectionError, rexc.TimeoutError, OSError):
         conn.disconnect()
         raise

@@ -45,7 +45,7 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
     m = flat.numel()
     full = store._path
     entries = root.entries(refresh=root.cache is None)
-    pipe = conn.pipeline()
+    pipe: list = []  # the commands of one MULTI/EXEC
     created: list = []
     for rel, vbs in nodes:
         if not rel:
@@ -53,7 +53,7 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
         path = (*full, *rel)
         if path not in entries:
             entry = {"t": "td", "bs": [*bs, *vbs[nob:]]}
-            pipe.hset(root.schema_key, path_field(path), dumps_json(entry))
+            pipe.append(("HSET", root.schema_key, path_field(path), dumps_json(entry)))
             created.append((path, entry))
     keys: list = []
     sizes: list = []
@@ -75,10 +75,10 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 e = {"t": "tensor", "shape": shape, "dtype": v.dtype}
                 size = nbytes(shape, v.dtype)
                 dkey = root.data_key(field)
-                pipe.delete(dkey)
-                pipe.setrange(dkey, size - 1, b"\0") if size else pipe.set(dkey, b"")
+                pipe.append(("DEL", dkey))
+                pipe.append(("SETRANGE", dkey, size - 1, b"\0") if size else ("SET", dkey, b""))
                 stored = {"t": "tensor", "shape": shape, "dtype": dtype_tag(v.dtype)}
-                pipe.hset(root.schema_key, field, dumps_json(stored))
+                pipe.append(("HSET", root.schema_key, field, dumps_json(stored)))
                 created.append((path, stored))
             elif e["t"] != "tensor":
                 msg = f"Cannot write a tensor at an index of key {rel!r} of {root.conn.server}: it holds {e['t']} data."
@@ -119,10 +119,10 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 msg = f"Cannot create the key {rel!r} at an index: the TensorDictStore is locked."
                 raise RuntimeError(msg)
             if e is not None:  # a pickle: replaced by a list
-                pipe.delete(root.data_key(field))
+                pipe.append(("DEL", root.data_key(field)))
         if e is None or e["t"] != "jsonl":
             stored = {"t": "jsonl", "bs": lbs}
-            pipe.hset(root.schema_key, field, dumps_json(stored))
+            pipe.append(("HSET", root.schema_key, field, dumps_json(stored)))
             created.append((path, stored))
         total = max(math.prod(lbs), 1)
         g = total // numel
@@ -147,7 +147,7 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
             pos = 0
             for r in range(0, len(runs), 2):
                 n = runs[r + 1] * esz
-                pipe.setrange(dkey, runs[r] * esz, view[pos : pos + n])
+                pipe.append(("SETRANGE", dkey, runs[r] * esz, view[pos : pos + n]))
                 pos += n
     elif not lists and not created and not len(pipe):
         conn.run_script("scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])  # one atomic EVALSHA
@@ -156,6 +156,6 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
         conn.queue_script(pipe, "scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])
     for lkey, args in lists:
         conn.queue_script(pipe, "lscatter", [lkey], args)
-    conn.execute(pipe)
+    conn.transaction(pipe)
     for path, entry in created:
         root.remember(path, entry)
