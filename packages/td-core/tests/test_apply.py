@@ -107,7 +107,7 @@ def test_apply_batch_size_change():
     assert out.batch_size == torch.Size([2])
     assert out["b"].batch_size == torch.Size([2])
     torch.testing.assert_close(out["a"], td["a"][:2])
-    assert out["s"] == "text" and out.get("s") == "text"
+    assert out["s"] == "text" and out.get("s").data == "text"
     # nested TensorDicts keep their extra batch dims
     td = TensorDict(
         {"x": torch.zeros(3, 4), "n": TensorDict({"y": torch.zeros(3, 4, 5)}, [3, 4])}, [3, 4]

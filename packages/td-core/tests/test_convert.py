@@ -487,8 +487,9 @@ class TestSmallConstructors:
         assert td["b", "c"] == 1 and td.batch_size == ()
 
     def test_make_tensordict_computes_batch_size(self):
-        td = tensordict.make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3))
+        td = tensordict.make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3), auto_batch_size=True)
         assert td.batch_size == (3,)
+        assert tensordict.make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3)).batch_size == ()
         assert (
             tensordict.make_tensordict(a=torch.zeros(3, 4), auto_batch_size=False).batch_size == ()
         )

@@ -164,9 +164,10 @@ class TestMerge:
 
 def test_make_tensordict():
     td = make_tensordict(
-        {"a": torch.zeros(3, 4), ("n", "b"): torch.zeros(3, 4, 2)}, c=torch.zeros(3)
+        {"a": torch.zeros(3, 4), ("n", "b"): torch.zeros(3, 4, 2)}, c=torch.zeros(3), auto_batch_size=True
     )
     assert td.batch_size == (3,) and td["n"].batch_size == (3, 4, 2)
+    assert make_tensordict(a=torch.zeros(3, 4)).batch_size == ()  # tensordict 0.15: [] by default
     assert make_tensordict(a=torch.zeros(3, 4), batch_size=[3, 4]).batch_size == (3, 4)
 
 

@@ -66,7 +66,7 @@ def _prod(x, dim, keepdim):
     return x
 
 
-@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("name", sorted(set(REDUCTIONS) - {"logsumexp"}))  # logsumexp(): batch dims only
 def test_reduce_all_elements(device, name):
     td = make_td(device)
     ref = REDUCTIONS[name]

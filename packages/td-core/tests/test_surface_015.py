@@ -228,3 +228,61 @@ def test_lazy_stack_data_ptr_has_one_entry_per_tensordict():
     assert set(ptrs.keys()) == {"0", "1"} and ptrs.batch_size == () and ptrs.device == torch.device("cpu")
     assert ptrs["1", "b", "c"].item() == tds[1]["b", "c"].data_ptr()
     assert TensorDict(a=torch.zeros(1)).data_ptr().device == torch.device("cpu")
+
+
+# ---------------------------------------------------------------- silent differences (issue 31)
+def test_logsumexp_reduces_the_batch_dims_only():
+    td = TensorDict(a=torch.arange(24.0).view(2, 3, 4), batch_size=[2, 3])
+    out = td.logsumexp()
+    assert out.batch_size == () and out["a"].shape == (4,)
+    torch.testing.assert_close(out["a"], td["a"].reshape(6, 4).logsumexp(0))
+    assert td.logsumexp(keepdim=True)["a"].shape == (1, 1, 4)
+    assert td.logsumexp(1)["a"].shape == (2, 4)
+    target = td.logsumexp(1).zero_()
+    assert td.logsumexp(1, out=target) is target and (target["a"] != 0).all()
+
+
+def test_non_tensor_stack_data_of_one_repeated_value():
+    NonTensorData, NonTensorStack = tensordict.NonTensorData, tensordict.NonTensorStack
+    assert NonTensorStack(NonTensorData("a"), NonTensorData("a")).data == "a"
+    assert NonTensorStack(NonTensorStack("a", "a"), NonTensorStack("a", "a")).data == "a"
+    assert torch.stack([TensorDict(s="x"), TensorDict(s="x")]).get("s").data == "x"
+    with pytest.raises(AttributeError, match="non-unique"):
+        NonTensorStack(NonTensorData("a"), NonTensorData("b")).data  # noqa: B018
+    assert NonTensorStack(NonTensorData("a"), NonTensorData("b")).tolist() == ["a", "b"]
+
+
+def test_make_tensordict_keeps_an_empty_batch_size():
+    assert tensordict.make_tensordict(a=torch.zeros(3, 4), b=torch.zeros(3, 4, 5)).batch_size == ()
+    assert tensordict.make_tensordict({"a": torch.zeros(3, 4)}, batch_size=[3]).batch_size == (3,)
+    td = tensordict.make_tensordict({"a": torch.zeros(3), "b": {"c": torch.zeros(3, 4)}}, auto_batch_size=True)
+    assert td.batch_size == (3,) and td["b"].batch_size == (3, 4)
+
+
+def test_non_tensor_data_comparisons_give_bool_tensors():
+    NonTensorData, NonTensorStack = tensordict.NonTensorData, tensordict.NonTensorStack
+    eq = NonTensorData("a") == NonTensorData("a")
+    assert isinstance(eq, torch.Tensor) and eq.dtype == torch.bool and eq.shape == () and eq.item()
+    assert (NonTensorData("a", batch_size=[3]) == NonTensorData("a", batch_size=[3])).tolist() == [True] * 3
+    assert (NonTensorData("a", batch_size=[2]) != NonTensorData("b", batch_size=[2])).tolist() == [True, True]
+    assert (NonTensorData("a") == "a") is False and (NonTensorData("a") != "a") is True
+    assert (NonTensorData("a", batch_size=[2]) == NonTensorStack(NonTensorData("a"), NonTensorData("b"))).tolist() == [True, False]
+    s1 = NonTensorStack(NonTensorData("a"), NonTensorData("b"))
+    s2 = NonTensorStack(NonTensorData("a"), NonTensorData("c"))
+    assert (s1 == s2).tolist() == [True, False] and (s1 != s2).tolist() == [False, True]
+    assert (s1 == ["a", "b"]) is False
+    td = TensorDict(s="a", batch_size=[2])
+    assert (td == TensorDict(s="a", batch_size=[2]))["s"].tolist() == [True, True]
+    assert (td == TensorDict(s="b", batch_size=[2]))["s"].tolist() == [False, False]
+
+
+def test_print_directory_tree_logs_and_returns(tmp_path, capsys, caplog):
+    from tensordict.utils import print_directory_tree
+
+    TensorDict(a=torch.zeros(3)).memmap(tmp_path / "td")
+    with caplog.at_level(logging.INFO, logger="tensordict"):
+        text = print_directory_tree(tmp_path / "td")
+    assert capsys.readouterr().out == ""
+    assert text.splitlines()[0].startswith("Directory size: ") and text.splitlines()[1] == "td/"
+    assert "    a.memmap" in text.splitlines()
+    assert [r.getMessage() for r in caplog.records] == text.splitlines()

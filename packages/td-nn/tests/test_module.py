@@ -401,7 +401,8 @@ class TestDispatch:
 
     def test_make_tensordict(self):
         td = make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3))
-        assert td.batch_size == torch.Size([3])
+        assert td.batch_size == torch.Size([])  # tensordict 0.15.3: no batch size unless asked
+        assert make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3), auto_batch_size=True).batch_size == (3,)
         assert make_tensordict(a=torch.zeros(3, 4), batch_size=[3, 4]).batch_size == torch.Size([3, 4])
 
 

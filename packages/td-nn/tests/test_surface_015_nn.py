@@ -56,3 +56,64 @@ def test_tensorclass_module_wrapper():
     out = TensorClassModuleWrapper(module)(td)
     assert list(out.keys()) == ["y"] and out["y"].tolist() == [1.0, 1.0, 1.0]
     assert "y" not in td.keys()
+
+
+# ---------------------------------------------------------------- silent differences (issue 31)
+def test_delta_log_prob_is_inf_at_param():
+    from tensordict.nn.distributions import Delta
+
+    assert Delta(torch.zeros(3)).log_prob(torch.zeros(3)).item() == float("inf")
+    assert Delta(torch.zeros(3, 2)).log_prob(torch.zeros(3, 2)).tolist() == [float("inf")] * 3
+    assert Delta(torch.zeros(3)).log_prob(torch.ones(3)).item() == float("-inf")
+
+
+def test_one_hot_samples_are_long():
+    from tensordict.nn import InteractionType, ProbabilisticTensorDictModule, set_interaction_type
+    from tensordict.nn.distributions import OneHotCategorical
+
+    dist = OneHotCategorical(logits=torch.tensor([[0.0, 1.0, 0.0]]))
+    assert dist.sample().dtype == torch.long and dist.mode.tolist() == [[0, 1, 0]]
+    assert dist.deterministic_sample.dtype == torch.long and dist.rsample().dtype == torch.float32
+    assert not OneHotCategorical.has_rsample
+    module = ProbabilisticTensorDictModule(
+        in_keys=["logits"], out_keys=["x"], distribution_class=OneHotCategorical, return_log_prob=True
+    )
+    with set_interaction_type(InteractionType.RANDOM):
+        td = module(TensorDict(logits=torch.zeros(3, 4), batch_size=[3]))
+    assert td["x"].dtype == torch.long
+    torch.testing.assert_close(td["x_log_prob"], torch.full((3,), -1.3863), atol=1e-4, rtol=0)
+
+
+def test_tensordict_params_keeps_only_float16_32_64_as_parameters():
+    from tensordict.nn import TensorDictParams
+
+    params = TensorDictParams(
+        TensorDict(
+            a=torch.zeros(3, dtype=torch.bfloat16), b=torch.zeros(3), c=torch.zeros(3, dtype=torch.float16),
+            d=torch.zeros(3, dtype=torch.long), e=torch.zeros(3, dtype=torch.complex64),
+        )
+    )
+    assert sorted(n for n, _ in params.named_parameters()) == ["b", "c"]
+    assert sorted(n for n, _ in params.named_buffers()) == ["a", "d", "e"]
+
+
+def test_select_subsequence_and_skip_existing_match_015():
+    from tensordict.nn import TensorDictModule, TensorDictSequential, set_skip_existing
+
+    m1 = TensorDictModule(lambda x: x + 1, in_keys=["a"], out_keys=["b"])
+    m2 = TensorDictModule(lambda x: x * 2, in_keys=["b"], out_keys=["c"])
+    m3 = TensorDictModule(lambda x: x - 1, in_keys=["c"], out_keys=["d"])
+    m4 = TensorDictModule(lambda x: x - 1, in_keys=["a"], out_keys=["e"])
+    seq = TensorDictSequential(m1, m2, m3, m4)
+    keys = lambda s: [(list(m.in_keys), list(m.out_keys)) for m in s.module]  # noqa: E731
+    assert keys(seq.select_subsequence(in_keys=["b"])) == [(["b"], ["c"]), (["c"], ["d"])]
+    assert keys(seq.select_subsequence(out_keys=["c"])) == [(["a"], ["b"]), (["b"], ["c"])]
+    assert keys(seq.select_subsequence(out_keys=["e"])) == [(["a"], ["e"])]
+    with pytest.raises(ValueError):
+        seq.select_subsequence(in_keys=["e"])
+    calls = []
+    module = TensorDictModule(lambda x: calls.append(1) or x + 1, in_keys=["a"], out_keys=["b"])
+    td = TensorDict(a=torch.zeros(2), b=torch.ones(2))
+    with set_skip_existing(True):
+        assert module(td)["b"].tolist() == [1.0, 1.0] and TensorDictSequential(module)(td) is not None
+    assert calls == []

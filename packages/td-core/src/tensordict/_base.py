@@ -52,7 +52,7 @@ from tensordict._lock_graph import check_unlock, register_locked_root, unregiste
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._nested_shape import leaf_shape
 from tensordict._names import refine, renamed, sync_child_names
-from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack
+from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, _same
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._options import list_to_stack
@@ -940,7 +940,7 @@ class TensorDictBase(
                 except RuntimeError as err:
                     self._write_at_failed(index, value, key, err)
             elif isinstance(dest, NonTensorData):
-                if not (isinstance(v, NonTensorData) and v == dest):
+                if not (isinstance(v, NonTensorData) and _same(v.data, dest.data)):
                     stack = NonTensorStack._from_flat([dest.data] * dest.numel(), dest.batch_size, dest.device)
                     stack[index] = v
                     owner._set_raw(key, stack)

@@ -12,7 +12,7 @@ from tensordict._apply import _refuse_exclusive
 from tensordict._deep import trampoline
 from tensordict._host import TensorDictHost
 from tensordict._keys import _MISSING
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData, NonTensorStack, _same
 
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
@@ -223,12 +223,8 @@ def _non_tensor_equal(value: Any, other: Any, batch_size: torch.Size) -> torch.T
     batch_size = torch.Size(batch_size)
     if isinstance(value, NonTensorData) and not isinstance(other, NonTensorStack):
         o = other.data if isinstance(other, NonTensorData) else other
-        return torch.full(tuple(batch_size), bool(value == o))
+        return torch.full(tuple(batch_size), _same(value.data, o))
     mine = _non_tensor_items(value, batch_size)
     theirs = _non_tensor_items(other, batch_size)
-    flags = [bool(_same_obj(a, b)) for a, b in zip(mine, theirs)]
+    flags = [_same(a, b) for a, b in zip(mine, theirs)]
     return torch.tensor(flags, dtype=torch.bool).view(batch_size)
-
-
-def _same_obj(a: Any, b: Any) -> bool:
-    return bool(NonTensorData(a) == b)

@@ -110,31 +110,33 @@ def _human_size(n: int) -> str:
 
 
 def print_directory_tree(path: str | os.PathLike, indent: str = "", display_metadata: bool = True) -> str:
-    """Prints the folders and files under ``path`` as a tree (e.g. a memory-mapped
-    TensorDict) and returns the printed lines.
+    """Logs the folders and files under ``path`` as a tree (e.g. a memory-mapped
+    TensorDict) and returns the lines, as tensordict 0.15 does.
 
+    Each line goes to the ``tensordict`` logger at ``INFO`` level (nothing is printed).
     A folder's line ends with ``/``; each level below it is indented by four more
-    spaces. Entries are sorted by name. The walk uses an explicit stack (any depth).
+    spaces. Entries come in ``os.listdir`` order, a folder's content right after it.
+    The walk uses an explicit stack (any depth).
 
     Args:
         path (str or PathLike): the folder (or file) to show.
         indent (str): prefix of every line of the tree. Defaults to ``""``.
-        display_metadata (bool): first print ``Directory size: <total size of the
+        display_metadata (bool): first give ``Directory size: <total size of the
             files>`` (``B``/``KB``/``MB``/``GB``, two decimals). Defaults to ``True``.
 
     Returns:
-        the lines, joined by newlines (as tensordict 0.15 returns them).
+        the lines, joined by newlines.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
 
     Examples:
-        >>> import contextlib, io, pathlib, tempfile
-        >>> with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()) as out:
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = (pathlib.Path(d) / "a.txt").write_text("x")
         ...     tree = print_directory_tree(d)
-        >>> tree.splitlines()[0], tree.splitlines()[2], out.getvalue() == tree + "\\n"
-        ('Directory size: 1.00 B', '    a.txt', True)
+        >>> tree.splitlines()[0], tree.splitlines()[2]
+        ('Directory size: 1.00 B', '    a.txt')
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -153,12 +155,12 @@ def print_directory_tree(path: str | os.PathLike, indent: str = "", display_meta
         name = os.path.basename(os.path.normpath(entry))
         if os.path.isdir(entry):
             lines.append(f"{prefix}{name}/")
-            todo.extend((os.path.join(entry, sub), prefix + "    ") for sub in sorted(os.listdir(entry), reverse=True))
+            todo.extend((os.path.join(entry, sub), prefix + "    ") for sub in reversed(os.listdir(entry)))
         else:
             lines.append(f"{prefix}{name}")
-    text = "\n".join(lines)
-    print(text)
-    return text
+    for line in lines:
+        logger.info(line)
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------ implement_for

@@ -430,13 +430,19 @@ class NonTensorData(_NonTensorShapeOps):
     def _with_batch(self, batch_size: Sequence[int]) -> NonTensorData:
         return self._rebuild(batch_size)
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> Any:
+        """Against non-tensor data: a bool tensor of the (broadcast) batch shape, ``True``
+        where the objects are equal; against anything else ``False`` (tensordict 0.15)."""
+        if isinstance(other, NonTensorStack):
+            return other.__eq__(self)
         if isinstance(other, NonTensorData):
-            return _same(self.data, other.data)
-        return _same(self.data, other)
+            shape = torch.broadcast_shapes(self._batch_size, other._batch_size)
+            return torch.full(shape, _same(self.data, other.data), dtype=torch.bool)
+        return False
 
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
+    def __ne__(self, other: object) -> Any:
+        eq = self.__eq__(other)
+        return ~eq if isinstance(eq, torch.Tensor) else not eq
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """Writes ``value`` (an object, or non-tensor data holding one value) into the
@@ -616,7 +622,18 @@ class NonTensorStack(_NonTensorShapeOps):
 
     @property
     def data(self) -> Any:
-        return self.tolist()
+        """The one object the stack holds everywhere (as tensordict 0.15).
+
+        Raises:
+            AttributeError: the objects differ (use :meth:`tolist`).
+        """
+        items = self._items
+        if items:
+            first = items[0]
+            if all(_same(first, item) for item in items[1:]):
+                return first
+        msg = "Cannot get the non-unique data of a NonTensorStack. Use .tolist() instead."
+        raise AttributeError(msg)
 
     def _index_tensor(self) -> torch.Tensor:
         return torch.arange(len(self._items)).view(self._batch_size)
@@ -712,12 +729,23 @@ class NonTensorStack(_NonTensorShapeOps):
     def _with_batch(self, batch_size: Sequence[int]) -> NonTensorStack:
         return NonTensorStack._from_flat(self._items, batch_size, self._device)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, NonTensorStack):
-            return self._batch_size == other._batch_size and all(
-                _same(a, b) for a, b in zip(self._items, other._items)
-            )
-        return False
+    def __eq__(self, other: object) -> Any:
+        """Against non-tensor data: a bool tensor of the (broadcast) batch shape comparing
+        the objects element by element; against anything else ``False`` (tensordict 0.15)."""
+        if not isinstance(other, (NonTensorStack, NonTensorData)):
+            return False
+        shape = torch.broadcast_shapes(self._batch_size, other._batch_size)
+        mine = self._index_tensor().expand(shape).reshape(-1).tolist()
+        if isinstance(other, NonTensorData):
+            flags = [_same(self._items[i], other.data) for i in mine]
+        else:
+            theirs = other._index_tensor().expand(shape).reshape(-1).tolist()
+            flags = [_same(self._items[i], other._items[j]) for i, j in zip(mine, theirs)]
+        return torch.tensor(flags, dtype=torch.bool).reshape(shape)
+
+    def __ne__(self, other: object) -> Any:
+        eq = self.__eq__(other)
+        return ~eq if isinstance(eq, torch.Tensor) else not eq
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -808,18 +808,23 @@ class ReductionMixin(TensorDictHost):
         return _reduce(self, "amin", _dims_op(torch.amin), dim, keepdim, reduce, combine=torch.amin)
 
     @_with_out
-    def logsumexp(self, dim: Any = NO_DEFAULT, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
-        """``log(sum(exp(x)))`` of every leaf over ``dim`` (forms as in :meth:`sum`).
+    @_with_out
+    def logsumexp(self, dim: Any = None, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
+        """``log(sum(exp(x)))`` of every leaf over batch dims (numerically stable).
+
+        Unlike :meth:`sum`, it never reduces the feature dims unless asked: without
+        ``dim`` every batch dim is reduced (tensordict 0.15).
 
         Args:
             dim (int, tuple of int or "feature", optional): the batch dim(s) to reduce,
-                ``"feature"`` for each leaf's feature dims; without it every element of
-                each leaf is reduced (see :meth:`sum`).
+                ``"feature"`` for each leaf's feature dims. Defaults to ``None``: all the
+                batch dims (a TensorDict without batch dims is returned unchanged, copied).
             keepdim (bool, optional): keep the reduced batch dims with size 1.
                 Defaults to ``False``.
 
         Keyword Args:
             reduce (bool, optional): combine all leaves into one tensor.
+            out (TensorDictBase, optional): where to write the result (returned).
 
         Returns:
             a TensorDict with the reduced batch size, or a tensor with ``reduce=True``.
@@ -827,10 +832,14 @@ class ReductionMixin(TensorDictHost):
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
-            >>> td = TensorDict({"a": torch.zeros(2)}, [2])
-            >>> td.logsumexp(dim=0)["a"]
-            tensor(0.6931)
+            >>> td = TensorDict(a=torch.zeros(2, 3), batch_size=[2])
+            >>> td.logsumexp()["a"]  # log(exp(0) + exp(0))
+            tensor([0.6931, 0.6931, 0.6931])
         """
+        if (dim is None or dim is NO_DEFAULT) and not reduce:  # reduce=True: one value, as before
+            if not self.batch_dims:
+                return self.apply(torch.clone)
+            dim = tuple(range(self.batch_dims))
         return _reduce(
             self,
             "logsumexp",

@@ -237,18 +237,19 @@ def make_tensordict(
     auto_batch_size: bool | None = None,
     **kwargs: Any,
 ) -> TensorDict:
-    """Builds a TensorDict from a dict and/or keyword arguments.
+    """Builds a TensorDict from a dict and/or keyword arguments (``TensorDict.from_dict``).
 
-    Unlike ``TensorDict.from_dict``, the batch size is computed when not given
-    (``auto_batch_size=None`` means ``batch_size is None``).
+    As in tensordict 0.15, the batch size is ``[]`` unless ``batch_size`` is given or
+    ``auto_batch_size=True``.
 
     Args:
-        input_dict (dict, optional): entries (nested dicts and tuple keys allowed).
+        input_dict (dict, optional): entries (nested dicts and tuple keys allowed); they
+            replace ``**kwargs`` entries of the same key.
         batch_size (torch.Size or sequence of int, optional): the batch size.
         device (torch.device, optional): leaves are moved there.
-        auto_batch_size (bool, optional): compute the batch size (the largest leading
-            shape that every entry shares). Defaults to ``None``: ``True`` unless
-            ``batch_size`` is given.
+        auto_batch_size (bool, optional): with no ``batch_size``, use the largest
+            leading shape that every entry shares (each nested TensorDict gets its own).
+            Defaults to ``None``, which does not.
         **kwargs: more entries (str keys).
 
     Raises:
@@ -257,20 +258,20 @@ def make_tensordict(
     Examples:
         >>> import torch
         >>> from tensordict import make_tensordict
-        >>> make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3)).batch_size
-        torch.Size([3])
-        >>> make_tensordict(a=torch.zeros(3, 4), auto_batch_size=False).batch_size
+        >>> make_tensordict(a=torch.zeros(3, 4), b=torch.zeros(3)).batch_size
         torch.Size([])
+        >>> td = make_tensordict({"a": torch.zeros(3), "b": {"c": torch.zeros(3, 4)}}, auto_batch_size=True)
+        >>> td.batch_size, td["b"].batch_size
+        (torch.Size([3]), torch.Size([3, 4]))
     """
 
     if isinstance(input_dict, TensorDictBase):
         # its nested TensorDicts are read as the dicts they hold, so that the batch size
         # is computed through them (as for a nested dict)
         input_dict = input_dict.to_dict()
-    data = dict(input_dict) if input_dict is not None else {}
-    data.update(kwargs)
-    if auto_batch_size is None:
-        auto_batch_size = batch_size is None
+    data = dict(kwargs)
+    data.update(input_dict if input_dict is not None else {})
+    auto_batch_size = bool(auto_batch_size) and batch_size is None
     return from_dict(data, batch_size=batch_size, device=device, auto_batch_size=auto_batch_size)
 
 

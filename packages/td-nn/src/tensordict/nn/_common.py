@@ -22,6 +22,7 @@ from torch import nn
 
 from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.ext import unravel_key  # the strict one: raises on a tuple that is no key
+from tensordict.functional import make_tensordict as _make_tensordict
 from tensordict.utils import ModeSwitch
 
 __all__ = [
@@ -174,48 +175,8 @@ def _infer_batch_size_(td: TensorDictBase) -> TensorDictBase:
     return td
 
 
-def make_tensordict(
-    input_dict: Mapping | None = None,
-    batch_size: Sequence[int] | torch.Size | int | None = None,
-    device: torch.device | str | int | None = None,
-    auto_batch_size: bool | None = None,
-    **kwargs: Any,
-) -> TensorDict:
-    """Returns a TensorDict built from a dict and/or keyword tensors.
-
-    Without ``batch_size``, the batch size is the longest leading shape shared by
-    every tensor leaf (``auto_batch_size`` defaults to ``True`` in that case).
-
-    Args:
-        input_dict (dict, optional): the entries; tuple keys are nested keys.
-        batch_size (torch.Size or sequence of int, optional): the batch size.
-        device (torch.device, optional): the device of the result.
-        auto_batch_size (bool, optional): compute the batch size from the leaves.
-            Defaults to ``True`` when no ``batch_size`` is given.
-        **kwargs (Tensor): more entries.
-
-    Returns:
-        a :class:`~tensordict.TensorDict`.
-
-    Raises:
-        RuntimeError: a value does not start with ``batch_size``.
-
-    Examples:
-        >>> import torch
-        >>> td = make_tensordict({"a": torch.zeros(3, 4)}, b=torch.zeros(3))
-        >>> td.batch_size
-        torch.Size([3])
-    """
-    source: dict = dict(input_dict) if input_dict is not None else {}
-    source.update(kwargs)
-    if batch_size is not None:
-        return TensorDict(source, batch_size=batch_size, device=device)
-    td = TensorDict({}, batch_size=[], device=device)
-    for key, value in source.items():
-        td.set(key, value)
-    if auto_batch_size is None or auto_batch_size:
-        _infer_batch_size_(td)
-    return td
+# ``tensordict.nn.make_tensordict`` is ``tensordict.make_tensordict`` (as tensordict 0.15)
+make_tensordict = _make_tensordict
 
 
 # ---------------------------------------------------------------------------- skip existing

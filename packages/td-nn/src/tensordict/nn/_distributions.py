@@ -48,7 +48,7 @@ class Delta(D.Distribution):
         >>> import torch
         >>> d = Delta(torch.ones(3, 2))
         >>> d.sample().shape, d.log_prob(torch.ones(3, 2))
-        (torch.Size([3, 2]), tensor([0., 0., 0.]))
+        (torch.Size([3, 2]), tensor([inf, inf, inf]))
     """
 
     arg_constraints: dict = {}
@@ -89,8 +89,9 @@ class Delta(D.Distribution):
         close = (value - self.param).abs() <= self.atol + self.rtol * self.param.abs()
         if self.event_shape:
             close = close.flatten(-len(self.event_shape)).all(-1)
-        zero = torch.zeros((), dtype=self.param.dtype, device=self.param.device)
-        return torch.where(close, zero, torch.full_like(zero, -math.inf))
+        # tensordict 0.15: a point mass has an infinite density at ``param``
+        inf = torch.full((), math.inf, dtype=self.param.dtype, device=self.param.device)
+        return torch.where(close, inf, -inf)
 
     @property
     def mode(self) -> torch.Tensor:  # noqa: D102
@@ -128,10 +129,12 @@ class OneHotCategorical(D.OneHotCategorical):
         >>> import torch
         >>> d = OneHotCategorical(logits=torch.tensor([0.0, 5.0, 0.0]))
         >>> d.mode
-        tensor([0., 1., 0.])
+        tensor([0, 1, 0])
     """
 
-    has_rsample = True
+    # tensordict 0.15: ``rsample`` exists but is not advertised, so a probabilistic module
+    # under ``InteractionType.RANDOM`` draws with ``sample`` (``torch.long`` one-hots)
+    has_rsample = False
 
     def __init__(
         self,
@@ -144,10 +147,15 @@ class OneHotCategorical(D.OneHotCategorical):
         super().__init__(probs=probs, logits=logits, **kwargs)
         self.grad_method = grad_method
 
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
+        """A one-hot sample, ``torch.long`` (as tensordict 0.15)."""
+        return super().sample(sample_shape).long()
+
     @property
-    def mode(self) -> torch.Tensor:  # noqa: D102
+    def mode(self) -> torch.Tensor:
+        """The most likely one-hot vector (the first of tied maxima), ``torch.long``."""
         logits = self.logits
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1])
 
     @property
     def deterministic_sample(self) -> torch.Tensor:

@@ -78,11 +78,16 @@ class _ChainKeys:
         return sum(1 for _ in self)
 
 
+#: the dtypes stored as parameters; any other tensor (integers, bool, bfloat16, complex,
+#: float8) is a buffer, as in tensordict 0.15
+_PARAM_DTYPES = frozenset({torch.float16, torch.float32, torch.float64})
+
+
 def _to_param(value: torch.Tensor, no_convert: bool) -> tuple[str, torch.Tensor]:
     """Where a tensor is stored and as what (parameter or buffer)."""
     if isinstance(value, nn.Parameter):
         return "_parameters", value
-    if no_convert or not (value.is_floating_point() or value.is_complex()):
+    if no_convert or value.dtype not in _PARAM_DTYPES:
         if isinstance(value, _Buffer) or value.__class__ is not torch.Tensor:
             return "_buffers", value
         if value.requires_grad:
