@@ -120,11 +120,12 @@ class _TDContext(NamedTuple):
         return f"TensorDictSpec(keys={list(self.keys)}, batch_size={bs}, device={self.device}{extra})"
 
 
+_new_context = tuple.__new__  # (a NamedTuple's generated __new__ costs twice as much)
+
+
 def _symbolic(size: torch.Size) -> bool:
-    for d in size:
-        if d.__class__ is not int:
-            return True
-    return False
+    # the sum of a Size is an int unless a dim is symbolic (one C call, no guard)
+    return sum(size).__class__ is not int
 
 
 def _context(
@@ -170,9 +171,10 @@ def _flatten_dense(td: Any) -> tuple[list, _TDContext]:
             ref_idx = i
             break
     ref_shape = values[ref_idx].shape if values else None
-    return values, _context(
-        tuple(storage), td._batch_size, td._device, td._names, None, None, ref_idx, ref_shape, None
-    )
+    bs = td._batch_size
+    if sum(bs).__class__ is int and (ref_shape is None or sum(ref_shape).__class__ is int):  # no symbolic size
+        return values, _new_context(_TDContext, (tuple(storage), bs, td._device, td._names, None, None, ref_idx, ref_shape, None, -1))
+    return values, _context(tuple(storage), bs, td._device, td._names, None, None, ref_idx, ref_shape, None)
 
 
 def _flatten(td: Any) -> tuple[list, _TDContext]:
