@@ -404,11 +404,13 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
         return self
 
     def is_shared(self) -> builtins.bool:
-        """``True`` if the leaves live in shared memory (or on CUDA)."""
+        """``True`` if the leaves live in shared memory (or on CUDA). Memory-mapped leaves
+        (``MemoryMappedTensor``) do not count: a memory-mapped TensorDict reports ``False``,
+        as in tensordict 0.15, and ``is_memmap()`` tells it apart."""
         leaves = self._tensor_leaves()
         if not leaves:
             return bool(getattr(self, "_is_shared", False))
-        return all(t.is_shared() or t.is_cuda for t in leaves)
+        return all((t.is_shared() and not getattr(t, "_memory_mapped", False)) or t.is_cuda for t in leaves)
 
 
 def _device_tree_walk(td: Any, device: Any) -> None:

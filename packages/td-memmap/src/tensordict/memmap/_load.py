@@ -305,9 +305,9 @@ def _load_td(folder: str, meta: dict, ctx: _Ctx) -> Generator[tuple, Any, Tensor
             raise _bad(where, f"unknown kind {kind!r} for key {key!r}")
     if names is not None and all(n is None for n in names):
         names = None
-    device = torch.device("cpu") if meta.get("device") is not None and not ctx.meta_device else None
-    if ctx.meta_device and meta.get("device") is not None:
-        device = torch.device("meta")
+    # the leaves are memory maps on the cpu (or meta tensors): the TensorDict says so,
+    # whatever device it had when saved, as tensordict 0.15
+    device = torch.device("meta") if ctx.meta_device else torch.device("cpu")
     if ctx.device is not None:  # load_memmap(..., device=d): the result is on d, as upstream
         device = ctx.device
     return TensorDict._new_unsafe(source, torch.Size(bs), device, names)

@@ -355,17 +355,16 @@ def _build_node(folder: _Folder, ctx: _Ctx, inplace: bool) -> Generator[tuple, A
                     # in-place element writes are persisted into this folder's meta.json
                     set_write_hook(value, StackFileSink(folder.final, key, _non_tensor_entry, ctx.generation))
         if inplace:
+            if inner.device != cpu:  # memory maps are on the cpu: the result says so, as tensordict 0.15
+                inner._set_device_tree(cpu)  # first: it rebuilds non-tensor values, the ones below keep their hooks
             for key, value in source.items():
                 inner._set_raw(key, value)
-            if inner.device is not None and inner.device != cpu:
-                inner._set_device_tree(cpu)
             result = inner
         else:
             from tensordict.ext import TensorDict
 
-            device = cpu if inner.device is not None else None
             names = inner.names if inner._has_names() else None
-            result = TensorDict._new_unsafe(source, inner.batch_size, device, names)
+            result = TensorDict._new_unsafe(source, inner.batch_size, cpu, names)
     result._saved_path = folder.final
     result._is_memmap = True
     if folder.reg is None:

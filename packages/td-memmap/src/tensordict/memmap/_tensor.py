@@ -564,6 +564,9 @@ class MemoryMappedTensor(torch.Tensor):
 
     _filename: str | None = None
     _shm: _Shm | None = None
+    #: read by ``TensorDictBase.is_shared()``: a memory map is not shared memory there,
+    #: so a memory-mapped TensorDict reports ``is_shared() == False``, as tensordict 0.15
+    _memory_mapped = True
 
     @staticmethod
     def __new__(cls, source: Any, *, dtype: torch.dtype | None = None, shape: Any = None,
