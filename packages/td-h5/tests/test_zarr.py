@@ -376,3 +376,16 @@ def test_declared_shape_beyond_memory_is_refused(tmp_path):
         with pytest.raises(MemoryError, match=r"huge\.zarr.*'/x'.*get_at"):
             td["x"]
         assert td.get_at("x", 5).shape == (1 << 10,)  # a row still reads (missing chunks: zeros)
+
+
+def test_store_objects(tmp_path, data):
+    from zarr.storage import LocalStore
+
+    data.to_zarr(LocalStore(str(tmp_path / "l.zarr"))).close()
+    with TensorDict.from_zarr(LocalStore(str(tmp_path / "l.zarr"))) as td:  # mode="r" by default
+        assert (td["obs"] == data["obs"]).all()
+        with pytest.raises(RuntimeError, match="read-only"):
+            td["obs"] = torch.zeros(6, 4)
+    with TensorDict.from_zarr(LocalStore(str(tmp_path / "l.zarr")), mode="r+") as td:
+        td["obs"] = torch.zeros(6, 4)
+    assert (TensorDict.from_zarr(tmp_path / "l.zarr")["obs"] == 0).all()

@@ -874,8 +874,6 @@ def open_store(target: Any, mode: str, allow_pickle: bool | None) -> tuple[ZRoot
         store, filename = target, store_name(target)
         if store.read_only:
             mode = "r"
-        elif mode == "r":
-            mode = "r+"  # a writable store object given for reading: keep its writability
     else:
         filename = os.fspath(target)
         if mode in ("r", "r+") and not os.path.exists(filename):
