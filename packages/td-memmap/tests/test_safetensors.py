@@ -109,6 +109,16 @@ def test_plain_checkpoint_loads_as_module_layout(tmp_path):
     params.to_module(module)
 
 
+def test_loaded_tensors_are_private_to_the_process(tmp_path):
+    path = tmp_path / "w.safetensors"
+    to_safetensors(TensorDict(a=torch.zeros(3), h=torch.ones(2, dtype=torch.bfloat16)), path)
+    before = path.read_bytes()
+    td = from_safetensors(path)
+    td["a"] += 1  # a copy-on-write mapping: the file keeps its bytes
+    assert path.read_bytes() == before and from_safetensors(path)["a"].tolist() == [0.0, 0.0, 0.0]
+    assert td["h"].dtype == torch.bfloat16 and td["h"].tolist() == [1.0, 1.0]
+
+
 def test_shared_memory_is_saved_as_copies(tmp_path):
     base = torch.arange(4.0)
     td = TensorDict(a=base, b=base, c=base[:2], batch_size=[])
@@ -227,3 +237,16 @@ def test_missing_safetensors_names_the_install_line(tmp_path):
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert "`pip install safetensors`" in res.stdout and "td-memmap[safetensors]" in res.stdout, res.stdout + res.stderr
+
+
+def test_lazy_stack_saved_when_the_reader_loads_first(tmp_path):
+    # td-memmap loaded before any lazy stack exists (the lazy-stack class is bound on first use)
+    code = (
+        "import json, torch\n"
+        "from tensordict import to_safetensors, TensorDict, from_safetensors\n"
+        "from tensordict import LazyStackedTensorDict\n"
+        "to_safetensors(LazyStackedTensorDict(TensorDict(a=torch.zeros(1)), TensorDict(a=torch.ones(1))), 'l.st')\n"
+        "print(type(from_safetensors('l.st')).__name__)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert res.stdout.strip() == "LazyStackedTensorDict", res.stdout + res.stderr

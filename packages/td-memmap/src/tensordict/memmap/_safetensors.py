@@ -16,6 +16,7 @@ Writing goes to a temporary file that replaces ``path`` once complete.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -32,9 +33,9 @@ from tensordict import (
     TensorDict,
     TensorDictBase,
     UnbatchedTensor,
+    ext,
     is_tensorclass,
 )
-from tensordict.ext import LazyStackedTensorDict
 
 __all__ = ["to_safetensors", "from_safetensors"]
 
@@ -45,6 +46,12 @@ _ITEMSIZE = {
     "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8, "C128": 16,
 }
 _JSON_SCALARS = (str, int, float, bool, type(None))
+_DTYPES = {
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16, "U16": torch.uint16,
+    "F16": torch.float16, "BF16": torch.bfloat16, "I32": torch.int32, "U32": torch.uint32, "F32": torch.float32,
+    "I64": torch.int64, "U64": torch.uint64, "F64": torch.float64, "C64": torch.complex64,
+    "F8_E5M2": torch.float8_e5m2, "F8_E4M3": torch.float8_e4m3fn,
+}
 
 
 def _safetensors_torch(feature: str) -> Any:
@@ -107,7 +114,7 @@ class _Writer:
             holder, td = data, data.to_tensordict()
         else:
             holder, td = None, data
-        if isinstance(td, LazyStackedTensorDict):
+        if isinstance(td, ext.LazyStackedTensorDict):
             node["stack_dim"] = td.stack_dim
             keys = [set(t.keys()) for t in td.tensordicts]
             if any(k != keys[0] for k in keys):
@@ -140,6 +147,32 @@ class _Writer:
                 raise TypeError(msg)
         node["keys"] = entries
         return node
+
+
+def _write_file(path: str, tensors: dict, metadata: dict) -> None:
+    """Writes the safetensors layout: 8-byte header length, JSON header (padded with spaces
+    to 8 bytes), then each tensor's bytes, largest item size first so every tensor is aligned.
+    The bytes go from each tensor's memory to the file (no intermediate copy)."""
+    codes = {dtype: code for code, dtype in _DTYPES.items()}
+    order = sorted(tensors.items(), key=lambda item: (-item[1].element_size(), item[0]))
+    header: dict = {"__metadata__": metadata}
+    offset = 0
+    for name, tensor in order:
+        code = codes.get(tensor.dtype)
+        if code is None:
+            msg = f"Cannot save the tensor {name!r} as safetensors: the format has no {tensor.dtype}."
+            raise TypeError(msg)
+        nbytes = tensor.numel() * tensor.element_size()
+        header[name] = {"dtype": code, "shape": list(tensor.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(len(raw).to_bytes(8, "little"))
+        f.write(raw)
+        for _, tensor in order:
+            if tensor.numel():
+                f.write((ctypes.c_ubyte * (tensor.numel() * tensor.element_size())).from_address(tensor.data_ptr()))
 
 
 def _names(data: Any) -> list | None:
@@ -182,7 +215,7 @@ def to_safetensors(data: Any, path: str | Path) -> None:
         >>> loaded.batch_size, loaded["sub", "b"]
         (torch.Size([2]), tensor([0., 0.]))
     """
-    st = _safetensors_torch("to_safetensors")
+    _safetensors_torch("to_safetensors")  # the format's package is this feature's requirement
     if not isinstance(data, TensorDictBase) and not is_tensorclass(data):
         msg = f"to_safetensors expects a TensorDict or a tensorclass, got {type(data).__name__}."
         raise TypeError(msg)
@@ -194,7 +227,7 @@ def to_safetensors(data: Any, path: str | Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + base)
     os.close(fd)
     try:
-        st.save_file(writer.tensors, tmp, metadata=metadata)
+        _write_file(tmp, writer.tensors, metadata)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -207,8 +240,30 @@ def _bad(path: str, what: str) -> ValueError:
     return ValueError(f"from_safetensors: {path!r} {what}")
 
 
-def read_header(path: str) -> dict:
-    """The checked JSON header of a safetensors file (no tensor bytes are read).
+def _map_tensors(path: str, header: dict, data_start: int) -> dict | None:
+    """The tensors of a checked header as copy-on-write views of one private mapping of the
+    file (no bytes copied; writes stay in this process). ``None`` if one is misaligned."""
+    size = os.path.getsize(path)
+    storage = torch.UntypedStorage.from_file(path, shared=False, nbytes=size) if size else None
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _DTYPES.get(info["dtype"])
+        begin = data_start + info["data_offsets"][0]
+        if dtype is None or begin % dtype.itemsize:
+            return None
+        shape = info["shape"]
+        if storage is None or not math.prod(shape):
+            out[name] = torch.empty(shape, dtype=dtype)
+            continue
+        out[name] = torch.empty(0, dtype=dtype).set_(storage, begin // dtype.itemsize, shape)
+    return out
+
+
+def read_header(path: str) -> tuple[dict, int]:
+    """The checked JSON header of a safetensors file and where its data starts (no tensor
+    bytes are read).
 
     Raises:
         FileNotFoundError: no such file.
@@ -244,7 +299,7 @@ def read_header(path: str) -> dict:
     for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
         if b1 < e0:
             raise _bad(path, f"has overlapping tensors: {n0!r} (bytes {b0}..{e0}) and {n1!r} (bytes {b1}..{e1}).")
-    return header
+    return header, 8 + n
 
 
 def _check_entry(path: str, name: str, info: Any, data_size: int) -> tuple:
@@ -324,7 +379,7 @@ class _Reader:
             dim = node["stack_dim"]
             if not isinstance(dim, int) or not 0 <= dim < len(batch_size):
                 raise _bad(self.path, f"has the invalid stack dim {dim!r} at {where or 'the root'}.")
-            td = LazyStackedTensorDict(*td.unbind(dim), stack_dim=dim)
+            td = ext.LazyStackedTensorDict(*td.unbind(dim), stack_dim=dim)
         if node.get("class") is not None:
             td = _find_class(self.path, node["class"]).from_tensordict(td)
         return td
@@ -391,9 +446,13 @@ def from_safetensors(path: str | Path, *, device: Any = None) -> Any:
     if not os.path.isfile(path):
         msg = f"from_safetensors: no such file: {path!r}"
         raise FileNotFoundError(msg)
-    header = read_header(path)
+    header, data_start = read_header(path)
     device = None if device is None else torch.device(device)
-    tensors = st.load_file(path, device="cpu" if device is None else str(device))
+    tensors = _map_tensors(path, header, data_start)
+    if tensors is None:  # a dtype or an alignment the mapping cannot serve: safetensors' reader
+        tensors = st.load_file(path)
+    if device is not None and device.type != "cpu":
+        tensors = {k: v.to(device) for k, v in tensors.items()}
     meta = header.get("__metadata__") or {}
     raw = meta.get("tensordict") if isinstance(meta, dict) else None
     if raw is None:
