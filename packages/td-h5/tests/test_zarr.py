@@ -261,6 +261,12 @@ def test_metadata_naming_a_path_outside_the_store(tmp_path, data):
         json.dump(meta, f)
     with pytest.raises(ValueError, match=r"evil\.zarr.*'\.\./outside'.*outside the store"):
         TensorDict.from_zarr(path)
+    from zarr.storage import LocalStore
+
+    with pytest.raises(ValueError, match="outside the store"):
+        TensorDict.from_zarr(LocalStore(path, read_only=True))
+    with pytest.raises(ValueError, match="outside the store"):
+        TensorDict.from_zarr(path, mode="r+")
 
 
 def test_shape_disagreeing_with_chunks(tmp_path, data):

@@ -874,6 +874,9 @@ def open_store(target: Any, mode: str, allow_pickle: bool | None) -> tuple[ZRoot
         store, filename = target, store_name(target)
         if store.read_only:
             mode = "r"
+        folder = getattr(store, "root", None)
+        if isinstance(folder, (str, os.PathLike)) and os.path.isdir(folder):
+            _check_root_file(os.fspath(folder))
     else:
         filename = os.fspath(target)
         if mode in ("r", "r+") and not os.path.exists(filename):
