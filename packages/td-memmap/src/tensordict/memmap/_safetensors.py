@@ -244,7 +244,7 @@ def _map_tensors(path: str, header: dict, data_start: int) -> dict | None:
     """The tensors of a checked header as copy-on-write views of one private mapping of the
     file (no bytes copied; writes stay in this process). ``None`` if one is misaligned."""
     size = os.path.getsize(path)
-    storage = torch.UntypedStorage.from_file(path, shared=False, nbytes=size) if size else None
+    storage: Any = torch.UntypedStorage.from_file(path, shared=False, nbytes=size) if size else None
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -257,7 +257,11 @@ def _map_tensors(path: str, header: dict, data_start: int) -> dict | None:
         if storage is None or not math.prod(shape):
             out[name] = torch.empty(shape, dtype=dtype)
             continue
-        out[name] = torch.empty(0, dtype=dtype).set_(storage, begin // dtype.itemsize, shape)
+        stride, step = [], 1
+        for dim in reversed(shape):
+            stride.insert(0, step)
+            step *= dim
+        out[name] = torch.empty(0, dtype=dtype).set_(storage, begin // dtype.itemsize, shape, stride)
     return out
 
 
