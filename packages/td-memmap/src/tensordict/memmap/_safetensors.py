@@ -257,7 +257,8 @@ def _map_tensors(path: str, header: dict, data_start: int) -> dict | None:
         if storage is None or not math.prod(shape):
             out[name] = torch.empty(shape, dtype=dtype)
             continue
-        stride, step = [], 1
+        stride: list[int] = []
+        step = 1
         for dim in reversed(shape):
             stride.insert(0, step)
             step *= dim
