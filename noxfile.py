@@ -76,6 +76,23 @@ def _extra_test_deps(dist: str) -> list[str]:
     return list(data.get("tool", {}).get("td", {}).get("test-deps", []))
 
 
+def _system_deps(session: nox.Session, dists: list[str]) -> None:
+    """Install the Debian packages the distributions' tests need ([tool.td] system-deps, e.g.
+    td-store's ``redis-server``: its tests start their own server) when the command is missing."""
+    for dist in dists:
+        data = tomllib.loads((DISTS[dist] / "pyproject.toml").read_text())
+        for pkg in data.get("tool", {}).get("td", {}).get("system-deps", []):
+            if shutil.which(pkg) is not None:
+                continue
+            if shutil.which("apt-get") is None:
+                session.error(f"{dist}'s tests need `{pkg}`, which is missing, and apt-get is not available")
+            session.log(f"{pkg} is missing: installing Debian's {pkg} with apt-get (needed by {dist}'s tests)")
+            sudo = () if os.geteuid() == 0 else ("sudo",)
+            session.run(*sudo, "apt-get", "update", "-qq", external=True)
+            session.run(*sudo, "apt-get", "install", "-y", "-qq", "--no-install-recommends", pkg, external=True,
+                        env={"DEBIAN_FRONTEND": "noninteractive"})
+
+
 def _install_torch(session: nox.Session) -> None:
     """Make ``torch==2.13.0`` importable in the session's environment without installing it again.
 
@@ -142,6 +159,7 @@ def _device_env(session: nox.Session, device: str) -> dict:
 def tests(session: nox.Session, dist: str, device: str) -> None:
     """One distribution's tests against wheels of it and its declared td-* deps."""
     _skip_without_gpu(session, device)
+    _system_deps(session, [dist])
     _install_torch(session)
     session.install(*CONSTRAINTS, *TEST_DEPS, *_extra_test_deps(dist))
     closure = [str(DISTS[d]) for d in _closure(dist)]
@@ -157,6 +175,7 @@ def tests(session: nox.Session, dist: str, device: str) -> None:
 def tests_all(session: nox.Session, device: str) -> None:
     """Every test suite with every distribution installed editable (includes the demo test)."""
     _skip_without_gpu(session, device)
+    _system_deps(session, list(DISTS))
     _install_torch(session)
     extras = [x for d in DISTS for x in _extra_test_deps(d)]
     session.install(*CONSTRAINTS, *TEST_DEPS, *extras, "scikit-learn", "matplotlib", "tqdm")

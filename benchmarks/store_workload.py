@@ -28,6 +28,7 @@ import warnings
 
 import redis
 import torch
+
 from tensordict import TensorDict
 from tensordict.store import TensorDictStore
 

@@ -1,6 +1,6 @@
 """Only public names cross between distributions.
 
-A sibling distribution (td-memmap, td-h5, td-nn, td-distributed, td-tensorclass) may
+A sibling distribution (td-memmap, td-h5, td-nn, td-distributed, td-tensorclass, td-store) may
 import from td-core, and from another sibling, only public modules and public names:
 no ``tensordict._x`` module, no ``tensordict.<other>._y`` module, no ``_name``. What a
 sibling needs from td-core is published in ``tensordict.ext`` (the API for sibling
@@ -94,7 +94,7 @@ def test_sibling_imports_only_public_names(dist):
 
 
 def test_scanner_sees_every_sibling():
-    assert {p.name for p in SIBLINGS} == {"td-memmap", "td-h5", "td-nn", "td-distributed", "td-tensorclass"}
+    assert {p.name for p in SIBLINGS} == {"td-memmap", "td-h5", "td-nn", "td-distributed", "td-tensorclass", "td-store"}
 
 
 def test_scanner_catches_private_imports(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
 SUBPACKAGES = {"td-memmap": "memmap", "td-h5": "persistent", "td-nn": "nn",
-               "td-distributed": "distributed", "td-tensorclass": "tensorclass"}
+               "td-distributed": "distributed", "td-tensorclass": "tensorclass", "td-store": "store"}
 
 
 @pytest.mark.parametrize("pkg", PACKAGES, ids=[p.name for p in PACKAGES])

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+
 from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, lazy_stack, tensorclass
 from tensordict.store import STORE_BACKENDS, LazyStackedTensorDictStore, TensorDictStore
 
@@ -66,10 +67,9 @@ def test_indexed_read_write(store, index):
     got = store[index]
     assert isinstance(got, TensorDict)
     assert (got == local[index]).all()
-    new = local[index].apply(lambda t: t * 0 + 7)
     if isinstance(index, torch.Tensor) and index.dtype is torch.long:
         index = torch.tensor([9, 0, 4])  # duplicate positions: unspecified winner, as in torch
-        new = local[index].apply(lambda t: t * 0 + 7)
+    new = local[index].apply(lambda t: -t - 1)  # distinct values per row: a misplaced row shows
     store[index] = new
     local[index] = new
     assert (store.to_tensordict() == local).all()

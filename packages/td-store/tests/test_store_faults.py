@@ -11,8 +11,14 @@ import time
 
 import pytest
 import torch
+
 from tensordict import TensorDict
-from tensordict.store import StoreAuthenticationError, StoreConnectionError, StoreDataError, TensorDictStore
+from tensordict.store import (
+    StoreAuthenticationError,
+    StoreConnectionError,
+    StoreDataError,
+    TensorDictStore,
+)
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ Provided by the ``td-store`` distribution (needs the ``redis`` client package an
 server). Several processes, on several machines, open the same data by its ``td_id``.
 """
 
-from tensordict.store._conn import STORE_BACKENDS, StoreAuthenticationError, StoreConnectionError
 from tensordict.store._codec import StoreDataError
+from tensordict.store._conn import STORE_BACKENDS, StoreAuthenticationError, StoreConnectionError
 from tensordict.store._lazy import LazyStackedTensorDictStore
 from tensordict.store._store import TensorDictStore
 from tensordict.store._version import __version__

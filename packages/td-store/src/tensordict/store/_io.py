@@ -13,8 +13,14 @@ import struct
 from typing import Any
 
 import torch
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, is_tensor_collection
 
+from tensordict import (
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+    is_tensor_collection,
+)
 from tensordict.store._codec import (
     bytes_to_tensor,
     check_blob,

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, lazy_stack
 
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, lazy_stack
 from tensordict.store._codec import (
     StoreDataError,
     bytes_to_tensor,
@@ -80,7 +80,8 @@ def _upload(root: _Root, pipe: Any, base: tuple, elements: list) -> list:
                 f"{sorted(map(str, keys))}, element {i} has {sorted(map(str, leaves))}."
             )
             raise ValueError(msg)
-    written = []
+    written: list = []
+    entry: dict
     for p, bs in nodes.items():
         entry = {"t": "td", "bs": bs}
         pipe.hset(root.schema_key, path_field(p), dumps_json(entry))
@@ -92,7 +93,7 @@ def _upload(root: _Root, pipe: Any, base: tuple, elements: list) -> list:
         if isinstance(vals[0], torch.Tensor):
             dtype = vals[0].dtype
             shapes = [list(v.shape) for v in vals]
-            entry: dict = {"t": "stack", "dtype": dtype_tag(dtype)}
+            entry = {"t": "stack", "dtype": dtype_tag(dtype)}
             if all(s == shapes[0] for s in shapes):
                 entry["shape"] = shapes[0]
             else:
@@ -361,7 +362,7 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
         got = conn.execute(pipe) if (keys or lists) else []
         blobs = got.pop(0) if keys else []
         server = conn.server
-        per = [dict() for _ in idx]
+        per: list[dict] = [{} for _ in idx]
         for (rel, e), blob, (shapes, offsets) in zip(stacks, blobs, layouts):
             path = (*self._path, *rel)
             check_blob(blob, sum(offsets[i + 1] - offsets[i] for i in idx), path, server)
@@ -434,7 +435,7 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
             view = _StackElement(self, idx[0])
             return view[rest] if rest else view
         out = _stack(self._read_elements(idx), torch.Size([len(idx), *self._inner_batch_size]), self._device)
-        return out[(slice(None), *rest)] if rest else out
+        return out[(slice(None),) + tuple(rest)] if rest else out
 
     # ------------------------------------------------------------------ writes
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -469,7 +470,7 @@ def _stack(tds: list, bs: torch.Size, device: Any) -> TensorDictBase:
     if not tds:
         return TensorDict({}, batch_size=bs, device=device)
     try:
-        return torch.stack(tds, 0)
+        return torch.stack(tds, 0)  # type: ignore[return-value]
     except RuntimeError:
         return lazy_stack(tds, 0)
 

@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 import torch
+
 from tensordict import TensorDict
 from tensordict.base import NO_DEFAULT
-
 from tensordict.store._codec import StoreDataError, parse_entry
 from tensordict.store._conn import Connection, dumps_json, field_path, path_field
 
@@ -89,6 +89,7 @@ class StoreHandleMixin:
     ``_device``, ``_is_locked``)."""
 
     _root: _Root
+    _path: tuple
     _batch_size: torch.Size
     _device: Any
     _is_locked: bool

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+
 from tensordict import (
     NonTensorData,
     NonTensorStack,
@@ -20,7 +21,6 @@ from tensordict import (
     unravel_key,
 )
 from tensordict.base import NO_DEFAULT
-
 from tensordict.store._codec import (
     StoreDataError,
     bytes_to_tensor,
@@ -30,7 +30,6 @@ from tensordict.store._codec import (
     nbytes,
 )
 from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
-from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
 from tensordict.store._io import (
     as_nontensor,
     build_td,
@@ -41,6 +40,7 @@ from tensordict.store._io import (
     positions,
     spans_of,
 )
+from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
 
 __all__ = ["TensorDictStore", "STORE_BACKENDS"]
 
@@ -226,7 +226,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         return store
 
     @classmethod
-    def from_dict(
+    def from_dict(  # type: ignore[override]
         cls,
         input_dict: Any,
         *,
@@ -269,7 +269,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         )
 
     @classmethod
-    def from_schema(
+    def from_schema(  # type: ignore[override]
         cls,
         schema: dict,
         *,
@@ -745,9 +745,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         if isinstance(value, Mapping) and not isinstance(value, TensorDictBase):
             value = TensorDict(value, batch_size=out_bs)
         if isinstance(value, (torch.Tensor, int, float, bool)):
-            _, leaves = self._subtree(refresh=self._root.cache is None)
+            _, entries = self._subtree(refresh=self._root.cache is None)
             items = []
-            for rel, e in leaves.items():
+            for rel, e in entries.items():
                 if e["t"] == "tensor":
                     items.append((rel, torch.as_tensor(value, dtype=e["dtype"])))
             scatter(self, pos, items, [], broadcast=True)
@@ -865,7 +865,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
 
 
 # ---------------------------------------------------------------------- helpers
-def _rebuild(cls: type, state: dict) -> Any:
+def _rebuild(cls: Any, state: dict) -> Any:
     h = state["handle"]
     root_store = cls.__new__(cls)
     conn = Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])

@@ -11,8 +11,8 @@ import math
 from typing import Any
 
 import torch
-from tensordict import NonTensorData, NonTensorStack
 
+from tensordict import NonTensorData, NonTensorStack
 from tensordict.store._codec import dtype_tag, encode_nontensor, nbytes, tensor_to_bytes
 from tensordict.store._conn import dumps_json, path_field
 from tensordict.store._io import runs_of
@@ -144,10 +144,11 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
         # a few runs (slices): plain SETRANGEs in the transaction, no script on the server
         for dkey, esz, blob in zip(keys, sizes, blobs):
             view = memoryview(blob)
-            pos = 0
+            off = 0
             for r in range(0, len(runs), 2):
                 n = runs[r + 1] * esz
-                pipe.append(("SETRANGE", dkey, runs[r] * esz, view[pos : pos + n]))
+                pipe.append(("SETRANGE", dkey, runs[r] * esz, view[off : off + n]))
+                off += n
                 pos += n
     elif not lists and not created and not len(pipe):
         conn.run_script("scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])  # one atomic EVALSHA
