@@ -71,6 +71,35 @@ def test_truncated_messages_are_refused(tmp_path, mode):
     assert "incomplete or corrupted" in r["short_segment"], r["short_segment"]
 
 
+def stale_copy_job(rank: int, world: int, mode: str) -> dict:
+    """Each round: a full transfer, then a copy of the same bytes cut short by ``cut`` bytes,
+    so the receiver's buffer still holds what the cut copy lacks (issue 31: over a crc-checked
+    stream, the stale bytes matched the checksum and the cut copy was taken)."""
+    set_integrity_mode(mode)
+    stream = Outgoing(_td(9.0), check=mode).stream
+    cuts = list(range(1, stream.numel() - HEADER_SIZE, 5))
+    if rank == 0:
+        for i, cut in enumerate(cuts):
+            _td(9.0).send(1, init_tag=100 * i)
+            dist.isend(stream[: stream.numel() - cut].clone(), 1, tag=100 * i + 50).wait()
+        return {}
+    taken = []
+    target = _td(0.0)
+    for i, cut in enumerate(cuts):
+        target.recv(0, init_tag=100 * i)
+        if _error(lambda: target.recv(0, init_tag=100 * i + 50)) == "no error":  # noqa: B023 - called at once
+            taken.append(cut)
+    return {"taken": taken, "rounds": len(cuts)}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["tail", "crc"])
+def test_cut_copy_of_the_previous_message_is_refused(tmp_path, mode):
+    _, r = run_ranks(stale_copy_job, 2, mode, out_dir=str(tmp_path), timeout=100, pg_timeout=20)
+    assert r["rounds"] > 10
+    assert r["taken"] == [], f"cut copies taken (bytes cut): {r['taken']}"
+
+
 def test_integrity_mode_setter(monkeypatch):
     assert integrity_mode() == "tail"
     set_integrity_mode("crc")

@@ -26,6 +26,7 @@ keys, dtypes and shapes that differ, and leaves the template untouched.
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import struct
 import threading
 import time
@@ -336,8 +337,11 @@ class _Incoming:
         self.cap = HEADER_SIZE if self.exact else FIRST_CAP
         if self.device.type == "cpu" and not self.exact:
             self.raw, self.first = _scratch(self.cap)
-            # a message shorter than the header must never be read as the previous one's
-            self.raw[:HEADER_SIZE] = bytes(HEADER_SIZE)
+            # a message that stops early must never be read as the previous one: clear every
+            # byte the previous message left (a crc-checked stream has no per-transfer nonce,
+            # so a truncated copy of the same bytes would pass its checksum)
+            ctypes.memset(self.first.data_ptr(), 0, min(max(getattr(_LOCAL, "used", 0), HEADER_SIZE), self.cap))
+            _LOCAL.used = self.cap  # until this message is measured: a failure clears it all next time
         else:
             self.raw, self.first = None, torch.empty(self.cap, dtype=torch.uint8, device=self.device)  # type: ignore[assignment]
         self.first_work = self._irecv(self.first, 0)
@@ -350,6 +354,8 @@ class _Incoming:
         head = raw if raw is not None else tensor_bytes(first[:HEADER_SIZE].cpu())
         flags, _, meta_len, total, n_seg = read_counts(head, self.who)  # type: ignore[arg-type]
         n = stream_length(flags, meta_len, total, n_seg)
+        if raw is not None:
+            _LOCAL.used = min(n, cap)
         self.scratch = raw is not None and n <= cap
         if n <= cap:
             self.stream = first[:n]
@@ -434,6 +440,7 @@ class _Incoming:
         if raw[n - NONCE_LEN : n] != _NONCE_PAIR.pack(nonce, nonce ^ 0xFFFFFFFF):
             return False  # incomplete: the general path reports it
         template.fill_inline(self.first[p : n - NONCE_LEN], (self.first, p))
+        _LOCAL.used = n
         COUNTS[1] += 1
         return True
 

@@ -86,7 +86,7 @@ def memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = Fals
 
     Returns:
         TensorDict: same keys, batch size and names; every tensor leaf a
-        :class:`MemoryMappedTensor` (device ``cpu`` if ``td`` had a device).
+        :class:`MemoryMappedTensor`, and device ``cpu`` at every level (memory maps live there).
 
     Raises:
         RuntimeError: ``prefix`` is not empty and ``existsok`` is False; a leaf is
