@@ -64,6 +64,7 @@ if _TYPE_CHECKING:  # pragma: no cover
     from tensordict.memmap import MemoryMappedTensor
     from tensordict.nn import TensorDictParams
     from tensordict.persistent import PersistentTensorDict
+    from tensordict.store import LazyStackedTensorDictStore, TensorDictStore
     from tensordict.tensorclass import TensorClass, from_dataclass, tensorclass
 
 __all__ = [
@@ -76,6 +77,8 @@ __all__ = [
     "UnbatchedTensor",
     "TypedTensorDict",
     "PersistentTensorDict",
+    "TensorDictStore",
+    "LazyStackedTensorDictStore",
     "TensorDictParams",
     "as_tensordict_module",
     "MemoryMappedTensor",
@@ -224,6 +227,8 @@ _LAZY = {
     "PersistentTensorDict": ("tensordict.persistent", "PersistentTensorDict"),
     "from_h5": ("tensordict.persistent", "from_h5"),
     "from_zarr": ("tensordict.persistent", "from_zarr"),
+    "TensorDictStore": ("tensordict.store", "TensorDictStore"),
+    "LazyStackedTensorDictStore": ("tensordict.store", "LazyStackedTensorDictStore"),
     "TensorDictParams": ("tensordict.nn", "TensorDictParams"),
     "as_tensordict_module": ("tensordict.nn", "as_tensordict_module"),
     "TensorClassModuleBase": ("tensordict.nn", "TensorClassModuleBase"),
