@@ -16,6 +16,12 @@ from tensordict._nontensor import is_non_tensor
 __all__ = ["assert_allclose_td", "assert_close"]
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` as one bool (non-tensor data compares to a bool tensor of its batch shape)."""
+    eq = a == b
+    return bool(eq.all()) if isinstance(eq, torch.Tensor) else bool(eq)
+
+
 def _leaf_values(td: Any) -> dict:
     return {key: td.get(key) for key in td.keys()}
 
@@ -67,7 +73,7 @@ def assert_allclose_td(
         )
         raise TypeError(msg_)
     if is_non_tensor(actual) or is_non_tensor(expected):
-        if not (actual == expected):
+        if not _equal(actual, expected):
             raise AssertionError(f"non-tensor values differ: {actual!r} != {expected!r}. {msg}".rstrip())
         return True
     lazy_cls = _classes.LazyStackedTensorDict
@@ -99,7 +105,7 @@ def assert_allclose_td(
             assert_allclose_td(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan, intersection=intersection, msg=msg)
             continue
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            if not (a == b):
+            if not _equal(a, b):
                 raise AssertionError(f"key {key!r} does not match: {a!r} != {b!r}. {msg}".rstrip())
             continue
         if a.shape == b.shape and a.numel():
