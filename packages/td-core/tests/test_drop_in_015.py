@@ -167,3 +167,19 @@ def test_strided_nested_tensor_leaf():
     assert td.unsqueeze(-1).batch_size == (2, 1)
     with pytest.raises(RuntimeError, match="batch"):
         TensorDict(a=nt, batch_size=[3])
+
+
+def test_typed_tensordict_field_write_reaches_a_lazy_stack():
+    from torch import Tensor
+
+    from tensordict import LazyStackedTensorDict, TypedTensorDict
+
+    class Pair(TypedTensorDict):
+        a: Tensor
+        b: Tensor
+
+    stack = LazyStackedTensorDict(*[TensorDict(a=torch.zeros(3), b=torch.zeros(2)) for _ in range(4)], stack_dim=0)
+    typed = Pair.from_tensordict(stack)
+    typed.a = torch.ones(4, 3)
+    assert (stack["a"] == 1).all() and (stack.tensordicts[2]["a"] == 1).all()
+    assert (typed.a == 1).all()

@@ -50,6 +50,10 @@ def _field_property(name: str) -> property:
 
     def fset(self: TypedTensorDict, value: Any) -> None:
         TensorDict.__setitem__(self, name, value)
+        source = self.__dict__.get("_source")
+        if source is not None and not isinstance(source, TensorDict):
+            # a dense copy of a lazy stack (or other container): the field write reaches it too
+            source.set(name, TensorDict.__getitem__(self, name))
 
     def fdel(self: TypedTensorDict) -> None:
         TensorDict.__delitem__(self, name)
@@ -180,7 +184,8 @@ class TypedTensorDict(TensorDict):
         """Views ``tensordict`` as this class, without copying.
 
         A ``TensorDict`` is shared: writes through the result (``state.x = ...``) reach
-        it. Other containers (lazy stacks, ...) are made dense first.
+        it. Other containers (lazy stacks, ...) are made dense first; field writes
+        (``state.x = ...``) reach them too, other writes stay in the dense copy.
 
         Args:
             tensordict (TensorDictBase): the source.
