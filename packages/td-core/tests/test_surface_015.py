@@ -286,3 +286,33 @@ def test_print_directory_tree_logs_and_returns(tmp_path, capsys, caplog):
     assert text.splitlines()[0].startswith("Directory size: ") and text.splitlines()[1] == "td/"
     assert "    a.memmap" in text.splitlines()
     assert [r.getMessage() for r in caplog.records] == text.splitlines()
+
+
+# ---------------------------------------------------------------- keyword arguments (issue 31)
+def test_reductions_key_transform():
+    td = TensorDict(a=torch.arange(6.0).view(2, 3), n={"b": torch.ones(2)}, batch_size=[2])
+    suffix = lambda k: k + "_mean" if isinstance(k, str) else k  # noqa: E731
+    out = td.mean(key_transform=suffix)
+    assert list(out.keys(True, True)) == ["a_mean", ("n_mean", "b_mean")] and out["a_mean"].item() == 2.5
+    assert td.sum(0, key_transform=suffix)["a_mean"].tolist() == [3.0, 5.0, 7.0]
+    assert set(td.std(key_transform=lambda k: "S_" + k).keys()) == {"S_a", "S_n"}
+    nested = td.var(dim=0, key_transform=lambda k: ("x", k))
+    assert nested["x", "a"].tolist() == [4.5, 4.5, 4.5] and ("x", "n", "x", "b") in nested.keys(True, True)
+    assert td.norm(key_transform=suffix)["n_mean", "b_mean"].item() == pytest.approx(2**0.5)
+    assert isinstance(td.mean(key_transform=suffix, reduce=True), torch.Tensor)
+
+
+def test_lazy_stack_from_dict_stack_dim_name():
+    from tensordict import LazyStackedTensorDict
+
+    s = LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}, {"a": torch.zeros(4)}], stack_dim_name="t")
+    assert isinstance(s, LazyStackedTensorDict) and s.batch_size == (2,) and s.names == ["t"]
+    assert s[1]["a"].shape == (4,)
+    s = LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}, {"a": torch.ones(3)}], stack_dim_name="agents", batch_size=[3], stack_dim=1)
+    assert s.batch_size == (3, 2) and s.names == [None, "agents"] and s["a"][0].tolist() == [0.0, 1.0]
+    s = LazyStackedTensorDict.from_dict({"0": {"a": torch.zeros(3)}, "1": {"a": torch.ones(3)}}, auto_batch_size=True)
+    assert s.batch_size == (2, 3)
+    s = LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}, {"a": torch.ones(3)}], names=["s", "x"], batch_size=[3])
+    assert s.names == ["s", "x"]
+    with pytest.raises(ValueError, match="exclusive"):
+        LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}], names=["s"], stack_dim_name="q")

@@ -21,7 +21,7 @@ operations in ``_lazy_shape.py``, dense conversions and the repr in
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -336,6 +336,73 @@ class LazyStackedTensorDict(  # type: ignore[misc]
         obj = cls.__new__(cls)
         obj._init(list(tds), stack_dim, batch_size)
         return obj
+
+    @classmethod
+    def from_dict(  # type: ignore[override]
+        cls,
+        input_dict: Any,
+        *other: Any,
+        auto_batch_size: bool = False,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        stack_dim_name: str | None = None,
+        stack_dim: int = 0,
+        names: Sequence[str] | None = None,
+    ) -> LazyStackedTensorDict:
+        """A lazy stack of ``TensorDict.from_dict(d)`` for each dict ``d`` (keys and shapes
+        may differ); a dict keyed ``"0"``, ``"1"``, ... is read as that list.
+
+        Args:
+            input_dict (list of dict, or dict of dict): one dict per stacked TensorDict.
+            *other: passed to ``TensorDict.from_dict``.
+
+        Keyword Args:
+            auto_batch_size (bool): each TensorDict's batch size is computed.
+            batch_size (torch.Size, optional): each stacked TensorDict's batch size.
+            device (torch.device, optional): each TensorDict's device.
+            batch_dims (int, optional): with ``auto_batch_size``, the most batch dims.
+            stack_dim_name (str, optional): the name of the stack dim.
+            stack_dim (int): the stack dim. Defaults to ``0``.
+            names (list of str, optional): the names of every dim of the result (stack
+                dim included); exclusive with ``stack_dim_name``.
+
+        Raises:
+            ValueError: ``names`` and ``stack_dim_name`` are both given.
+
+        Examples:
+            >>> import torch
+            >>> s = LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}, {"a": torch.zeros(4)}], stack_dim_name="t")
+            >>> s.batch_size, s.names
+            (torch.Size([2]), ['t'])
+        """
+        if names is not None and stack_dim_name is not None:
+            msg = "names and stack_dim_name are exclusive."
+            raise ValueError(msg)
+        if isinstance(input_dict, Mapping):
+            input_dict = [input_dict[str(i)] for i in range(len(input_dict))]
+        member_names = None
+        if names is not None:
+            names = list(names)
+            stack_dim_name = names[stack_dim]
+            rest = names[:stack_dim] + names[stack_dim + 1 :]
+            if batch_size is not None and len(rest) == len(batch_size):
+                member_names = rest
+        tds = [
+            _classes.TensorDict.from_dict(
+                d, *other, batch_size=batch_size, device=device, batch_dims=batch_dims,
+                auto_batch_size=auto_batch_size or None, names=member_names,
+            )
+            for d in input_dict
+        ]
+        out = cls._from_list(tds, stack_dim)
+        if stack_dim_name is not None:
+            dim_names = [None] * out.batch_dims
+            if member_names is not None:
+                dim_names = [*member_names[:stack_dim], None, *member_names[stack_dim:]]
+            dim_names[stack_dim] = stack_dim_name
+            out.names = dim_names
+        return out
 
     @classmethod
     def _new_unsafe(

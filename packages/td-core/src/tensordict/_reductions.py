@@ -367,6 +367,34 @@ def _with_out(method: Callable) -> Callable:
     return wrapper
 
 
+def _with_key_transform(method: Callable) -> Callable:
+    """Adds ``key_transform=`` (tensordict 0.15): a function applied to the name of every
+    entry of the resulting TensorDict, at every level (ignored for a tensor result)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, key_transform: Callable | None = None, **kwargs: Any) -> Any:
+        result = method(self, *args, **kwargs)
+        if key_transform is None or not isinstance(result, _classes.TensorDictBase):
+            return result
+        return _transform_keys(result, key_transform)
+
+    wrapper.__doc__ = (method.__doc__ or "").rstrip() + (
+        "\n\n        ``key_transform`` (Callable, keyword, optional): a function applied to the name of"
+        "\n        every entry of the result, at every level (``lambda key: f\"avg_{key}\"``); ignored"
+        "\n        when the result is a tensor (``reduce=True``).\n"
+    )
+    return wrapper
+
+
+def _transform_keys(td: Any, fn: Callable) -> Any:
+    out = _classes.TensorDict(batch_size=td.batch_size, device=td.device)
+    for key, value in td._items_raw():
+        if type(value) is _classes.TensorDict:
+            value = _transform_keys(value, fn)
+        out.set(fn(key), value)
+    return out
+
+
 def _quantile_op(q: Any, interpolation: str) -> Callable:
     def op(x: _Tensor, dims: tuple | None, keepdim: bool) -> _Tensor:
         if not x.is_floating_point():
@@ -413,6 +441,7 @@ def _shape_preserving(td: Any, fn: Callable) -> Any:
 class ReductionMixin(TensorDictHost):
     """Reductions over batch dims, feature dims or all elements (see module docs)."""
 
+    @_with_key_transform
     @_with_out
     def sum(
         self,
@@ -494,6 +523,7 @@ class ReductionMixin(TensorDictHost):
             self, "nansum", _sum_op(torch.nansum, dtype), dim, keepdim, reduce, combine=torch.nansum
         )
 
+    @_with_key_transform
     @_with_out
     def mean(
         self,
@@ -601,6 +631,7 @@ class ReductionMixin(TensorDictHost):
         """
         return _reduce(self, "prod", _prod_op(dtype), dim, keepdim, reduce, combine=torch.prod)
 
+    @_with_key_transform
     @_with_out
     def std(
         self,
@@ -624,6 +655,7 @@ class ReductionMixin(TensorDictHost):
         """
         return _reduce(self, "std", _stat_op(torch.std, correction), dim, keepdim, reduce)
 
+    @_with_key_transform
     @_with_out
     def var(
         self,
@@ -808,7 +840,6 @@ class ReductionMixin(TensorDictHost):
         return _reduce(self, "amin", _dims_op(torch.amin), dim, keepdim, reduce, combine=torch.amin)
 
     @_with_out
-    @_with_out
     def logsumexp(self, dim: Any = None, keepdim: bool = False, *, reduce: Any = None) -> TensorDictBase | torch.Tensor:
         """``log(sum(exp(x)))`` of every leaf over batch dims (numerically stable).
 
@@ -889,6 +920,7 @@ class ReductionMixin(TensorDictHost):
         """
         return _reduce(self, "quantile", _quantile_op(q, interpolation), dim, keepdim, reduce)
 
+    @_with_key_transform
     @_with_out
     def norm(
         self,

@@ -932,7 +932,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls.full(tuple(input.shape), fill_value=fill_value, dtype=input.dtype, filename=filename, existsok=existsok)
 
     @classmethod
-    def from_filename(cls, filename: Any, dtype: torch.dtype, shape: Any, index: Any = None) -> MemoryMappedTensor:
+    def from_filename(
+        cls, filename: Any, dtype: torch.dtype, shape: Any, index: Any = None, mode: str | None = None
+    ) -> MemoryMappedTensor:
         """Maps an existing file as a tensor of ``dtype`` and ``shape`` (no data is read).
 
         Args:
@@ -941,10 +943,15 @@ class MemoryMappedTensor(torch.Tensor):
             dtype (torch.dtype): element type.
             shape (torch.Size or sequence of int): shape.
             index (optional): an index applied to the result (``t[index]``).
+            mode (str, optional): ``"r"`` maps the file copy-on-write (in-place writes
+                stay in memory); ``"r+"`` maps it shared (writes reach the file).
+                Defaults to ``None``: shared if the file is writable, else copy-on-write.
 
         Raises:
             FileNotFoundError: the file is missing.
             RuntimeError: the file is smaller than the shape and dtype require.
+            ValueError: ``mode`` is not ``None``, ``"r"`` or ``"r+"``.
+            PermissionError: ``mode="r+"`` and the file is not writable.
 
         Examples:
             >>> import tempfile, os
@@ -958,16 +965,24 @@ class MemoryMappedTensor(torch.Tensor):
             msg = f"from_filename: dtype must be a torch.dtype (e.g. torch.float32), got {type(dtype).__name__} {dtype!r}."
             raise TypeError(msg)
         path = _abs(filename)
+        if mode not in (None, "r", "r+"):
+            msg = f"from_filename: mode must be None, 'r' or 'r+', got {mode!r}."
+            raise ValueError(msg)
+        writable = os.access(path, os.W_OK)
+        if mode == "r+" and os.path.exists(path) and not writable:
+            msg = f"from_filename(mode='r+'): {path!r} is not writable; use mode='r' for a copy-on-write map."
+            raise PermissionError(msg)
+        shared = writable if mode is None else mode == "r+"
         if _is_nested_shape(shape):
             numel = _nested_layout(shape)[3]
             check_file(path, numel * dtype.itemsize, exact=False)
-            out = _nested_on(cls, map_storage(path, numel * dtype.itemsize), dtype, shape, 0, path, None)
+            out = _nested_on(cls, map_storage(path, numel * dtype.itemsize, shared), dtype, shape, 0, path, None)
             return out if index is None else out[index]  # type: ignore[return-value]
         shp = _parse_shape((), shape)
         nbytes = math.prod(shp) * dtype.itemsize
         check_file(path, nbytes, exact=False)
         with _DisableTF():
-            out = _adopt(tensor_on(map_storage(path, nbytes), dtype, shp), path)
+            out = _adopt(tensor_on(map_storage(path, nbytes, shared), dtype, shp), path)
             if index is not None:
                 out = _wrap(_plain(out)[index], path)
         return out
