@@ -210,16 +210,19 @@ def table_to_source(table: Any, *, copy: bool | None, nulls: str, mask_key: Any,
     table = _as_table(pa, table)
     ctx = _Ctx(pa, copy, nulls, table.num_rows)
     source: dict = {}
-    numeric = _NUMERIC_IDS
-    for name, col in zip(table.column_names, table.columns):
-        if name in source:
-            msg = f"{feature}: the table has two columns named {name!r}; rename one first."
-            raise ValueError(msg)
-        dtype = numeric.get(col.type.id)
-        if dtype is not None and col.__class__ is pa.ChunkedArray and col.num_chunks == 1 and not col.null_count:
-            source[name] = _view(col.chunk(0), dtype, copy)  # the fast path
+    names = table.column_names
+    if len(set(names)) != len(names):
+        dup = next(name for i, name in enumerate(names) if name in names[:i])
+        msg = f"{feature}: the table has two columns named {dup!r}; rename one first."
+        raise ValueError(msg)
+    numeric, from_dlpack, chunked = _NUMERIC_IDS, torch.from_dlpack, pa.ChunkedArray
+    for name, col in zip(names, table.columns):
+        arr = col.chunk(0) if col.__class__ is chunked and col.num_chunks == 1 else _column_array(pa, col)
+        if arr.type.id in numeric and len(arr) and not arr.null_count:  # the fast path: a view
+            leaf = from_dlpack(arr)
+            source[name] = leaf.clone() if copy or (copy is None and not arr.buffers()[1].is_mutable) else leaf
         else:
-            source[name] = arrow_column(_column_array(pa, col), (name,), ctx)
+            source[name] = arrow_column(arr, (name,), ctx)
     if ctx.masks:
         root = unravel_key(mask_key if mask_key is not None else "_mask")
         root = root if isinstance(root, tuple) else (root,)
