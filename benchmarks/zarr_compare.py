@@ -2,8 +2,8 @@
 
 Run it under both interpreters on the same machine and compare the printed medians:
 
-    .nox/tests_all-cpu/bin/python benchmarks/zarr_compare.py
-    /path/to/venv-with-tensordict-0.15.3/bin/python benchmarks/zarr_compare.py
+    .nox/tests_all-cpu/bin/python benchmarks/zarr_compare.py [ROUNDS] [large|small]
+    /path/to/venv-with-tensordict-0.15.3/bin/python benchmarks/zarr_compare.py [ROUNDS] [large|small]
 
 The cases alternate round by round (TensorDict, then by hand), so a noisy shared
 machine affects both sides alike. Data: the same as ``test_bench_zarr.py`` (48 MiB in
@@ -28,6 +28,8 @@ from tensordict import TensorDict
 
 ROWS = 1 << 16
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+#: "large" (default): 3 leaves, 48 MiB; "small": 512 leaves of 128 KiB (64 MiB), per-leaf costs
+LAYOUT = sys.argv[2] if len(sys.argv) > 2 else "large"
 
 
 def hand_write(path: Path, td: TensorDict) -> None:
@@ -62,10 +64,13 @@ def td_read(path: Path) -> TensorDict:
 def main() -> None:
     warnings.filterwarnings("ignore")
     g = torch.Generator().manual_seed(0)
-    td = TensorDict(
-        {"x": torch.randn(ROWS, 128, generator=g), "labels": torch.arange(ROWS), "nested": {"z": torch.randn(ROWS, 60, generator=g)}},
-        batch_size=[ROWS],
-    )
+    if LAYOUT == "small":
+        td = TensorDict({f"key{i}": torch.randn(1 << 15, generator=g) for i in range(512)}, batch_size=[1 << 15])
+    else:
+        td = TensorDict(
+            {"x": torch.randn(ROWS, 128, generator=g), "labels": torch.arange(ROWS), "nested": {"z": torch.randn(ROWS, 60, generator=g)}},
+            batch_size=[ROWS],
+        )
     work = Path(tempfile.mkdtemp(prefix="td_zarr_cmp_"))
     times: dict[str, list] = {k: [] for k in ("to_zarr", "write_by_hand", "from_zarr", "read_by_hand")}
     try:
@@ -82,7 +87,8 @@ def main() -> None:
                 times[name].append(time.perf_counter() - t0)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"tensordict {tensordict.__version__ if hasattr(tensordict, '__version__') else '?'}, zarr {zarr.__version__}, {ROUNDS} rounds")
+    version = getattr(tensordict, "__version__", "?")
+    print(f"tensordict {version}, zarr {zarr.__version__}, layout {LAYOUT!r}, {ROUNDS} rounds")
     for name, values in times.items():
         print(f"{name:14s} median {statistics.median(values) * 1e3:8.1f} ms   min {min(values) * 1e3:8.1f} ms")
     for a, b in (("to_zarr", "write_by_hand"), ("from_zarr", "read_by_hand")):
