@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, lazy_stack
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
+from tensordict.ext import LazyStackedTensorDict
 from tensordict.store._codec import (
     StoreDataError,
     bytes_to_tensor,
@@ -28,7 +29,14 @@ from tensordict.store._codec import (
 )
 from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
 from tensordict.store._io import as_nontensor
-from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
+from tensordict.store._root import (
+    StoreHandleMixin,
+    _Root,
+    connection_from_handle,
+    probe_meta,
+    read_meta,
+    write_meta,
+)
 
 __all__ = ["LazyStackedTensorDictStore"]
 
@@ -261,13 +269,9 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
         Raises:
             KeyError: no LazyStackedTensorDictStore ``td_id`` on the server.
         """
-        probe = _Root(Connection(backend, host, port, db, unix_socket_path, kwargs.get("client"),
-                                 {k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata", "allow_pickle")}),
-                      prefix, str(td_id), False, False)
-        meta = read_meta(probe)
-        probe.conn.close()
+        meta, server = probe_meta(backend, host, port, db, unix_socket_path, prefix, td_id, kwargs)
         if meta is None or meta.get("kind") != "lazy":
-            msg = f"No LazyStackedTensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {probe.conn.server}."
+            msg = f"No LazyStackedTensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {server}."
             raise KeyError(msg)
         return cls(
             backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
@@ -285,12 +289,6 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
         return (_rebuild, (state,))
 
     # ------------------------------------------------------------------ primitives
-    def _keys_raw(self) -> list:
-        return sorted(self._children(refresh=True))
-
-    def _items_raw(self) -> list:
-        return [(k, self._get_raw(k)) for k in self._keys_raw()]
-
     def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
         children = self._children(refresh=self._root.cache is None)
         if key not in children:
@@ -472,7 +470,7 @@ def _stack(tds: list, bs: torch.Size, device: Any) -> TensorDictBase:
     try:
         return torch.stack(tds, 0)  # type: ignore[return-value]
     except RuntimeError:
-        return lazy_stack(tds, 0)
+        return LazyStackedTensorDict.lazy_stack(tds, 0)
 
 
 class _StackElement(StoreHandleMixin, TensorDictBase):
@@ -492,12 +490,6 @@ class _StackElement(StoreHandleMixin, TensorDictBase):
     def _child_node(self, name: str, entry: dict | None) -> _StackElement:
         bs = entry["bs"] if entry is not None else self._batch_size
         return _StackElement(self._store, self._i, (*self._path, name), bs)
-
-    def _keys_raw(self) -> list:
-        return sorted(self._children(refresh=True))
-
-    def _items_raw(self) -> list:
-        return [(k, self._get_raw(k)) for k in self._keys_raw()]
 
     def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
         children = self._children(refresh=self._root.cache is None)
@@ -579,7 +571,7 @@ class _StackElement(StoreHandleMixin, TensorDictBase):
 
 def _rebuild(state: dict) -> LazyStackedTensorDictStore:
     h = state["handle"]
-    conn = Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])
+    conn = connection_from_handle(h)
     root = _Root(conn, state["prefix"], state["td_id"], state["cache"], state["allow_pickle"])
     obj = LazyStackedTensorDictStore.__new__(LazyStackedTensorDictStore)
     device = None if state["device"] is None else torch.device(state["device"])

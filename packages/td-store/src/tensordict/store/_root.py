@@ -196,7 +196,14 @@ class StoreHandleMixin:
     def view(self, *args: Any, **kwargs: Any) -> Any:
         return self._batch_transform(None)
 
-    permute = unsqueeze = squeeze = reshape = transpose = flatten = unflatten = expand = view
+    permute: Any = view
+    unsqueeze: Any = view
+    squeeze: Any = view
+    reshape: Any = view
+    transpose: Any = view
+    flatten: Any = view
+    unflatten: Any = view
+    expand: Any = view
 
     def _new_like(self, source: dict, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = NO_DEFAULT) -> TensorDict:
         return TensorDict(
@@ -204,6 +211,12 @@ class StoreHandleMixin:
             batch_size=self._batch_size if batch_size is None else batch_size,
             device=self._device if device is NO_DEFAULT else device,
         )
+
+    def _keys_raw(self) -> list:
+        return sorted(self._children(refresh=True))
+
+    def _items_raw(self) -> list:
+        return [(k, self._get_raw(k)) for k in self._keys_raw()]  # type: ignore[attr-defined]
 
     def _subtree(self, refresh: bool = False) -> tuple:
         """``(nodes, leaves)``: ``{rel path: abs bs}`` and ``{rel path: entry}`` under this node."""
@@ -278,3 +291,21 @@ def write_meta(root: _Root, bs: torch.Size, device: Any, **extra: Any) -> None:
 
 def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def probe_meta(backend: str, host: str, port: int, db: int, unix_socket_path: str | None, prefix: str,
+               td_id: str, kwargs: dict) -> tuple:
+    """``(meta or None, server name)`` of the stored TensorDict ``td_id`` (a short-lived
+    connection; ``kwargs`` are the store keywords, the connection's among them)."""
+    redis_kwargs = {k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata", "allow_pickle")}
+    root = _Root(Connection(backend, host, port, db, unix_socket_path, kwargs.get("client"), redis_kwargs),
+                 prefix, str(td_id), False, False)
+    try:
+        return read_meta(root), root.conn.server
+    finally:
+        root.conn.close()
+
+
+def connection_from_handle(h: dict) -> Connection:
+    """The connection a pickled store describes (``Connection.handle()``)."""
+    return Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])

@@ -40,7 +40,14 @@ from tensordict.store._io import (
     positions,
     spans_of,
 )
-from tensordict.store._root import StoreHandleMixin, _Root, read_meta, write_meta
+from tensordict.store._root import (
+    StoreHandleMixin,
+    _Root,
+    connection_from_handle,
+    probe_meta,
+    read_meta,
+    write_meta,
+)
 
 __all__ = ["TensorDictStore", "STORE_BACKENDS"]
 
@@ -364,14 +371,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         Raises:
             KeyError: no TensorDictStore ``td_id`` on the server.
         """
-        conn = Connection(backend, host, port, db, unix_socket_path, kwargs.get("client"), {
-            k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata", "allow_pickle")
-        })
-        root = _Root(conn, prefix, str(td_id), True, False)
-        meta = read_meta(root)
-        conn.close()
+        meta, server = probe_meta(backend, host, port, db, unix_socket_path, prefix, td_id, kwargs)
         if meta is None:
-            msg = f"No TensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {conn.server}."
+            msg = f"No TensorDictStore with td_id={td_id!r} under prefix {prefix!r} on server {server}."
             raise KeyError(msg)
         store = cls(
             backend=backend, host=host, port=port, db=db, unix_socket_path=unix_socket_path, prefix=prefix,
@@ -408,12 +410,6 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         return TensorDictStore._node(self._root, (*self._path, name), bs, self._device, self._is_locked)
 
     # ------------------------------------------------------------------ primitives
-    def _keys_raw(self) -> list:
-        return sorted(self._children(refresh=True))
-
-    def _items_raw(self) -> list:
-        return [(k, self._get_raw(k)) for k in self._keys_raw()]
-
     def _get_raw(self, key: str, default: Any = _MISSING) -> Any:
         root = self._root
         path = (*self._path, key)
@@ -868,7 +864,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
 def _rebuild(cls: Any, state: dict) -> Any:
     h = state["handle"]
     root_store = cls.__new__(cls)
-    conn = Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])
+    conn = connection_from_handle(h)
     root = _Root(conn, state["prefix"], state["td_id"], state["cache"], state["allow_pickle"])
     root.tensorclass = state["tensorclass"]
     device = None if state["device"] is None else torch.device(state["device"])
