@@ -183,3 +183,14 @@ def test_typed_tensordict_field_write_reaches_a_lazy_stack():
     typed.a = torch.ones(4, 3)
     assert (stack["a"] == 1).all() and (stack.tensordicts[2]["a"] == 1).all()
     assert (typed.a == 1).all()
+
+
+def test_linked_list_writes_reach_the_stack():
+    td = TensorDict(batch_size=[3])
+    td["names"] = ["a", "b", "c"]
+    values = td["names"]
+    values[0] = "z"
+    assert td.get("names").tolist() == ["z", "b", "c"] and values.tolist() == ["z", "b", "c"]
+    values[1:] = ["x", "y"]
+    assert td.get("names").tolist() == ["z", "x", "y"]
+    assert values == ["z", "x", "y"]

@@ -556,7 +556,7 @@ class TestAsTensorDictModule:
 
     def test_called_with_tensors_as_015(self):
         # checked on tensordict 0.15.3: the decorated function is called as a TensorDictModule
-        from tensordict.nn import as_tensordict_module, set_keyword_calls_return_tensors
+        from tensordict.nn import as_tensordict_module
 
         @as_tensordict_module(in_keys=["x", ("n", "z")], out_keys=["y", "w"])
         def f(x, z):
@@ -564,11 +564,16 @@ class TestAsTensorDictModule:
 
         y, w = f(torch.ones(2), torch.ones(2))  # positional tensors: the outputs
         assert (y == 2).all() and (w == 2).all()
-        with set_keyword_calls_return_tensors(True):  # keyword tensors (nested keys joined by "_")
-            y, w = f(x=torch.ones(2), n_z=torch.ones(2))
+        # keyword tensors (nested keys joined by "_"): the outputs too, as upstream's docstring
+        # shows (a TensorDictModule's keyword call returns the TensorDict here: recorded departure)
+        y, w = f(x=torch.ones(2), n_z=torch.ones(2))
         assert (y == 2).all() and (w == 2).all()
-        out = f(x=torch.ones(2), n_z=torch.ones(2))  # our default for keyword calls: the TensorDict
-        assert isinstance(out, TensorDict) and (out["w"] == 2).all()
+
+        @as_tensordict_module(in_keys="c", out_keys="d")
+        def add_one(c):
+            return c + 1
+
+        assert torch.equal(add_one(c=torch.zeros(2)), torch.ones(2))
         td = TensorDict(x=torch.ones(2), n={"z": torch.ones(2)})
         assert f(tensordict=td) is td and (td["w"] == 2).all()
         dest = TensorDict()

@@ -307,13 +307,13 @@ class TensorDictBase(
         if cls is NonTensorData:
             return value.data
         if cls is NonTensorStack:
-            return LinkedList(value.tolist())
+            return LinkedList(value.tolist(), value)
         if cls is _classes.TensorDict or cls is torch.Tensor:
             return value
         if isinstance(value, NonTensorData):  # MetaData, NonTensorData[T]
             return value.data
         if isinstance(value, NonTensorStack):
-            return LinkedList(value.tolist())
+            return LinkedList(value.tolist(), value)
         return value
 
     # ------------------------------------------------------------------ shape info

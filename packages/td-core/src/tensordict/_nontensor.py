@@ -24,12 +24,46 @@ __all__ = ["LinkedList", "NonTensorData", "NonTensorStack", "is_non_tensor"]
 class LinkedList(list):
     """The list ``td[key]`` returns for a ``NonTensorStack`` leaf (a ``list`` subclass).
 
+    It is linked to the stack it was read from: an item written into it
+    (``values[i] = x``, ``values[i:j] = [...]`` of the same length) is written into the
+    stack too, along its first dim, as in tensordict 0.15.
+
     Examples:
         >>> LinkedList(["a", "b"])
         LinkedList(['a', 'b'])
         >>> LinkedList(["a", "b"]) == ["a", "b"]
         True
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(batch_size=[3])
+        >>> td["names"] = ["a", "b", "c"]
+        >>> values = td["names"]
+        >>> values[0] = "z"
+        >>> td.get("names").tolist(), values.tolist()
+        (['z', 'b', 'c'], ['z', 'b', 'c'])
     """
+
+    __slots__ = ("_stack",)
+
+    def __init__(self, items: Any = (), stack: Any = None) -> None:
+        super().__init__(items)
+        self._stack = stack
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, slice):
+            positions = range(*index.indices(len(self)))
+            value = list(value)
+            list.__setitem__(self, index, value)
+            if self._stack is not None and len(positions) == len(value):
+                for i, item in zip(positions, value):
+                    self._stack[i] = item
+            return
+        list.__setitem__(self, index, value)
+        if self._stack is not None:
+            self._stack[index] = value
+
+    def tolist(self) -> list:
+        """A plain ``list`` of the items (nested lists for a stack of more than one dim)."""
+        return [item.tolist() if isinstance(item, LinkedList) else item for item in self]
 
     def __repr__(self) -> str:
         return f"LinkedList({list.__repr__(self)})"

@@ -657,6 +657,15 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         return self
 
 
+def _outputs_of_tensor_call(out: Any, args: tuple, kwargs: dict, out_keys: list) -> Any:
+    """What a decorated function returns: ``out`` for a TensorDict call, the out_keys'
+    values (one, or a tuple) for a call with tensors."""
+    if not isinstance(out, TensorDictBase) or "tensordict" in kwargs or any(isinstance(a, TensorDictBase) for a in args):
+        return out
+    values = tuple(out.get(key) for key in out_keys)
+    return values[0] if len(values) == 1 else values
+
+
 def as_tensordict_module(
     in_keys: NestedKey | Sequence[NestedKey], out_keys: NestedKey | Sequence[NestedKey]
 ) -> Callable[[Callable], Callable]:
@@ -670,7 +679,9 @@ def as_tensordict_module(
       them positionally to the original function, writes the result(s) at ``out_keys``
       (in ``tensordict_out=`` when given) and returns that TensorDict;
     - with tensors, positional in ``in_keys`` order or as keywords named after the
-      keys (nested keys joined with ``"_"``), it returns the function's output(s).
+      keys (nested keys joined with ``"_"``), it returns the function's output(s), as
+      in tensordict 0.15 (unlike a ``TensorDictModule``'s keyword call, which returns
+      the TensorDict here: see ``set_keyword_calls_return_tensors``).
 
     Args:
         in_keys (NestedKey or list of NestedKey): the entries read, in argument order.
@@ -707,7 +718,7 @@ def as_tensordict_module(
             @functools.wraps(func)
             def method_wrapper(owner: Any, *args: Any, **kwargs: Any) -> Any:
                 module = TensorDictModule(functools.partial(func, owner), in_keys=ins, out_keys=outs)
-                return module(*args, **kwargs)
+                return _outputs_of_tensor_call(module(*args, **kwargs), args, kwargs, outs)
 
             wrapper = method_wrapper
         else:
@@ -715,7 +726,7 @@ def as_tensordict_module(
 
             @functools.wraps(func)
             def func_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return module(*args, **kwargs)
+                return _outputs_of_tensor_call(module(*args, **kwargs), args, kwargs, outs)
 
             wrapper = func_wrapper
         wrapper.in_keys = ins  # type: ignore[attr-defined]
