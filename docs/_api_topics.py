@@ -48,8 +48,8 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
      ("apply",)),
     ("conversion", "Conversion",
      "To and from Python and PyTorch structures: dicts, namedtuples, numpy, pytrees, "
-     "``nn.Module`` parameters and state dicts.",
-     ("convert", "state_dict", "module_params", "pytree")),
+     "``nn.Module`` parameters and state dicts; tables (Arrow, pandas, Parquet, CSV, MDS).",
+     ("convert", "state_dict", "module_params", "pytree", "tabular")),
     ("storage", "Storage and transfer",
      "Consolidation into one buffer, memory-mapped stores, HDF5 files and sending over "
      "``torch.distributed``. Methods of a sibling distribution say which one provides them.",
