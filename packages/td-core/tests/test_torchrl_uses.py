@@ -152,3 +152,17 @@ def test_unravel_key_list_refuses_a_str_and_non_keys():
 def test_iterating_a_0d_tensordict_is_a_type_error():
     with pytest.raises(TypeError, match="iteration over a 0-d"):
         iter(TensorDict(a=torch.zeros(2)))
+
+
+def test_lazy_stack_of_non_tensor_leaves_is_a_non_tensor_stack():
+    # TorchRL's NonTensor.rand(shape) lazily stacks copies of a NonTensorData
+    from tensordict import MetaData, NonTensorData, NonTensorStack, lazy_stack, set_capture_non_tensor_stack
+
+    with set_capture_non_tensor_stack(False):
+        value = NonTensorData("a", batch_size=(1,))
+        stacked = lazy_stack([value.copy() for _ in range(3)])
+    assert isinstance(stacked, NonTensorStack)
+    assert stacked.shape == (3, 1) and stacked.tolist() == [["a"], ["a"], ["a"]]
+    pair = lazy_stack([NonTensorData("a", batch_size=[2]), NonTensorData("b", batch_size=[2])], dim=1)
+    assert pair.tolist() == [["a", "b"], ["a", "b"]]
+    assert isinstance(lazy_stack([MetaData("m"), MetaData("m")]), MetaData)

@@ -84,6 +84,14 @@ def lazy_stack(
     tc = _stack.tensorclass_of(tds)
     if tc is not None:  # tensorclass instances: an instance over the lazy stack
         return tc.lazy_stack(tds, dim, out=out, **kwargs)
+    nt_classes = (_classes.NonTensorData, _classes.NonTensorStack)
+    if out is None and not kwargs and all(isinstance(td, nt_classes) for td in tds):
+        # non-tensor leaves stay one leaf: a NonTensorStack, as tensordict 0.15.3 (TorchRL's
+        # NonTensor.rand builds its batched values this way)
+        from tensordict._nontensor import _stack_non_tensor
+
+        whole = all(getattr(td, "_keeps_whole", False) for td in tds)  # equal MetaData stay one
+        return _stack_non_tensor(tds, dim, collapse=whole)
 
     if kwargs:
         result = _classes.LazyStackedTensorDict(*tds, stack_dim=dim, **kwargs)
