@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import statistics
@@ -32,10 +33,13 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _workload(python: str, port: int, rounds: int) -> dict:
+def _workload(python: str, port: int, rounds: int, threads: int | None) -> dict:
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)  # the same intra-op threads on both sides
     out = subprocess.run(
         [python, str(HERE / "store_workload.py"), "--port", str(port), "--rounds", str(rounds)],
-        capture_output=True, text=True, timeout=600, check=True,
+        capture_output=True, text=True, timeout=600, check=True, env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -46,6 +50,7 @@ def main() -> None:
     parser.add_argument("--ours", default=sys.executable)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS for both sides")
     args = parser.parse_args()
     port = _port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,8 +68,8 @@ def main() -> None:
                 print("redis-benchmark -t ping:", " | ".join(x.strip() for x in bench.stdout.splitlines() if x.strip()))
             runs: dict = {"ours": [], "0.15.3": []}
             for _ in range(args.repeat):
-                runs["ours"].append(_workload(args.ours, port, args.rounds))
-                runs["0.15.3"].append(_workload(args.ref, port, args.rounds))
+                runs["ours"].append(_workload(args.ours, port, args.rounds, args.threads))
+                runs["0.15.3"].append(_workload(args.ref, port, args.rounds, args.threads))
         finally:
             server.terminate()
             server.wait(10)

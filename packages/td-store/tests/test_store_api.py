@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, lazy_stack, tensorclass
+from tensordict import LazyStackedTensorDict, NonTensorData, TensorDict, lazy_stack
 from tensordict.store import STORE_BACKENDS, LazyStackedTensorDictStore, TensorDictStore
 
 
@@ -204,12 +204,20 @@ def test_to_store_seam_and_lazy(kw):
         ls.clear_redis()
 
 
-@tensorclass
-class _Sample:
-    obs: torch.Tensor
-    name: str
+try:  # td-tensorclass is not a dependency of td-store: `nox -s "tests(store, cpu)"` runs without it
+    from tensordict.tensorclass import tensorclass
+except ImportError:
+    tensorclass = None
+
+if tensorclass is not None:
+
+    @tensorclass
+    class _Sample:
+        obs: torch.Tensor
+        name: str
 
 
+@pytest.mark.skipif(tensorclass is None, reason="td-tensorclass is not installed")
 def test_tensorclass_roundtrip(kw):
     tc = _Sample(obs=torch.randn(4, 2), name="s", batch_size=[4])
     st = tc.to_store(**kw)

@@ -211,3 +211,29 @@ def test_four_writers_four_readers(kw, redis_server):
         assert torch.equal(final["obs"], expected[:, None].expand(ROWS, 16))
     finally:
         st.clear_redis()
+
+
+def test_oversized_planted_value_is_refused_before_reading(store, client):
+    """A leaf whose server value is far larger than its schema says is refused by its
+    declared size (nothing of that size is allocated), naming the key and the server."""
+    dkey, _ = _keys(store, "obs")
+    client.set(dkey, b"\0" * (4 << 20))  # 4 MiB where 32 bytes are expected
+    with pytest.raises(StoreDataError, match=r"obs.*127\.0\.0\.1.*4194304 bytes"):
+        store.get("obs")
+    with pytest.raises(StoreDataError, match="4194304"):
+        store.to_tensordict()
+    client.set(dkey, b"\0" * 32)
+    assert store.get("obs").sum() == 0  # the dropped connection was replaced
+
+
+def test_unix_socket_and_server_options(server_factory, tmp_path):
+    sock = tmp_path / "redis.sock"
+    server_factory("--unixsocket", str(sock), "--unixsocketperm", "700")
+    st = TensorDictStore(batch_size=[2], unix_socket_path=str(sock), socket_timeout=5)
+    try:
+        st["a"] = torch.arange(2)
+        assert st._root.conn.server.startswith("unix:")
+        again = pickle.loads(pickle.dumps(st))
+        assert torch.equal(again["a"], torch.arange(2))
+    finally:
+        st.clear_redis()

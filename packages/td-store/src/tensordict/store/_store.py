@@ -732,8 +732,6 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
     def _write_index(self, index: Any, value: Any) -> None:
         from tensordict.store._write import scatter
 
-        if self._is_locked:
-            pass  # writes into existing keys are allowed on a locked TensorDict
         pos = positions(self._batch_size, index)
         out_bs = torch.Size(pos.shape)
         if getattr(type(value), "_is_tensorclass", False):
