@@ -119,3 +119,25 @@ def test_to_module_restores_parameter_order():
     with zeros.to_module(module, preserve_module_state=False):
         assert (module(torch.ones(1, 3)) == 0).all()
     assert all(p is q for p, q in zip(module.parameters(), before))
+
+
+def test_built_and_mutated_inside_checkpoint():
+    from torch.utils.checkpoint import checkpoint
+
+    lin = torch.nn.Linear(3, 3)
+
+    def inner(x):
+        td = TensorDict(a=x, batch_size=[x.shape[0]])
+        td["b"] = lin(td["a"]).relu()
+        td["c"] = td["b"] * 2
+        return td["c"].sum(-1)
+
+    def fn(x):
+        return checkpoint(inner, x, use_reentrant=False)
+
+    x = torch.randn(4, 3, requires_grad=True)
+    eager = fn(x)
+    (grad,) = torch.autograd.grad(eager.sum(), x)
+    compiled = torch.compile(fn, fullgraph=True, backend="eager")(x)
+    torch.testing.assert_close(compiled, eager)
+    torch.testing.assert_close(torch.autograd.grad(compiled.sum(), x)[0], grad)

@@ -29,7 +29,7 @@ from tensordict._apply_dense import (
 from tensordict._deep import trampoline
 from tensordict._device import _to_device
 from tensordict._host import TensorDictHost
-from tensordict._keys import _MISSING, NO_DEFAULT
+from tensordict._keys import _MISSING, _NO_NAMES, NO_DEFAULT
 from tensordict._nested_shape import leaf_shape
 
 if TYPE_CHECKING:
@@ -1066,7 +1066,7 @@ class ApplyMixin(TensorDictHost):
         *others: Any,
         batch_size: Any = None,
         device: Any = NO_DEFAULT,
-        names: Any = NO_DEFAULT,
+        names: Any = _NO_NAMES,
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
@@ -1149,7 +1149,7 @@ class ApplyMixin(TensorDictHost):
             tuple(prefix),
             batch_size,
             device,
-            names,
+            NO_DEFAULT if names is _NO_NAMES else names,
             inplace,
             default,
             filter_empty,
@@ -1168,7 +1168,7 @@ class ApplyMixin(TensorDictHost):
         prefix: tuple = (),
         batch_size: Any = None,
         device: Any = NO_DEFAULT,
-        names: Any = NO_DEFAULT,
+        names: Any = _NO_NAMES,
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
@@ -1216,7 +1216,7 @@ class ApplyMixin(TensorDictHost):
             tuple(prefix),
             batch_size,
             device,
-            names,
+            NO_DEFAULT if names is _NO_NAMES else names,
             inplace,
             default,
             filter_empty,

@@ -372,11 +372,21 @@ def collect_arrays(pa: Any, td: Any, prefix: tuple, separator: str | None, out: 
     """Adds ``column -> Arrow array`` for each entry of ``td``: nested TensorDicts become
     ``struct`` arrays, or (with ``separator``) columns named by the joined key."""
     n = td.batch_size[0]
-    tensor_type = torch.Tensor
+    tensor_type, pa_array = torch.Tensor, pa.array
     for key, value in td.items():
+        if (
+            type(value) is tensor_type and value.is_cpu and value.ndim == 1 and not value.requires_grad
+            and not value.is_nested and value.dtype is not torch.bfloat16 and not value.is_conj() and not value.is_neg()
+        ):  # the common case: a view of the tensor's memory
+            name = key if separator is None or not prefix else separator.join((*prefix, key))
+            if name in out:
+                msg = f"to_arrow: two keys give the column name {name!r}; pass another separator."
+                raise ValueError(msg)
+            out[name] = pa_array(value.numpy())
+            continue
         full = (*prefix, key)
         if type(value) is tensor_type and value.dtype is not torch.bfloat16 and not value.is_nested:
-            arr = _tensor_array(pa, value, full)  # the common case first
+            arr = _tensor_array(pa, value, full)
         elif isinstance(value := _unwrap(value), NonTensorStack):
             arr = _object_array(pa, value.tolist(), full)
         elif isinstance(value, NonTensorData):

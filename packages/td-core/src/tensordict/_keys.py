@@ -475,6 +475,10 @@ class _Missing(enum.Enum):
     """
 
     MISSING = "missing"
+    #: the same "not given" for a second parameter of one signature (``apply(names=)``):
+    #: two keyword defaults holding one object make Dynamo guard that they stay one
+    #: object, a check in Python on every call of the compiled function
+    MISSING_NAMES = "missing names"
 
     def __repr__(self) -> str:
         return "<missing>"
@@ -485,3 +489,4 @@ class _Missing(enum.Enum):
 
 _MISSING: Any = _Missing.MISSING
 NO_DEFAULT: Any = _MISSING
+_NO_NAMES: Any = _Missing.MISSING_NAMES

@@ -52,8 +52,11 @@ def _warn_compiled_lock() -> bool:
     return True
 
 
-# runs once, when Dynamo traces the call (a warning is not something a graph can hold)
-_warn_compiled_lock = torch.compiler.assume_constant_result(_warn_compiled_lock)
+# runs once, when Dynamo traces the call (a warning is not something a graph can hold):
+# the mark that ``torch.compiler.assume_constant_result`` sets, set here directly because
+# calling that function imports torch._dynamo, which ``import tensordict`` must not do
+# (tests/test_compile.py checks that the warning is still seen)
+_warn_compiled_lock._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def register_locked_root(root: Any) -> None:
