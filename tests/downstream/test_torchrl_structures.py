@@ -109,6 +109,15 @@ def test_non_tensor_spec_values():
     assert spec.is_in(sample)  # compares the non-tensor leaf's dtype (None)
     encoded = spec.encode({"obs": torch.zeros(3), "text": "hey"})
     assert encoded["text"] == "hey" and spec.is_in(encoded)
+    # NonTensor.rand(shape) lazily stacks copies of one NonTensorData: a NonTensorStack
+    from tensordict import NonTensorStack
+
+    leaf = NonTensor(shape=(1,), example_data="a")
+    batched = leaf.rand((3,))
+    assert isinstance(batched, NonTensorStack) and batched.shape == (3, 1)
+    assert leaf.expand(3, 1).is_in(batched)
+    wide = Composite(text=NonTensor(shape=(2,), example_data="a"), shape=(2,)).expand(4, 2)
+    assert wide.rand()["text"].shape == (4, 2) and wide.is_in(wide.rand())
 
 
 # ----------------------------------------------------------------------------- storages
