@@ -29,11 +29,8 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread):
+    """One intra-op thread for every case of this module (``conftest.one_thread``)."""
 
 
 def _run(benchmark, case, side, compiled):
