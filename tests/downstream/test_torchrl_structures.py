@@ -117,7 +117,7 @@ def test_non_tensor_spec_values():
     assert isinstance(batched, NonTensorStack) and batched.shape == (3, 1)
     assert leaf.expand(3, 1).is_in(batched)
     wide = Composite(text=NonTensor(shape=(2,), example_data="a"), shape=(2,)).expand(4, 2)
-    assert wide.rand()["text"].shape == (4, 2) and wide.is_in(wide.rand())
+    assert wide.rand().get("text").shape == (4, 2) and wide.is_in(wide.rand())
 
 
 # ----------------------------------------------------------------------------- storages
