@@ -160,6 +160,8 @@ def test_to_arrow_errors():
     with pytest.raises(ValueError, match="column name 'a.b'"):
         to_arrow(TensorDict({"a": {"b": torch.zeros(2)}, "a.b": torch.zeros(2)}, batch_size=[2]), separator=".")
     assert to_arrow(TensorDict(batch_size=[3])).num_rows == 0
+    with pytest.raises(TypeError, match="non-tensor values at 'm' have no common Arrow type"):
+        to_arrow(TensorDict(m=[1, "x"], batch_size=[2]))  # a mixed-type column
 
 
 # ---------------------------------------------------------------------- pandas
@@ -270,6 +272,14 @@ def test_failed_write_keeps_the_earlier_file(tmp_path):
         TensorDict(a=torch.arange(2), batch_size=[2]).to_csv(path, no_such_option=1)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["t.csv"]  # no temporary file left
+    parquet = tmp_path / "t.parquet"
+    TensorDict(a=torch.arange(2), batch_size=[2]).to_parquet(parquet)
+    before = parquet.read_bytes()
+    with pytest.raises(TypeError, match="bfloat16"):
+        TensorDict(a=torch.zeros(2, dtype=torch.bfloat16), batch_size=[2]).to_parquet(parquet)
+    with pytest.raises(TypeError):
+        TensorDict(a=torch.arange(2), batch_size=[2]).to_parquet(parquet, no_such_option=1)
+    assert parquet.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["t.csv", "t.parquet"]
 
 
 # ---------------------------------------------------------------------- Parquet
