@@ -113,7 +113,7 @@ def test_from_arrow_nulls_fill_and_mask():
     masked = from_arrow(table, nulls="mask", mask_key="valid")
     for key in ("x", "i", "b", "s", "l", ("st", "a")):
         key = key if isinstance(key, tuple) else (key,)
-        assert masked["valid", *key].tolist() == [True, False, True]
+        assert masked[("valid", *key)].tolist() == [True, False, True]
     assert masked["x"].isnan().tolist() == [False, True, False]
 
 
