@@ -286,7 +286,8 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """pytest-benchmark suites; JSON saved to .benchmarks/latest.json."""
     _install_torch(session)
-    session.install(*CONSTRAINTS, "pytest", "pytest-benchmark", "numpy", "h5py", "tqdm")
+    extras = [x for d in DISTS for x in _extra_test_deps(d)]  # the file formats' packages (pyarrow, ...)
+    session.install(*CONSTRAINTS, "pytest", "pytest-benchmark", "numpy", "h5py", "tqdm", *extras)
     session.install(*CONSTRAINTS, *(a for d in DISTS.values() for a in ("-e", str(d))))
     out = ROOT / ".benchmarks"
     out.mkdir(exist_ok=True)
