@@ -65,7 +65,8 @@ def main() -> None:
                     ["redis-benchmark", "-p", str(port), "-t", "ping", "-n", "20000", "-q"],
                     capture_output=True, text=True, timeout=120,
                 )
-                print("redis-benchmark -t ping:", " | ".join(x.strip() for x in bench.stdout.splitlines() if x.strip()))
+                summary = [x.split("\r")[-1].strip() for x in bench.stdout.splitlines() if "requests per second" in x]
+                print("redis-benchmark -t ping:", " | ".join(summary))
             runs: dict = {"ours": [], "0.15.3": []}
             for _ in range(args.repeat):
                 runs["ours"].append(_workload(args.ours, port, args.rounds, args.threads))

@@ -53,10 +53,8 @@ def tensor_to_bytes(tensor: torch.Tensor) -> bytes:
     """The raw bytes of ``tensor`` (moved to CPU, made contiguous): one copy."""
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
-    if tensor.is_conj():
-        tensor = tensor.resolve_conj()
-    if tensor.is_neg():
-        tensor = tensor.resolve_neg()
+    if tensor.is_complex():  # lazy conjugate / negative views hold other bytes than they show
+        tensor = tensor.resolve_conj().resolve_neg()
     if not tensor.is_contiguous():
         tensor = tensor.contiguous()
     n = tensor.numel() * tensor.element_size()
