@@ -38,7 +38,7 @@ def test_all_names_resolve():
     assert not missing
 
 
-@pytest.mark.parametrize("sub", ["nn", "memmap", "persistent", "distributed", "tensorclass", "prototype"])
+@pytest.mark.parametrize("sub", ["nn", "memmap", "persistent", "distributed", "tensorclass", "prototype", "store"])
 def test_subpackage_all(sub):
     mod = importlib.import_module(f"tensordict.{sub}")
     for name in getattr(mod, "__all__", []):
