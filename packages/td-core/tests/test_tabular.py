@@ -44,6 +44,8 @@ def test_from_arrow_copies_immutable_buffers_by_default(tmp_path):
     with pa.memory_map(str(path)) as source:
         table = pa.ipc.open_file(source).read_all()
         assert not table.column("x").chunk(0).buffers()[1].is_mutable
+        view = from_arrow(table, copy=False)["x"]  # a view, at the caller's risk
+        assert view.data_ptr() == table.column("x").chunk(0).buffers()[1].address
         td = from_arrow(table)
         td["x"] += 1  # a copy: writing is safe
         assert td["x"].tolist() == [2.0, 3.0]

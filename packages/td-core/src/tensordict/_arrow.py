@@ -215,12 +215,18 @@ def table_to_source(table: Any, *, copy: bool | None, nulls: str, mask_key: Any,
         dup = next(name for i, name in enumerate(names) if name in names[:i])
         msg = f"{feature}: the table has two columns named {dup!r}; rename one first."
         raise ValueError(msg)
-    numeric, from_dlpack, chunked = _NUMERIC_IDS, torch.from_dlpack, pa.ChunkedArray
+    numeric, frombuffer, chunked = _NUMERIC_IDS, torch.frombuffer, pa.ChunkedArray
     for name, col in zip(names, table.columns):
         arr = col.chunk(0) if col.__class__ is chunked and col.num_chunks == 1 else _column_array(pa, col)
-        if arr.type.id in numeric and len(arr) and not arr.null_count:  # the fast path: a view
-            leaf = from_dlpack(arr)
-            source[name] = leaf.clone() if copy or (copy is None and not arr.buffers()[1].is_mutable) else leaf
+        dtype = numeric.get(arr.type.id)
+        if dtype is not None and not arr.null_count and len(arr):  # the fast path
+            buf = arr.buffers()[1]
+            if buf.is_mutable and not copy:  # a view of Arrow's buffer
+                source[name] = frombuffer(buf, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
+            elif copy is False:  # a view of an immutable buffer (DLPack: no read-only warning)
+                source[name] = torch.from_dlpack(arr)
+            else:
+                source[name] = torch.from_dlpack(arr).clone()
         else:
             source[name] = arrow_column(arr, (name,), ctx)
     if ctx.masks:
