@@ -254,3 +254,20 @@ def test_nontensor_data_type(store):
     store.set_non_tensor("s", "v")
     assert store.entry_class("s") is NonTensorData
     assert store.entry_class("x") is torch.Tensor
+
+
+def test_given_client(redis_server):
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port)
+    st = TensorDictStore(batch_size=[3], client=client)
+    try:
+        st["a"] = torch.arange(3)
+        st.close()  # a client passed in stays open
+        assert client.ping()
+        assert torch.equal(st[1:]["a"], torch.tensor([1, 2]))
+        again = pickle.loads(pickle.dumps(st))  # rebuilt from the client's host and port
+        assert torch.equal(again["a"], torch.arange(3)) and again._root.conn.port == redis_server.port
+    finally:
+        st.clear_redis()
+        client.close()

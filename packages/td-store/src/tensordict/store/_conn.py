@@ -227,10 +227,13 @@ class Connection:
         """What another process needs to open the same server (see ``__reduce__``)."""
         kwargs = dict(self.redis_kwargs)
         if not self._owns_client:
-            ck = dict(getattr(self.client.connection_pool, "connection_kwargs", {}))
+            ck = dict(getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {}))
             for drop in ("host", "port", "db", "path", "connection_class"):
                 ck.pop(drop, None)
-            kwargs = {k: v for k, v in ck.items() if _picklable(v)}
+            import inspect
+
+            accepted = inspect.signature(redis.Redis.__init__).parameters
+            kwargs = {k: v for k, v in ck.items() if k in accepted and _picklable(v)}
         return {
             "backend": self.backend,
             "host": self.host,
@@ -263,7 +266,7 @@ class Connection:
             raise StoreConnectionError(msg) from err
 
     def _auth_error(self, err: Exception) -> StoreAuthenticationError:
-        ck = getattr(self.client.connection_pool, "connection_kwargs", {})
+        ck = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
         what = "refused the password" if ck.get("password") else "requires a password and none was given"
         msg = (
             f"The {self.backend} server at {self.server} {what} ({err}). "

@@ -131,7 +131,9 @@ def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
         ValueError: a payload declared larger than its limit (the connection is dropped).
         redis.exceptions.ResponseError / ConnectionError: as the client would raise them.
     """
-    pool = client.connection_pool
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:  # a cluster client, or another client type: the ordinary call
+        raise Fallback
     conn = pool.get_connection()
     try:
         sock = getattr(conn, "_sock", None)
@@ -184,7 +186,9 @@ def transaction(client: Any, commands: list) -> list:
         redis.exceptions.ResponseError: a command was refused (nothing was applied), or
             failed inside the transaction.
     """
-    pool = client.connection_pool
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:
+        raise Fallback
     conn = pool.get_connection()
     try:
         sock = getattr(conn, "_sock", None)
