@@ -194,3 +194,23 @@ def test_linked_list_writes_reach_the_stack():
     values[1:] = ["x", "y"]
     assert td.get("names").tolist() == ["z", "x", "y"]
     assert values == ["z", "x", "y"]
+
+
+@pytest.mark.parametrize("build", ["setitem", "constructor", "from_dict"])
+def test_nested_lists_spanning_the_batch_are_a_stack(build):
+    from tensordict import NonTensorStack
+
+    names = [["a", "b"], ["c", "d"]]
+    if build == "setitem":
+        td = TensorDict(batch_size=[2, 2])
+        td["names"] = names
+    elif build == "constructor":
+        td = TensorDict({"names": names}, batch_size=[2, 2])
+    else:
+        td = TensorDict.from_dict({"names": names}, batch_size=[2, 2])
+    assert isinstance(td.get("names"), NonTensorStack) and td.get("names").batch_size == (2, 2)
+    assert td[1, 0]["names"] == "c"
+    values = td["names"]
+    assert values.tolist() == names and values[0].tolist() == ["a", "b"]
+    values[0][1] = "q"  # nested linked lists write through too
+    assert td.get("names").tolist() == [["a", "q"], ["c", "d"]]

@@ -52,7 +52,7 @@ from tensordict._lock_graph import check_unlock, register_locked_root, unregiste
 from tensordict._module_params import ModuleParamsMixin
 from tensordict._nested_shape import leaf_shape
 from tensordict._names import refine, renamed, sync_child_names
-from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, _same
+from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, _same, nested_list_items
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._options import list_to_stack
@@ -307,13 +307,13 @@ class TensorDictBase(
         if cls is NonTensorData:
             return value.data
         if cls is NonTensorStack:
-            return LinkedList(value.tolist(), value)
+            return LinkedList._of_stack(value)
         if cls is _classes.TensorDict or cls is torch.Tensor:
             return value
         if isinstance(value, NonTensorData):  # MetaData, NonTensorData[T]
             return value.data
         if isinstance(value, NonTensorStack):
-            return LinkedList(value.tolist(), value)
+            return LinkedList._of_stack(value)
         return value
 
     # ------------------------------------------------------------------ shape info
@@ -652,6 +652,10 @@ class TensorDictBase(
                 return self._convert_value(key, tensor)
         if len(bs) == 1 and len(value) == bs[0]:
             return NonTensorStack._from_flat(list(value), bs, self.device)
+        if len(bs) > 1:  # nested lists spanning every batch dim: a stack of that batch size
+            items = nested_list_items(value, bs)
+            if items is not None:
+                return NonTensorStack._from_flat(items, bs, self.device)
         return NonTensorData(value, bs, self.device)
 
     def _create_nested(self, key: str) -> TensorDictBase:

@@ -27,7 +27,7 @@ from tensordict._device import _to_device as _parse_device
 from tensordict._errors import batch_mismatch_error
 from tensordict._keys import unravel_key
 from tensordict._nested_shape import leaf_shape
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NonTensorData, NonTensorStack, nested_list_items
 from tensordict._seams import import_sibling
 
 _Tensor = torch.Tensor
@@ -383,8 +383,11 @@ def _settle(
                 source[key] = NonTensorData(value.data, batch_size, device)
         elif isinstance(value, _PendingList):
             items = value.items
+            nested = nested_list_items(list(items), batch_size) if n > 1 else None
             if n == 1 and batch_size[0] == len(items):
                 source[key] = NonTensorStack._from_flat(list(items), batch_size, device)
+            elif nested is not None:  # nested lists spanning every batch dim
+                source[key] = NonTensorStack._from_flat(nested, batch_size, device)
             else:
                 source[key] = NonTensorData(items, batch_size, device)
         elif isinstance(value, NonTensorStack):

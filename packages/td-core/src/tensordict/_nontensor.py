@@ -42,24 +42,37 @@ class LinkedList(list):
         (['z', 'b', 'c'], ['z', 'b', 'c'])
     """
 
-    __slots__ = ("_stack",)
+    __slots__ = ("_prefix", "_stack")
 
-    def __init__(self, items: Any = (), stack: Any = None) -> None:
+    def __init__(self, items: Any = (), stack: Any = None, prefix: tuple = ()) -> None:
         super().__init__(items)
-        self._stack = stack
+        self._stack = stack  # the NonTensorStack written through, and where this list sits in it
+        self._prefix = prefix
+
+    @classmethod
+    def _of_stack(cls, stack: Any) -> LinkedList:
+        """The linked list of ``stack``'s items: nested linked lists for each batch dim."""
+
+        def build(items: list, prefix: tuple, depth: int) -> LinkedList:
+            if depth > 1:
+                items = [build(item, (*prefix, i), depth - 1) for i, item in enumerate(items)]
+            return cls(items, stack, prefix)
+
+        return build(stack.tolist(), (), len(stack.batch_size))
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        stack, prefix = self._stack, self._prefix
         if isinstance(index, slice):
             positions = range(*index.indices(len(self)))
             value = list(value)
             list.__setitem__(self, index, value)
-            if self._stack is not None and len(positions) == len(value):
+            if stack is not None and len(positions) == len(value):
                 for i, item in zip(positions, value):
-                    self._stack[i] = item
+                    stack[(*prefix, i)] = item
             return
         list.__setitem__(self, index, value)
-        if self._stack is not None:
-            self._stack[index] = value
+        if stack is not None:
+            stack[(*prefix, index)] = value
 
     def tolist(self) -> list:
         """A plain ``list`` of the items (nested lists for a stack of more than one dim)."""
@@ -69,6 +82,17 @@ class LinkedList(list):
         return f"LinkedList({list.__repr__(self)})"
 
     __str__ = __repr__
+
+
+def nested_list_items(value: list, batch_size: torch.Size) -> list | None:
+    """The items of nested lists whose sizes are ``batch_size`` level by level (row-major),
+    or ``None`` when the lists do not have that shape."""
+    level = [value]
+    for size in batch_size:
+        if not all(isinstance(item, list) and len(item) == size for item in level):
+            return None
+        level = [item for sub in level for item in sub]
+    return level
 
 
 def _same(a: Any, b: Any) -> bool:
