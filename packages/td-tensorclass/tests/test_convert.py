@@ -182,3 +182,20 @@ def test_state_dict_round_trip():
     again = Record(a=torch.zeros(3, 2), inner=Inner(x=torch.zeros(3), batch_size=[3]), batch_size=[3])
     again.load_state_dict(loaded["data"])
     assert torch.equal(again.a, rec.a)
+
+
+def test_to_tensordict_leaves_none_fields_out_by_default():
+    # tensordict 0.15.3: retain_none=None drops None fields, retain_none=True keeps them
+    from typing import Any
+
+    from tensordict import TensorClass
+
+    class Foo(TensorClass):
+        x: torch.Tensor
+        y: Any = None
+        z: Any = "s"
+
+    foo = Foo(x=torch.zeros(3))
+    assert sorted(foo.to_tensordict().keys()) == ["x", "z"]
+    assert sorted(foo.to_tensordict(retain_none=True).keys()) == ["x", "y", "z"]
+    assert sorted(foo.to_tensordict(retain_none=False).keys()) == ["x", "z"]

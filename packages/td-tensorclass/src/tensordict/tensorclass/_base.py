@@ -57,6 +57,11 @@ _new_td = TensorDict._new_unsafe
 _SLOT_NAMES = frozenset(_Slots.__slots__)
 
 
+class _NoFieldError(KeyError, AttributeError):
+    """``set()`` of a name that is no field: an ``AttributeError`` as in tensordict 0.15,
+    and a ``KeyError`` as for a missing key of a TensorDict."""
+
+
 def _type_attr(cls: type, name: str) -> Any:
     for klass in cls.__mro__:
         if name in klass.__dict__:
@@ -404,8 +409,8 @@ class _TensorClassCore(_Slots):
             parent.set(rest, value, inplace=inplace)
             return self
         if key not in cls._tc_field_set:
-            msg = f"{cls.__name__} has no field {key!r}; its fields are {list(cls._tc_fields)}."
-            raise KeyError(msg)
+            msg = f"Cannot set the attribute {key!r}: {cls.__name__} has no such field. Its fields are {list(cls._tc_fields)}."
+            raise _NoFieldError(msg)
         if inplace:
             existing = self._tensordict._get_raw(key, _ABSENT)
             if isinstance(existing, _Tensor) and isinstance(value, _Tensor):
@@ -433,8 +438,8 @@ class _TensorClassCore(_Slots):
         """A ``TensorDict`` copy of every field.
 
         Tensors are cloned; nested tensorclasses become nested TensorDicts; non-tensor
-        fields become ``NonTensorData`` leaves; ``None`` fields are kept as
-        ``NonTensorData(None)`` unless ``retain_none=False``.
+        fields become ``NonTensorData`` leaves; ``None`` fields are left out unless
+        ``retain_none=True`` (then kept as ``NonTensorData(None)``), as in tensordict 0.15.
 
         Examples:
             >>> import torch
@@ -456,7 +461,7 @@ class _TensorClassCore(_Slots):
             else:
                 source[key] = value.clone()
         bs, device = td.batch_size, td.device
-        keep_none = retain_none is None or retain_none
+        keep_none = bool(retain_none)
         for key, value in self._non_tensordict.items():
             if value is None and not keep_none:
                 continue
