@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from tensordict import _classes
-from tensordict._arrow import as_one_dim, host_tensor
+from tensordict._arrow import _Ctx, arrow_column, as_one_dim, host_tensor, import_pyarrow
 from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._optional import require
 
@@ -45,8 +45,6 @@ def _series_leaf(pd: Any, series: Any, name: str) -> Any:
             return torch.from_numpy(series.to_numpy(copy=True).view("int64"))
         return _objects(series)
     if isinstance(dt, pd.ArrowDtype):
-        from tensordict._arrow import _Ctx, arrow_column, import_pyarrow
-
         pa = import_pyarrow("from_pandas")
         return arrow_column(pa.array(series), (name,), _Ctx(pa, None, "fill", len(series)))
     numpy_dtype = getattr(dt, "numpy_dtype", None)

@@ -41,6 +41,7 @@ from tensordict._arrow import (
     to_arrow,
 )
 from tensordict._json import from_json, to_json
+from tensordict._optional import require
 from tensordict._pandas import dataframe_leaves, frame_columns, import_pandas
 
 __all__ = [
@@ -390,8 +391,6 @@ def from_parquet(
 
 def import_pyarrow_module(module: str, feature: str) -> Any:
     """``pyarrow.<sub>`` (e.g. ``pyarrow.parquet``), or ImportError naming the install line."""
-    from tensordict._optional import require
-
     return require(module, feature, "pyarrow", "arrow")
 
 
