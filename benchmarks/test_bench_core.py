@@ -389,6 +389,30 @@ def test_clone_dict(benchmark):
     benchmark(lambda: {k: v.clone() for k, v in d.items()})
 
 
+@bench("to float64, 100 flat keys")
+def test_to_flat_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    benchmark(td.to, torch.float64)
+
+
+@bench("to float64, 100 flat keys")
+def test_to_flat_dict(benchmark):
+    d = flat_source()
+    benchmark(lambda: {k: v.to(torch.float64) for k, v in d.items()})
+
+
+@bench("clone, 100 flat keys")
+def test_clone_flat_td(benchmark):
+    td = TensorDict(flat_source(), [10])
+    benchmark(td.clone)
+
+
+@bench("clone, 100 flat keys")
+def test_clone_flat_dict(benchmark):
+    d = flat_source()
+    benchmark(lambda: {k: v.clone() for k, v in d.items()})
+
+
 @bench("select")
 def test_select_td(benchmark):
     td = TensorDict(flat_source(), [10])

@@ -316,3 +316,39 @@ def test_lazy_stack_from_dict_stack_dim_name():
     assert s.names == ["s", "x"]
     with pytest.raises(ValueError, match="exclusive"):
         LazyStackedTensorDict.from_dict([{"a": torch.zeros(3)}], names=["s"], stack_dim_name="q")
+
+
+def test_compact_repr_matches_015():
+    from tensordict import NonTensorStack, get_printoptions, set_printoptions
+
+    default_compact = get_printoptions()["compact"]  # False here (our verbose default), True on 0.15.3
+    td = TensorDict(a=torch.zeros(3, 4), b={"c": torch.zeros(3, dtype=torch.long)}, batch_size=[3])
+    wide = TensorDict(
+        **{f"key_{i}": torch.zeros(3, 4, dtype=torch.bfloat16) for i in range(3)},
+        n={f"x{i}": torch.zeros(3, 2, 2) for i in range(6)}, s="hello", u=torch.zeros(3, dtype=torch.uint8),
+        cx=torch.zeros(3, dtype=torch.complex64), batch_size=[3],
+    )
+    stack = lazy_stack([TensorDict(a=torch.zeros(3), x=torch.zeros(1)), TensorDict(a=torch.zeros(4, dtype=torch.float64), y=torch.zeros(2, dtype=torch.long))])
+    with set_printoptions(compact=True):
+        assert repr(td) == "TensorDict(batch_size=[3], fields={a: f32[4], b: {c: i64[]}})"
+        assert repr(wide) == (
+            "TensorDict(batch_size=[3], fields={\n    cx: c64[],\n    key_0: bf16[4],\n    key_1: bf16[4],\n"
+            "    key_2: bf16[4],\n    n: {\n        x0: f32[2,2],\n        x1: f32[2,2],\n        x2: f32[2,2],\n"
+            "        x3: f32[2,2],\n        x4: f32[2,2],\n        x5: f32[2,2]},\n    s: str,\n    u: u8[]})"
+        )
+        assert repr(TensorDict(a=torch.zeros(3), device="cpu", batch_size=[3])) == "TensorDict(batch_size=[3], device=cpu, fields={a: f32[]})"
+        nested = TensorDict(a=torch.zeros(3, 2), n=TensorDict(b=torch.zeros(3, 2, 5), batch_size=[3, 2]), batch_size=[3])
+        assert repr(nested) == "TensorDict(batch_size=[3], fields={a: f32[2], n: [2]{b: f32[5]}})"
+        assert repr(stack) == (
+            "LazyStackedTensorDict(batch_size=[2], stack_dim=0, fields={\n    a: f64[-1]}, "
+            "exclusive_fields={0: {x: f32[1]}, 1: {y: i64[2]}})"
+        )
+        assert repr(TensorDict(s=NonTensorStack("a", "b"), t=[1, 2], batch_size=[2])) == "TensorDict(batch_size=[2], fields={s: NonTensorStack, t: i64[]})"
+        assert repr(TensorDict(a=torch.zeros(3, device="meta"), batch_size=[3])) == "TensorDict(batch_size=[3], fields={a: f32[]@meta})"
+        with set_printoptions(show_dtype=False):
+            assert repr(td) == "TensorDict(batch_size=[3], fields={a: [4], b: {c: []}})"
+        with set_printoptions(show_shape=False):  # a verbose-only option turns compact off
+            assert repr(td).startswith("TensorDict(\n    fields={")
+    with set_printoptions(compact=True, sort_keys="insertion"):
+        assert repr(TensorDict(z=torch.zeros(1), a=torch.zeros(1))) == "TensorDict(batch_size=[], fields={z: f32[1], a: f32[1]})"
+    assert repr(td).startswith("TensorDict(\n    fields={") is not default_compact

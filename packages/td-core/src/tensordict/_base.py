@@ -43,6 +43,7 @@ from tensordict._keys import (
     NestedKey,
     _as_tuple,
     _ItemsView,
+    _TopKeysView,
     _KeysView,
     _ValuesView,
     unravel_key,
@@ -75,6 +76,7 @@ _CPU = torch.device("cpu")  # where data_ptr() TensorDicts live
 #: levels of plain TensorDicts that ``_map_tree`` rebuilds by recursion before it switches to
 #: an explicit stack (recursion is the cheapest per node; the stack has no depth limit)
 _MAP_RECURSION_DEPTH = 200
+_ONLY_TENSORS = frozenset({torch.Tensor})
 #: what ``get`` passes as the default to tell a missing key from a stored value
 _NOT_FOUND: Any = object()
 
@@ -82,6 +84,11 @@ _NOT_FOUND: Any = object()
 def _map_tree(node: Any, fn: Callable, keep_non_tensor: bool, new_kwargs: dict, depth: int) -> Any:
     """``node`` rebuilt with ``fn`` applied to every tensor leaf (``_map_leaves``)."""
     td_cls = _classes.TensorDict
+    if node.__class__ is td_cls:
+        store = node._tensordict
+        values = store.values()
+        if _ONLY_TENSORS >= set(map(type, values)):  # plain tensors only: the loop runs in C
+            return node._new_like(dict(zip(store, map(fn, values))), **new_kwargs)
     source: dict[str, Any] = {}
     for key, value in node._items_raw():
         if isinstance(value, torch.Tensor):
@@ -407,6 +414,8 @@ class TensorDictBase(
             >>> ("b", "c") in td.keys(True)
             True
         """
+        if not include_nested and not leaves_only and is_leaf is None and not sort and self.__class__ is _classes.TensorDict:
+            return _TopKeysView(self)
         view = _KeysView(self, include_nested, leaves_only, is_leaf)
         if sort:
             return sorted(view, key=lambda k: k if isinstance(k, str) else ".".join(k))
@@ -443,6 +452,8 @@ class TensorDictBase(
                 function, as in tensordict).
             sort (bool, optional): return a list sorted by key (keyword only).
         """
+        if not include_nested and not leaves_only and is_leaf is None and not sort and self.__class__ is _classes.TensorDict:
+            return self._tensordict.items()  # the store's own live view, as tensordict 0.15 returns
         view = _ItemsView(self, include_nested, leaves_only, is_leaf)
         if sort:
             return sorted(view, key=lambda kv: kv[0] if isinstance(kv[0], str) else ".".join(kv[0]))

@@ -59,6 +59,21 @@ def _share_non_tensor_stacks(td: Any) -> None:
                 todo.append(value)
 
 
+#: ``to(dtype)`` of one tensor through its dtype method (same result, less parsing)
+_CAST_METHODS = {
+    torch.float64: torch.Tensor.double,
+    torch.float32: torch.Tensor.float,
+    torch.float16: torch.Tensor.half,
+    torch.bfloat16: torch.Tensor.bfloat16,
+    torch.int64: torch.Tensor.long,
+    torch.int32: torch.Tensor.int,
+    torch.int16: torch.Tensor.short,
+    torch.int8: torch.Tensor.char,
+    torch.uint8: torch.Tensor.byte,
+    torch.bool: torch.Tensor.bool,
+}
+
+
 def _to_device(device: Any) -> torch.device | None:
     """``device`` as a ``torch.device`` (an int is a CUDA index; bare ``cuda`` gets the current index)."""
     if device is None:
@@ -145,7 +160,10 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
                     return _track_move(self, out)
             fn = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
         elif device is None:
-            fn = lambda t: t.to(dtype, non_blocking=non_blocking)  # noqa: E731
+            # ``Tensor.double()`` & co. skip the argument parsing of ``Tensor.to``
+            fn = _CAST_METHODS.get(dtype) if not non_blocking else None
+            if fn is None:
+                fn = lambda t: t.to(dtype, non_blocking=non_blocking)  # noqa: E731
         else:
             fn = lambda t: t.to(device, dtype, non_blocking=non_blocking)  # noqa: E731
         new_device = device if device is not None else self.device

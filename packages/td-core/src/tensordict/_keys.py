@@ -465,6 +465,25 @@ class _ItemsView(_KeysView):
         return f"_ItemsView(keys={list(_KeysView.__iter__(self))!r})"
 
 
+class _TopKeysView(_KeysView):
+    """``keys()`` of a dense TensorDict without options: its store's keys, live (the
+    view object and its iteration skip the option checks)."""
+
+    __slots__ = ()
+    include_nested = False
+    leaves_only = False
+    is_leaf = None
+
+    def __init__(self, td: TensorDictBase) -> None:
+        self._td = td
+
+    def __iter__(self) -> Iterator[NestedKey]:
+        return iter(self._td._tensordict)
+
+    def __len__(self) -> int:
+        return len(self._td._tensordict)
+
+
 class _Missing(enum.Enum):
     """The "no value given" sentinel (``_MISSING``, alias ``NO_DEFAULT``).
 

@@ -17,6 +17,7 @@ from tensordict._keys import _MISSING, NO_DEFAULT
 from tensordict._nontensor import _stack_non_tensor
 from tensordict._printoptions import get_printoptions
 from tensordict._repr import fields_repr, leaf_repr
+from tensordict._repr_compact import compact_repr
 from tensordict._unbatched import UnbatchedTensor
 
 __all__ = ["LazyDenseMixin"]
@@ -277,6 +278,9 @@ class LazyDenseMixin(LazyStackHost):
         return repr(self._stack_values(key, values))
 
     def __repr__(self) -> str:
+        opts = get_printoptions()
+        if opts["compact"]:
+            return compact_repr(self, opts)
         common = list(self._keys_raw())
         fields = fields_repr([(k, _Text(self._field_text(k))) for k in common])
         seen = set(common)

@@ -30,7 +30,19 @@ _DEFAULTS: dict[str, Any] = {
     "show_storage_size": False,
     "plain": False,
     "sort_keys": "alphabetical",
+    # tensordict 0.15.3's one-line ``TensorDict(batch_size=[3], fields={a: f32[]})``;
+    # the verbose repr stays the default here (docs/design.md)
+    "compact": False,
+    "html": True,
 }
+
+#: options only the verbose repr reads: passing one without ``compact`` turns compact off
+_VERBOSE_ONLY = frozenset(
+    {
+        "show_is_shared", "show_shape", "show_field_device", "show_field_is_shared", "show_grad",
+        "show_is_contiguous", "show_is_view", "show_storage_size", "plain",
+    }
+)
 
 #: ``verbose=False`` turns these off (unless given explicitly in the same call).
 _VERBOSE_OFF = (
@@ -73,6 +85,11 @@ class set_printoptions(ModeSwitch):  # noqa: N801 - public name of the tensordic
         show_grad, show_is_contiguous, show_is_view, show_storage_size (bool): extra
             parts of each tensor field (off by default).
         plain (bool): show each floating tensor's mean and std instead of its layout.
+        compact (bool): tensordict 0.15.3's compact repr, one token per leaf (its dtype
+            and feature dims, ``f32[3]``), split over lines past 80 columns. Defaults to
+            ``False`` here (0.15.3 defaults to ``True``). A verbose-only option given
+            without ``compact`` sets ``compact=False``.
+        html (bool): accepted for compatibility (notebook display).
         sort_keys (``"alphabetical"``, ``"insertion"`` or a callable): field order;
             a callable is used as ``sorted(keys, key=sort_keys)``.
         verbose (bool): ``False`` hides devices, sharing and dtypes (options given in
@@ -107,6 +124,8 @@ class set_printoptions(ModeSwitch):  # noqa: N801 - public name of the tensordic
         if sort_keys is not None and not isinstance(sort_keys, str) and not isinstance(sort_keys, Callable):  # type: ignore[arg-type]
             msg = f"sort_keys must be 'alphabetical', 'insertion' or a callable, got {sort_keys!r}."
             raise ValueError(msg)
+        if "compact" not in options and not _VERBOSE_ONLY.isdisjoint(options):
+            options["compact"] = False
         if verbose is False:
             for name in _VERBOSE_OFF:
                 options.setdefault(name, False)

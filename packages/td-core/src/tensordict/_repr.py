@@ -24,6 +24,7 @@ from tensordict._deep import trampoline
 from tensordict._nested_shape import leaf_shape
 from tensordict._nontensor import NonTensorData
 from tensordict._printoptions import _options, get_printoptions, set_printoptions
+from tensordict._repr_compact import compact_repr
 
 __all__ = [
     "fields_repr",
@@ -109,8 +110,11 @@ def td_repr(td: Any, extra_fields: list[str] | None = None, tail: list[str] | No
     Nested TensorDicts whose repr is this one are written in the same walk, without
     recursion (see :mod:`tensordict._deep`), and each line is indented once, when the
     text is joined: the cost grows with the length of the text, at any nesting depth."""
+    opts = _options()
+    if opts["compact"]:
+        return compact_repr(td, opts)
     out: list[list] = []  # [indent, text] per line; indented when joined
-    trampoline(_td_lines, td, 0, "", extra_fields, tail, _options(), out)
+    trampoline(_td_lines, td, 0, "", extra_fields, tail, opts, out)
     return "\n".join(" " * i + t if i and t.strip() else t for i, t in out)
 
 

@@ -544,6 +544,8 @@ class _TensorClassCore(_Slots):
                 nt[name] = None
         obj = _obj_new(cls)
         _bind(obj, td, nt)
+        if cls.__post_init__ is not None:  # as tensordict 0.15, with or without skip_post_init_on_rebuild
+            cls.__post_init__(obj)
         return obj
 
     @classmethod

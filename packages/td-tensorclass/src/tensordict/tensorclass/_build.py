@@ -22,7 +22,7 @@ from tensordict.tensorclass._storage import _Slots, check_tensor_only_hints
 
 __all__: list[str] = []
 
-OPTION_NAMES = ("autocast", "nocast", "frozen", "shadow", "tensor_only")
+OPTION_NAMES = ("autocast", "nocast", "frozen", "shadow", "tensor_only", "skip_post_init_on_rebuild")
 #: names a field can never take: constructor keywords and the instance layout
 _ALWAYS_RESERVED = frozenset(
     {"batch_size", "device", "names", "shape", "non_blocking", "lock", "self"} | set(_Slots.__slots__)
@@ -208,8 +208,10 @@ def _set_options(cls: type, options: dict[str, bool]) -> None:
     cls._tc_frozen = bool(options.get("frozen", False))  # type: ignore[attr-defined]
     cls._tc_shadow = bool(options.get("shadow", False))  # type: ignore[attr-defined]
     cls._tc_tensor_only = bool(options.get("tensor_only", False))  # type: ignore[attr-defined]
+    # False: ``__post_init__`` also runs when an op rebuilds an instance (tensordict 0.15)
+    cls._tc_skip_post_init_on_rebuild = bool(options.get("skip_post_init_on_rebuild", False))  # type: ignore[attr-defined]
     # upstream's names for the same flags (``cls._autocast``, ...), read by downstream code
-    for name in ("autocast", "nocast", "frozen", "shadow", "tensor_only"):
+    for name in ("autocast", "nocast", "frozen", "shadow", "tensor_only", "skip_post_init_on_rebuild"):
         setattr(cls, f"_{name}", getattr(cls, f"_tc_{name}"))
 
 

@@ -80,7 +80,7 @@ def tensorclass(cls: T, /) -> T: ...
 @overload
 def tensorclass(
     cls: None = None, /, *, autocast: bool = False, frozen: bool = False, nocast: bool = False, shadow: bool = False,
-    tensor_only: bool = False,
+    tensor_only: bool = False, skip_post_init_on_rebuild: bool = False,
 ) -> Callable[[T], T]: ...
 
 
@@ -94,6 +94,7 @@ def tensorclass(
     nocast: bool = False,
     shadow: bool = False,
     tensor_only: bool = False,
+    skip_post_init_on_rebuild: bool = False,
 ) -> Any:
     """Makes a dataclass-like class whose instances have every TensorDict operation.
 
@@ -122,6 +123,11 @@ def tensorclass(
             ``NonTensorData`` (``None`` allowed), as its annotation says (checked when
             the class is made); values are cast to it (numbers to tensors, mappings to
             TensorDicts). Exclusive with ``autocast`` and ``nocast``. Defaults to ``False``.
+        skip_post_init_on_rebuild (bool): ``__post_init__`` runs in the generated
+            ``__init__`` and in ``from_tensordict`` but not when an op rebuilds an
+            instance from an existing one's data (indexing, ``clone``, ``to``, ...).
+            Accepted for tensordict 0.15; here rebuilds never run ``__post_init__``
+            whatever the value (0.15.3 runs it on rebuilds by default: docs/design.md).
 
     Returns:
         the tensorclass (or a decorator when called with keywords only).
@@ -153,6 +159,8 @@ def tensorclass(
     options = {"autocast": autocast, "frozen": frozen, "nocast": nocast, "shadow": shadow}
     if tensor_only:
         options["tensor_only"] = True
+    if skip_post_init_on_rebuild:
+        options["skip_post_init_on_rebuild"] = True
 
     def wrap(klass: Any) -> Any:
         if not isinstance(klass, type):
