@@ -214,3 +214,21 @@ def test_nested_lists_spanning_the_batch_are_a_stack(build):
     assert values.tolist() == names and values[0].tolist() == ["a", "b"]
     values[0][1] = "q"  # nested linked lists write through too
     assert td.get("names").tolist() == [["a", "q"], ["c", "d"]]
+
+
+def test_non_tensor_data_where():
+    from tensordict import NonTensorData, NonTensorStack
+
+    a, b = NonTensorData("a", batch_size=[3]), NonTensorData("b", batch_size=[3])
+    mixed = a.where(torch.tensor([True, False, True]), b)
+    assert isinstance(mixed, NonTensorStack) and mixed.tolist() == ["a", "b", "a"]
+    same = a.where(torch.tensor([True, True, True]), b)
+    assert isinstance(same, NonTensorData) and same.tolist() == ["a", "a", "a"]
+    assert a.where(torch.tensor([True, False, True]), NonTensorStack("x", "y", "z")).tolist() == ["a", "y", "a"]
+
+
+def test_metadata_type_error_wording():
+    from tensordict.tensorclass import MetaData
+
+    with pytest.raises(TypeError, match=r"^Expected data of type str, got int$"):
+        MetaData[str](1)

@@ -403,7 +403,7 @@ class NonTensorData(_NonTensorShapeOps):
             data = data.data
         expected = self._data_type
         if expected is not None and not isinstance(data, expected):
-            msg = f"Expected data of type {_type_name(expected)}, got {type(data).__name__}."
+            msg = f"Expected data of type {_type_name(expected)}, got {type(data).__name__}"
             raise TypeError(msg)
         self.data = data
         self._batch_size = torch.Size(batch_size) if batch_size is not None else torch.Size(())
@@ -448,6 +448,33 @@ class NonTensorData(_NonTensorShapeOps):
             return [build(dims[1:]) for _ in range(dims[0])]
 
         return build(tuple(self._batch_size))
+
+    def where(
+        self, condition: torch.Tensor, other: Any, *, out: Any = None, pad: Any = None, update_batch_size: bool = False
+    ) -> NonTensorData | NonTensorStack:
+        """Element ``i`` is ``self.data`` where ``condition[i]`` else ``other[i]``.
+
+        Args:
+            condition (torch.Tensor): bool tensor broadcastable to ``batch_size``.
+            other (NonTensorStack, NonTensorData or object): values where ``condition`` is false.
+            out (NonTensorStack, optional): written in place and returned when given.
+            pad, update_batch_size: ignored, as for :meth:`NonTensorStack.where`.
+
+        Returns:
+            a ``NonTensorData`` of ``self.data`` when ``condition`` holds everywhere,
+            else a :class:`NonTensorStack` with ``self``'s batch size.
+
+        Examples:
+            >>> import torch
+            >>> a = NonTensorData("a", batch_size=[3])
+            >>> a.where(torch.tensor([True, False, True]), NonTensorData("b", batch_size=[3])).tolist()
+            ['a', 'b', 'a']
+        """
+        condition = torch.as_tensor(condition).to(torch.bool)
+        if out is None and bool(condition.all()):
+            return NonTensorData(self.data, self._batch_size, self._device)
+        stack = NonTensorStack._from_flat([self.data] * self.numel(), self._batch_size, self._device)
+        return stack.where(condition, other, out=out)
 
     # batch operations --------------------------------------------------
     #: ``True`` for leaves that stay one object through every batch op (``MetaData``)
