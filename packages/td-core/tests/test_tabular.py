@@ -184,6 +184,8 @@ def test_from_pandas_column_kinds():
     assert td["t"].dtype == torch.int64
     assert td["nullable"].dtype == torch.float64 and td["nullable"].isnan().tolist() == [False, True, False]
     assert td["full"].dtype == torch.int64
+    arrow_backed = from_pandas(pd.DataFrame({"a": pd.array([1, 2], dtype=pd.ArrowDtype(pa.int64()))}))
+    assert arrow_backed["a"].tolist() == [1, 2]
 
 
 def test_from_pandas_copies_and_options():
