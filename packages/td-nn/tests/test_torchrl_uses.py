@@ -91,3 +91,38 @@ def test_dist_sample_draws_by_interaction_type():
     first = prob._dist_sample(dist, InteractionType.RANDOM, generator=gen)
     again = prob._dist_sample(dist, InteractionType.RANDOM, generator=torch.Generator().manual_seed(0))
     assert first.shape == (2,) and torch.equal(first, again)
+
+
+class _SharedNet(nn.Module):
+    """As TorchRL's MultiAgentMLP: parameters in a TensorDictParams, an empty (meta) copy
+    of the network that receives them on each call."""
+
+    def __init__(self):
+        super().__init__()
+        net = nn.Linear(3, 2)
+        self.params = TensorDictParams(TensorDict.from_module(net))
+        self._empty_net = net.to("meta")
+
+    def forward(self, x):
+        with self.params.to_module(self._empty_net, preserve_module_state=False):
+            return self._empty_net(x)
+
+
+def test_swapping_params_into_a_module_that_holds_a_tensordictparams():
+    # TorchRL's value estimators vmap over stacked (params, target params) swapped in with
+    # to_module(preserve_module_state=False); the inner TensorDictParams must see them
+    module = _SharedNet()
+    x = torch.ones(4, 3)
+    ref = module(x)
+    zeros = TensorDict.from_module(module).detach().apply(torch.zeros_like)
+    with zeros.to_module(module, preserve_module_state=False):
+        assert (module(x) == 0).all()
+    assert torch.equal(module(x), ref)  # restored
+    stacked = torch.stack([TensorDict.from_module(module).detach(), zeros], 0)
+
+    def call(params, inp):
+        with params.to_module(module, preserve_module_state=False):
+            return module(inp)
+
+    out = torch.vmap(call, (0, None))(stacked, x)
+    assert torch.equal(out[0], ref) and (out[1] == 0).all()

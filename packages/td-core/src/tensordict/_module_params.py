@@ -602,6 +602,11 @@ class ModuleParamsMixin(StateDictMixin):
                     has_none = True
                 olds.append(first)
                 src[name] = old
+                if isinstance(owner, _classes.TensorDictBase):
+                    # a TensorDictParams inside the module (TorchRL's MultiAgentMLP): its
+                    # entries stay in its stores, where reading it back finds them
+                    store[name] = value
+                    continue
                 if hasattr(owner, name):
                     delattr(owner, name)
                 setattr(owner, name, value)
@@ -610,7 +615,7 @@ class ModuleParamsMixin(StateDictMixin):
 
             def restore() -> None:
                 for (_, name, _, _, owner), (store, old) in reversed(list(zip(plan, olds))):
-                    if hasattr(owner, name):
+                    if not isinstance(owner, _classes.TensorDictBase) and hasattr(owner, name):
                         delattr(owner, name)
                     store[name] = old
                 for store, order in orders.values():
