@@ -352,3 +352,17 @@ def test_compact_repr_matches_015():
     with set_printoptions(compact=True, sort_keys="insertion"):
         assert repr(TensorDict(z=torch.zeros(1), a=torch.zeros(1))) == "TensorDict(batch_size=[], fields={z: f32[1], a: f32[1]})"
     assert repr(td).startswith("TensorDict(\n    fields={") is not default_compact
+
+
+def test_bytes_counts_duplicates_by_default():
+    x = torch.zeros(6)
+    td = TensorDict(a=x, b=x, c=torch.zeros(2, 3))
+    assert td.bytes() == 72 and td.bytes(count_duplicates=False) == 48
+    assert TensorDict(a=torch.zeros(10)[:3]).bytes() == 12  # a view counts its own elements
+
+
+def test_to_namedtuple_gives_plain_lists_for_stacks():
+    td = TensorDict(a=torch.zeros(2), s=tensordict.NonTensorStack("a", "b"), batch_size=[2])
+    out = td.to_namedtuple()
+    assert type(out.s) is list and out.s == ["a", "b"]
+    assert TensorDict(a=torch.zeros(3), s="hello", batch_size=[3]).to_namedtuple().s == "hello"

@@ -745,6 +745,8 @@ def _namedtuple_node(td: Any, dest_cls: type | None) -> Any:
             values.append((yield (value, sub_cls)))
         elif isinstance(value, _Tensor):
             values.append(value)
+        elif value.__class__ is _classes.NonTensorStack:
+            values.append(value.tolist())  # a plain list, as tensordict 0.15 (not a linked one)
         else:
             values.append(td._unwrap_leaf(value))
     cls = dest_cls if dest_cls is not None else collections.namedtuple("GenericDict", keys)

@@ -546,12 +546,12 @@ class EntriesMixin(TensorDictHost):
                 return None
         return dtype
 
-    def bytes(self, *, count_duplicates: bool = False) -> int:
+    def bytes(self, *, count_duplicates: bool = True) -> int:
         """Number of bytes of the tensor leaves (and their ``.grad``).
 
         Args:
             count_duplicates (bool): count a tensor stored under several keys each
-                time. Defaults to ``False``.
+                time (``False``: once). Defaults to ``True``, as tensordict 0.15.
 
         Examples:
             >>> import torch
