@@ -184,7 +184,80 @@ def test_sac_target_params_built_with_new_unsafe_reach_the_value_network():
     assert torch.isfinite(out["loss_qvalue"]).all() and torch.isfinite(out["loss_value"]).all()
 
 
+def _mappo() -> dict:
+    """Multi-agent PPO: MultiAgentMLP policy and centralised critic (their parameters live in
+    TensorDictParams swapped into meta copies of the nets), GAE over vmapped value nets."""
+    from torchrl.modules import MultiAgentMLP, ProbabilisticActor, TanhNormal
+    from torchrl.objectives import ClipPPOLoss
+
+    torch.manual_seed(0)
+    agents, batch, time = 3, 2, 4
+    net = nn.Sequential(MultiAgentMLP(4, 4, agents, centralized=False, share_params=True, depth=1, num_cells=8), NormalParamExtractor())
+    policy = TensorDictModule(net, [("agents", "observation")], [("agents", "loc"), ("agents", "scale")])
+    actor = ProbabilisticActor(
+        policy,
+        in_keys=[("agents", "loc"), ("agents", "scale")],
+        out_keys=[("agents", "action")],
+        distribution_class=TanhNormal,
+        return_log_prob=True,
+        log_prob_key=("agents", "action_log_prob"),
+    )
+    critic = TensorDictModule(
+        MultiAgentMLP(4, 1, agents, centralized=True, share_params=True, depth=1, num_cells=8),
+        [("agents", "observation")],
+        [("agents", "state_value")],
+    )
+    loss = ClipPPOLoss(actor, critic)
+    loss.set_keys(
+        reward=("agents", "reward"),
+        action=("agents", "action"),
+        value=("agents", "state_value"),
+        done=("agents", "done"),
+        terminated=("agents", "terminated"),
+        sample_log_prob=("agents", "action_log_prob"),
+    )
+    loss.make_value_estimator(gamma=0.9)
+    gen = torch.Generator().manual_seed(1)
+    shape = (batch, time, agents)
+
+    def agent_td(**entries):
+        return TensorDict(entries, batch_size=shape)
+
+    done = torch.zeros(*shape, 1, dtype=torch.bool)
+    data = TensorDict(
+        {
+            "agents": agent_td(
+                observation=torch.randn(*shape, 4, generator=gen),
+                action=torch.rand(*shape, 2, generator=gen) * 1.8 - 0.9,
+                action_log_prob=torch.randn(*shape, generator=gen),
+            ),
+            "next": {
+                "agents": agent_td(
+                    observation=torch.randn(*shape, 4, generator=gen),
+                    reward=torch.randn(*shape, 1, generator=gen),
+                    done=done,
+                    terminated=done.clone(),
+                )
+            },
+        },
+        batch_size=shape[:2],
+    )
+    loss.value_estimator(data, params=loss.critic_network_params, target_params=loss.target_critic_network_params)
+    out = loss(data)
+    sum(v for k, v in out.items() if k.startswith("loss_")).backward()
+    return {k: round(float(v.detach().mean()), 4) for k, v in out.items() if k.startswith("loss_")}
+
+
+#: TorchRL 0.14.1 on tensordict 0.15.3, as EXPECTED.
+EXPECTED_MAPPO = {"loss_objective": 0.4177, "loss_entropy": -0.0107, "loss_critic": 0.8535}
+
+
+def test_mappo_loss_matches_tensordict_015():
+    assert _mappo() == pytest.approx(EXPECTED_MAPPO, abs=2e-4)
+
+
 if __name__ == "__main__":
+    print("EXPECTED_MAPPO =", _mappo())
     print("EXPECTED = {")
     for case in sorted(_cases()):
         print(f"    {case!r}: {_run(case)!r},")
