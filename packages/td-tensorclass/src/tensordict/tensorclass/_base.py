@@ -724,6 +724,7 @@ def _init_instance(
     nt: dict = {}
     td = _new_td(store, bs, dev)
     fast = not cls._tc_autocast
+    setattr_ = object.__setattr__  # a local: Dynamo still traces it as a plain store
     for name, value in zip(cls._tc_fields, values):
         if value.__class__ is _Tensor and fast:
             if n:
@@ -739,22 +740,22 @@ def _init_instance(
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
             store[name] = value
-            object.__setattr__(self, name, value)
+            setattr_(self, name, value)
         elif value is None:
             nt[name] = None
-            object.__setattr__(self, name, None)
+            setattr_(self, name, None)
         else:
             in_td, value = _convert_field(cls, name, value, td, non_blocking)
             if in_td:
                 store[name] = value
-                object.__setattr__(self, name, _read(value))
+                setattr_(self, name, _read(value))
             else:
                 nt[name] = value
-                object.__setattr__(self, name, value)
+                setattr_(self, name, value)
     if names is not None:
         td.names = names
-    object.__setattr__(self, "_tensordict", td)
-    object.__setattr__(self, "_non_tensordict", nt)
+    setattr_(self, "_tensordict", td)
+    setattr_(self, "_non_tensordict", nt)
     post_init = cls.__post_init__
     if post_init is not None:
         post_init(self)

@@ -79,10 +79,11 @@ class _Slots:
 
 
 _obj_new = object.__new__
-# Slots and instance-dict entries are written with ``object.__setattr__(obj, name, value)``
-# spelled out at each call: torch.compile (Dynamo) traces that form as a plain attribute
-# store (an alias of it, or a slot descriptor's ``__set__``, breaks the graph or runs the
-# class's own ``__setattr__``), so tensorclasses can be built inside a compiled function.
+# Slots and instance-dict entries are written with ``object.__setattr__(obj, name, value)``,
+# spelled out or bound to a local in the function: torch.compile (Dynamo) traces that as a
+# plain attribute store (a module-level alias of it, or a slot descriptor's ``__set__``,
+# breaks the graph or runs the class's own ``__setattr__``), so tensorclasses can be
+# built inside a compiled function.
 
 
 def _batch_error(cls: type, name: str, shape: Any, batch_size: Any) -> RuntimeError:
@@ -214,14 +215,15 @@ def _new(cls: type[_Slots], td: TensorDictBase, nt: dict | None) -> Any:
         else:
             # attribute by attribute (not a new __dict__): the instance keeps CPython's
             # compact attribute storage, the fastest to read
+            setattr_ = object.__setattr__  # a local: Dynamo still traces it as a plain store
             for key, value in store.items():
-                object.__setattr__(obj, key, value)
+                setattr_(obj, key, value)
             if len(store) < len(cls._tc_fields):
                 for name in cls._tc_fields:
                     if name not in store:
-                        object.__setattr__(obj, name, None)
-            object.__setattr__(obj, "_tensordict", td)
-            object.__setattr__(obj, "_non_tensordict", {})
+                        setattr_(obj, name, None)
+            setattr_(obj, "_tensordict", td)
+            setattr_(obj, "_non_tensordict", {})
             return obj
     _bind(obj, td, dict(nt) if nt else {})
     return obj
