@@ -21,6 +21,7 @@ Prints one JSON object of median milliseconds. Usage:
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import statistics
 import time
@@ -87,7 +88,8 @@ def run(port: int, rounds: int, host: str = "127.0.0.1") -> dict:
     names = {k: f"bench:{{raw}}:{k}" for k in SCHEMA}
     sizes = {k: local[k][0].numel() * local[k].element_size() for k in SCHEMA}
     for k, name in names.items():
-        raw.set(name, local[k].contiguous().view(torch.uint8).numpy().tobytes())
+        t = local[k].contiguous()
+        raw.set(name, ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()))
     rows = idx.tolist()
 
     def raw_sample() -> dict:
