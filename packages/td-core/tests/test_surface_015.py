@@ -366,3 +366,20 @@ def test_to_namedtuple_gives_plain_lists_for_stacks():
     out = td.to_namedtuple()
     assert type(out.s) is list and out.s == ["a", "b"]
     assert TensorDict(a=torch.zeros(3), s="hello", batch_size=[3]).to_namedtuple().s == "hello"
+
+
+def test_dense_copies_of_a_lazy_stack_drop_an_unshared_stack_name():
+    tds = [TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)]
+    stack = lazy_stack(tds, stack_dim_name="s")
+    assert stack.names == ["s", None]
+    assert stack.contiguous().names == [None, None] and stack.to_tensordict().names == [None, None]
+    assert stack.contiguous().refine_names("s", ...).names == ["s", None]
+    assert stack.densify().names == ["s", None]
+    named = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3], names=["x"]) for _ in range(2)])
+    named.names = ["s", "x"]
+    assert named.contiguous().names == ["s", "x"]
+
+
+def test_fromkeys_shares_a_tensor_value():
+    td = TensorDict.fromkeys(["a", ("b", "c")], torch.zeros(3))
+    assert td["a"] is td["b", "c"] and td.batch_size == ()

@@ -1073,8 +1073,8 @@ class TensorDictBase(
 
         Args:
             keys (sequence of NestedKey): the keys (nested keys create nested TensorDicts).
-            value (optional): the value of every key (a number becomes a tensor). Defaults to
-                ``0``.
+            value (optional): the value of every key (a number becomes a tensor; a tensor
+                is stored as it is under every key, not copied). Defaults to ``0``.
 
         Examples:
             >>> from tensordict import TensorDict
@@ -1085,8 +1085,7 @@ class TensorDictBase(
 
         td = _classes.TensorDict({}, [])
         for key in keys:
-            v = value.clone() if isinstance(value, torch.Tensor) else value
-            td.set(key, v)
+            td.set(key, value)  # a tensor is shared by every key, as tensordict 0.15
         return td
 
     def copy(self) -> TensorDictBase:

@@ -64,6 +64,17 @@ class LazyDenseMixin(LazyStackHost):
         :meth:`contiguous` for one dense TensorDict)."""
         return False
 
+    def _dense_names(self) -> list | None:
+        """The names of ``contiguous()`` / ``to_tensordict()``: as tensordict 0.15, the
+        stack dim's name is kept only when the stacked TensorDicts name a dim too."""
+        names = self._names
+        if names is None:
+            return None
+        sd = self.stack_dim
+        if all(n is None for n in names[:sd] + names[sd + 1 :]):
+            return None
+        return names
+
     def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> Any:
         """A dense ``TensorDict`` holding every shared key stacked (a copy).
 
@@ -104,7 +115,7 @@ class LazyDenseMixin(LazyStackHost):
             if isinstance(value, _classes.TensorDictBase):
                 value = value.contiguous(canonical=canonical) if canonical else value.contiguous()
             source[key] = value
-        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._dense_names())
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> Any:
         """A dense ``TensorDict`` copy (same as :meth:`contiguous`, non-tensor data copied too)."""
@@ -117,7 +128,7 @@ class LazyDenseMixin(LazyStackHost):
             elif not isinstance(value, _Tensor):
                 value = value.clone()
             source[key] = value
-        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._names)
+        return _classes.TensorDict._new_unsafe(source, self._batch_size, self.device, self._dense_names())
 
     def densify(self, layout: torch.layout = torch.strided) -> Any:
         """A dense ``TensorDict``: leaves of equal shapes are stacked, the others become
