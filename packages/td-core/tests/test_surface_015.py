@@ -383,3 +383,12 @@ def test_dense_copies_of_a_lazy_stack_drop_an_unshared_stack_name():
 def test_fromkeys_shares_a_tensor_value():
     td = TensorDict.fromkeys(["a", ("b", "c")], torch.zeros(3))
     assert td["a"] is td["b", "c"] and td.batch_size == ()
+
+
+def test_to_dtype_as_a_context_manager_writes_back():
+    td = TensorDict(x=torch.zeros(3), batch_size=[3])
+    with td.to(torch.float64) as td64:
+        td64["y"] = td64["x"] + 1
+        td64["x"] += 2
+    assert (td["x"].dtype, td["y"].dtype) == (torch.float32, torch.float64)
+    assert td["x"].tolist() == [2.0, 2.0, 2.0] and td["y"].tolist() == [1.0, 1.0, 1.0]

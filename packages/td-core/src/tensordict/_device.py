@@ -174,8 +174,8 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
             torch.cuda.synchronize()
         if batch_size is not None:
             out.batch_size = batch_size
-        elif dtype is None:
-            _track_move(self, out)
+        else:
+            _track_move(self, out)  # ``with td.to(...) as moved:`` writes back on exit
         return out
 
     def attrs(self, *, fields: Sequence[str] = ("device", "dtype", "shape"), num_threads: int | None = None) -> Any:
