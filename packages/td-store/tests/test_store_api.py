@@ -271,3 +271,22 @@ def test_given_client(redis_server):
     finally:
         st.clear_redis()
         client.close()
+
+
+def test_inplace_math_writes_back(store, kw):
+    store["a"] = torch.ones(10)
+    store["n", "b"] = torch.ones(10, 2)
+    store.mul_(3)
+    assert (store["a"] == 3).all() and (store["n", "b"] == 3).all()
+    store += 1
+    assert (store["a"] == 4).all()
+    store["n"].zero_()
+    assert store["n", "b"].sum() == 0 and (store["a"] == 4).all()
+    ls = lazy_stack([TensorDict(x=torch.ones(2, i + 1), batch_size=[2]) for i in range(3)]).to_store(**kw)
+    try:
+        ls.add_(1)
+        assert (ls[2]["x"] == 2).all()
+        ls[1].mul_(5)
+        assert (ls[1]["x"] == 10).all() and (ls[0]["x"] == 2).all()
+    finally:
+        ls.clear_redis()

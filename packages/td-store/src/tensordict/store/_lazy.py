@@ -456,6 +456,9 @@ class LazyStackedTensorDictStore(StoreHandleMixin, TensorDictBase):
             _StackElement(self, i)._queue_element_write(pipe, el)
         self._root.conn.execute(pipe)
 
+    def _write_back(self, local: TensorDictBase) -> None:
+        self[slice(None)] = local
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(\n    keys={self._keys_raw()!r},\n    batch_size={self._batch_size!r},\n"
@@ -548,8 +551,11 @@ class _StackElement(StoreHandleMixin, TensorDictBase):
                 pipe.lset(dkey, self._i, encode_nontensor(data, path, False)[1])
 
     def _set_raw(self, key: str, value: Any, inplace: bool = False) -> None:
+        self._write_back(TensorDict({key: value}, batch_size=self._batch_size))
+
+    def _write_back(self, local: Any) -> None:
         pipe = self._root.conn.pipeline()
-        self._queue_element_write(pipe, TensorDict({key: value}, batch_size=self._batch_size))
+        self._queue_element_write(pipe, local)
         self._root.conn.execute(pipe)
 
     def _write_inplace(self, key: Any, existing: Any, value: Any) -> None:

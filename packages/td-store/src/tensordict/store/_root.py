@@ -11,6 +11,7 @@ import torch
 
 from tensordict import TensorDict
 from tensordict.base import NO_DEFAULT
+from tensordict.ext import INPLACE_METHODS
 from tensordict.store._codec import StoreDataError, parse_entry
 from tensordict.store._conn import Connection, dumps_json, field_path, path_field
 
@@ -309,3 +310,30 @@ def probe_meta(backend: str, host: str, port: int, db: int, unix_socket_path: st
 def connection_from_handle(h: dict) -> Connection:
     """The connection a pickled store describes (``Connection.handle()``)."""
     return Connection(h["backend"], h["host"], h["port"], h["db"], h["unix_socket_path"], None, h["redis_kwargs"])
+
+
+#: in-place math on a store: run on an in-memory copy, written back in one transaction
+#: (the leaves a TensorDict method modifies in place would otherwise be read copies)
+_THROUGH_COPY = sorted(
+    (set(INPLACE_METHODS) - {"apply_"})
+    | {"zero_", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__"}
+)
+
+
+def _through_copy(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        local = self.to_tensordict()
+        getattr(local, name)(*args, **kwargs)
+        self._write_back(local)
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"``TensorDict.{name}`` on an in-memory copy (:meth:`to_tensordict`), written back in one "
+        "transaction; not atomic with other clients' writes in between."
+    )
+    return method
+
+
+for _name in _THROUGH_COPY:
+    setattr(StoreHandleMixin, _name, _through_copy(_name))

@@ -512,6 +512,9 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         for p, e in written:
             root.remember(p, e)
 
+    def _write_back(self, local: TensorDictBase) -> None:
+        self._write_tree(local)
+
     def entry_class(self, key: Any) -> type:
         """The class of the value under ``key`` (``torch.Tensor``, ``TensorDictStore``,
         ``NonTensorData`` or ``NonTensorStack``), from metadata only."""
