@@ -34,3 +34,21 @@ def test_memmap_copies_and_loads_are_on_cpu(tmp_path):
 def test_shared_memory_is_still_shared():
     td = _td().share_memory_()
     assert td.is_shared() and td.device is None
+
+
+def test_strided_nested_leaf_round_trip_with_two_batch_dims(tmp_path):
+    # a strided nested tensor whose elements share their first dim spans two batch dims
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "prototype stage" warning for the strided layout
+        nt = torch.nested.nested_tensor(
+            [torch.arange(12, dtype=torch.float64).view(3, 4), torch.arange(15, dtype=torch.float64).view(3, 5)]
+        )
+    td = TensorDict({"a": nt}, batch_size=[2, 3])
+    saved = td.clone()
+    td.memmap(tmp_path)
+    loaded = TensorDict.load(tmp_path)
+    for i in range(2):
+        for j in range(3):
+            assert (loaded[i, j] == saved[i, j]).all()

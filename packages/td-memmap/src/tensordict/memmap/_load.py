@@ -214,7 +214,8 @@ def _nested_tensor(entry: dict, path: str, dtype: torch.dtype, shape: tuple, nby
         raise _bad(where, f"nested_shape of key {entry['key']!r} must be {shape[:1]} lists of equal length")
     for s in sizes:
         _ints(s, where, f"an element shape of key {entry['key']!r}")
-    if bs and bs != [len(sizes)]:  # only the dim of the elements can be a batch dim
+    # the batch dims are the dim of the elements, then dims every element shares
+    if bs and (bs[0] != len(sizes) or any(list(s[: len(bs) - 1]) != bs[1:] for s in sizes)):
         raise _bad(where, f"nested leaf {entry['key']!r} of {len(sizes)} elements in a TensorDict of batch size {bs}")
     expected = sum(math.prod(s) for s in sizes) * dtype.itemsize
     if type(nbytes) is not int or nbytes != expected:
