@@ -117,3 +117,40 @@ def test_select_subsequence_and_skip_existing_match_015():
     with set_skip_existing(True):
         assert module(td)["b"].tolist() == [1.0, 1.0] and TensorDictSequential(module)(td) is not None
     assert calls == []
+
+
+def test_skip_existing_decorator_runs_when_an_output_is_an_input(capsys):
+    from tensordict.nn import TensorDictModuleBase, set_skip_existing, skip_existing
+
+    with set_skip_existing(["a"]):
+        assert skip_existing() == ["a"]
+    assert skip_existing() is False
+
+    class Updates(TensorDictModuleBase):
+        in_keys = ["out"]
+        out_keys = ["out"]
+
+        @set_skip_existing()
+        def forward(self, tensordict):
+            print("called")
+            return tensordict
+
+    class Writes(TensorDictModuleBase):
+        in_keys = []
+        out_keys = ["out"]
+
+        @set_skip_existing()
+        def forward(self, tensordict):
+            print("called")
+            return tensordict
+
+    Updates()(TensorDict({"out": torch.zeros(())}))
+    Writes()(TensorDict({"out": torch.zeros(())}))
+    assert capsys.readouterr().out == "called\n"
+
+
+def test_rand_one_hot_is_long():
+    from tensordict.nn import rand_one_hot
+
+    out = rand_one_hot(torch.tensor([0.0, 2.0, 1.0]))
+    assert out.dtype == torch.long and out.sum().item() == 1

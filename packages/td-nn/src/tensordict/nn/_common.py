@@ -237,7 +237,7 @@ class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordi
 
     def _apply(self) -> None:
         if self.mode is not None:  # ``None`` leaves the mode as it is
-            _SKIP_EXISTING[0] = bool(self.mode)
+            _SKIP_EXISTING[0] = self.mode  # kept as given: ``skip_existing()`` returns it (0.15)
 
     def __enter__(self) -> set_skip_existing:
         if self.mode is None:
@@ -249,7 +249,7 @@ class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordi
         return super().__enter__()  # type: ignore[return-value]
 
     def __call__(self, func: Callable) -> Callable:
-        out_attr = self.out_key_attr
+        out_attr, in_attr = self.out_key_attr, self.in_key_attr
         mode = self.mode
         scoped = super().__call__(func) if mode is not None else func
 
@@ -259,7 +259,9 @@ class set_skip_existing(ModeSwitch):  # noqa: N801 - public name of the tensordi
             # (under the decorator's own mode, or the global one for ``None``)
             skip = _SKIP_EXISTING[0] if mode is None else bool(mode)
             if skip and len(args) >= 2 and isinstance(args[0], nn.Module) and isinstance(args[1], TensorDictBase):
-                keys = getattr(args[0], out_attr, ())
+                inputs = set(getattr(args[0], in_attr, ()) or ())
+                # an output that is also an input is updated by the method: it still runs
+                keys = [k for k in getattr(args[0], out_attr, ()) if k not in inputs]
                 if keys and all(k in args[1].keys(True) for k in keys):
                     return args[1]
             return scoped(*args, **kwargs)

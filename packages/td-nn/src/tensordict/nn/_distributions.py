@@ -175,16 +175,16 @@ class OneHotCategorical(D.OneHotCategorical):
 
 def rand_one_hot(values: torch.Tensor, do_softmax: bool = True) -> torch.Tensor:
     """A random one-hot tensor drawn from ``values`` (logits, or probabilities if
-    ``do_softmax=False``), same shape as ``values``.
+    ``do_softmax=False``), same shape as ``values``, ``torch.long`` (as tensordict 0.15).
 
     Examples:
         >>> import torch
         >>> rand_one_hot(torch.zeros(2, 3)).sum(-1)
-        tensor([1., 1.])
+        tensor([1, 1])
     """
     probs = values.softmax(-1) if do_softmax else values
     idx = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).reshape(probs.shape[:-1])
-    return torch.nn.functional.one_hot(idx, probs.shape[-1]).to(values.dtype)
+    return torch.nn.functional.one_hot(idx, probs.shape[-1])
 
 
 _SQRT2 = math.sqrt(2.0)
