@@ -154,3 +154,16 @@ def test_rand_one_hot_is_long():
 
     out = rand_one_hot(torch.tensor([0.0, 2.0, 1.0]))
     assert out.dtype == torch.long and out.sum().item() == 1
+
+
+def test_select_subsequence_keeps_nested_sequences():
+    from tensordict.nn import TensorDictModule as Mod, TensorDictSequential as Seq
+
+    idn = lambda x: x  # noqa: E731
+    module = Seq(
+        Seq(Mod(idn, in_keys=["a"], out_keys=["b"]), Mod(idn, in_keys=["b"], out_keys=["c"])),
+        Seq(Mod(idn, in_keys=["b"], out_keys=["d"]), Mod(idn, in_keys=["d"], out_keys=["e"])),
+    )
+    sub = module.select_subsequence(in_keys=["b", "d"], out_keys=["e"])
+    assert len(sub) == 1 and isinstance(sub[0], Seq) and sub[0].out_keys == ["d", "e"]
+    assert sub[0][1] is module[1][1]

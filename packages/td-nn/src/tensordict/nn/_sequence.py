@@ -75,6 +75,28 @@ def _add_written(out_keys: list, keys: Any) -> None:
         out_keys.append(key)
 
 
+def _regroup(items: list, depth: int) -> list:
+    """Puts selected ``(name, step, chain)`` triples back into their nested sequences
+    (from ``depth`` on): consecutive steps of one nested sequence become one new
+    sequence of its class holding them. Returns ``(name, module)`` pairs."""
+    out: list = []
+    i = 0
+    while i < len(items):
+        name, m, chain = items[i]
+        if len(chain) <= depth:
+            out.append((name, m))
+            i += 1
+            continue
+        outer_name, outer = chain[depth]
+        j = i
+        while j < len(items) and len(items[j][2]) > depth and items[j][2][depth][1] is outer:
+            j += 1
+        inner = [mod for _, mod in _regroup(items[i:j], depth + 1)]
+        out.append((outer_name, outer._new_like(inner)))
+        i = j
+    return out
+
+
 class TensorDictSequential(TensorDictModule):
     """Runs TensorDict modules one after the other on the same TensorDict.
 
@@ -320,7 +342,9 @@ class TensorDictSequential(TensorDictModule):
         Returns:
             a new sequence of the same class (or a TensorDictSequential).
 
-        Steps of nested (plain) sequences are selected one by one. A step is kept
+        Steps of nested (plain) sequences are selected one by one, and the kept ones stay
+        in their nested sequence (a nested sequence left with no step is dropped), as
+        tensordict 0.15. A step is kept
         when every key it reads is available (``in_keys``, or written by a kept
         earlier step) and something it writes is wanted (``out_keys``, or read by a
         kept later step).
@@ -341,7 +365,9 @@ class TensorDictSequential(TensorDictModule):
             ['c']
         """
         owner = type(self).__name__
-        steps = self._flat_steps()
+        flat = self._flat_steps()
+        chains = {id(m): chain for _, m, chain in flat}
+        steps = [(name, m) for name, m, _ in flat]
         avail = list(self.in_keys) if in_keys is None else _normalize_keys(in_keys, "in_keys", owner)
         wanted = list(self.out_keys) if out_keys is None else _normalize_keys(out_keys, "out_keys", owner)
         # forward: a step stays when everything it reads is available (given or produced)
@@ -364,6 +390,7 @@ class TensorDictSequential(TensorDictModule):
                 f"out_keys={out_keys}); check that in_keys and out_keys are connected."
             )
             raise ValueError(msg)
+        selected = _regroup([(name, m, chains[id(m)]) for name, m in selected], 0)
         names = [name for name, _ in selected]
         if isinstance(self._fn, nn.ModuleDict) and len(set(names)) == len(names):
             mapping = OrderedDict(selected)
@@ -378,16 +405,17 @@ class TensorDictSequential(TensorDictModule):
         """Whether :meth:`select_out_keys` is active (the output keeps only those keys)."""
         return self.__dict__.get("_selected") is not None
 
-    def _flat_steps(self) -> list:
-        """``(name, step)`` pairs, nested plain sequences opened (for :meth:`select_subsequence`)."""
+    def _flat_steps(self, chain: tuple = ()) -> list:
+        """``(name, step, chain)`` triples, nested plain sequences opened; ``chain`` holds
+        the ``(name, sequence)`` pairs of the nested sequences around the step."""
         fn = self._fn
         items = fn.items() if isinstance(fn, nn.ModuleDict) else ((str(i), m) for i, m in enumerate(fn))
         out = []
         for name, m in items:
             if type(m) is TensorDictSequential and m.__dict__.get("_selected") is None:
-                out.extend(m._flat_steps())
+                out.extend(m._flat_steps((*chain, (name, m))))
             else:
-                out.append((name, m))
+                out.append((name, m, chain))
         return out
 
     # -------------------------------------------------------------- forward
