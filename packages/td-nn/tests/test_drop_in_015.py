@@ -55,3 +55,23 @@ def test_composite_distribution_indexed_by_written_name():
     assert isinstance(dist["renamed"], d.Normal)
     with pytest.raises(KeyError):
         dist["cont"]  # the source key is not where the sample goes
+
+
+def test_dispatch_duplicated_argument_wording():
+    import torch
+    from torch import nn
+
+    from tensordict.nn import dispatch
+
+    class Nest(nn.Module):
+        in_keys = [("a", "c"), "d"]
+        out_keys = ["b"]
+
+        @dispatch(separator="__")
+        def forward(self, tensordict):
+            tensordict["b"] = tensordict["a", "c"] + tensordict["d"]
+            return tensordict
+
+    assert torch.equal(Nest()(a__c=torch.zeros(2), d=torch.ones(2)), torch.ones(2))
+    with pytest.raises(RuntimeError, match=r"^Duplicated argument in args and kwargs"):
+        Nest()(torch.zeros(2), a__c=torch.ones(2))

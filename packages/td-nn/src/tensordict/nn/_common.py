@@ -320,7 +320,10 @@ def _values_from_call(
             )
             raise TypeError(msg)
         if key in values:
-            msg = f"{owner}: Duplicated argument {name!r}: the key {key!r} was also passed positionally."
+            msg = (
+                f"Duplicated argument in args and kwargs: {name!r} names the key {key!r}, which was also "
+                f"passed positionally ({owner})."
+            )
             raise RuntimeError(msg)
         values[key] = value
     return values
