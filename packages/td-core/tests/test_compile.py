@@ -141,3 +141,14 @@ def test_built_and_mutated_inside_checkpoint():
     compiled = torch.compile(fn, fullgraph=True, backend="eager")(x)
     torch.testing.assert_close(compiled, eager)
     torch.testing.assert_close(torch.autograd.grad(compiled.sum(), x)[0], grad)
+
+
+def test_unbatched_leaf_cloned_inside_compile():
+    from tensordict import UnbatchedTensor
+
+    td = TensorDict({"a": torch.randn(4, 3), "u": UnbatchedTensor(torch.randn(5))}, batch_size=[4])
+    (out,), frames = _once(lambda td: td.clone(), (td,))
+    assert frames == 1
+    u = out.get("u")
+    assert isinstance(u, UnbatchedTensor) and u.batch_size == torch.Size([4])
+    assert u.data_ptr() != td.get("u").data_ptr() and torch.equal(u, td.get("u"))

@@ -49,7 +49,8 @@ class UnbatchedTensor(torch.Tensor):
         out._batch_size = _Size(()) if batch_size is None else _Size(batch_size)
         return out
 
-    def __init__(self, data: Any, batch_size: Any = None) -> None:  # noqa: D107 - set in __new__
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: D107 - set in __new__
+        # (any arguments: under torch.compile, Dynamo calls it with its own)
         pass
 
     @property
