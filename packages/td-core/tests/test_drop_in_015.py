@@ -232,3 +232,12 @@ def test_metadata_type_error_wording():
 
     with pytest.raises(TypeError, match=r"^Expected data of type str, got int$"):
         MetaData[str](1)
+
+
+def test_tensor_attrs_from_tensor():
+    from tensordict import TensorAttrs
+
+    attrs = TensorAttrs.from_tensor(torch.zeros(2, 3), fields=("dtype",))
+    assert (attrs.tgt_device, attrs.tgt_dtype, attrs.tgt_shape) == (None, torch.float32, None)
+    full = TensorAttrs.from_tensor(torch.zeros(2, 3, dtype=torch.int32))
+    assert (full.tgt_device, full.tgt_dtype, full.tgt_shape) == (torch.device("cpu"), torch.int32, (2, 3))

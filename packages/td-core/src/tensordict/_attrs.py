@@ -65,6 +65,33 @@ class TensorAttrs(NonTensorData):
         self.tgt_dtype = tgt_dtype
         self.tgt_shape = torch.Size(tgt_shape) if tgt_shape is not None else None
 
+    @classmethod
+    def from_tensor(cls, tensor: torch.Tensor, *, fields: Sequence[str] = _FIELDS) -> TensorAttrs:
+        """The attributes of ``tensor`` named in ``fields`` (the others are ``None``).
+
+        Args:
+            tensor (torch.Tensor): the tensor described.
+
+        Keyword Args:
+            fields (sequence of str): among ``"device"``, ``"dtype"`` and ``"shape"``;
+                other names are ignored, as in tensordict 0.15. Defaults to all three.
+
+        Returns:
+            a :class:`TensorAttrs` of batch size ``[]``.
+
+        Examples:
+            >>> import torch
+            >>> attrs = TensorAttrs.from_tensor(torch.zeros(2, 3), fields=("dtype",))
+            >>> attrs.tgt_dtype, attrs.tgt_shape
+            (torch.float32, None)
+        """
+        return cls(
+            tensor.device if "device" in fields else None,
+            tensor.dtype if "dtype" in fields else None,
+            tensor.shape if "shape" in fields else None,
+            batch_size=(),
+        )
+
     def _rebuild(self, batch_size: Sequence[int]) -> TensorAttrs:
         return TensorAttrs(
             self.tgt_device, self.tgt_dtype, self.tgt_shape, batch_size=batch_size, device=self._device
