@@ -392,3 +392,18 @@ def test_to_dtype_as_a_context_manager_writes_back():
         td64["x"] += 2
     assert (td["x"].dtype, td["y"].dtype) == (torch.float32, torch.float64)
     assert td["x"].tolist() == [2.0, 2.0, 2.0] and td["y"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_pad_sequence_left_and_unpad_with_non_tensor_data():
+    tds = [
+        TensorDict({"a": torch.arange(3), "s": tensordict.NonTensorStack(*"xyz")}, batch_size=[3]),
+        TensorDict({"a": torch.arange(5), "s": tensordict.NonTensorStack(*"abcde")}, batch_size=[5]),
+    ]
+    padded = pad_sequence(tds, return_mask=True, padding_side="left")
+    assert padded["a"].tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]]
+    assert padded["masks", "a"].tolist() == [[False, False, True, True, True], [True] * 5]
+    assert padded["s"] == [[None, None, "x", "y", "z"], ["a", "b", "c", "d", "e"]]
+    samples = tensordict.unpad_sequence(padded)
+    assert samples[0]["a"].tolist() == [0, 1, 2] and samples.tensordicts[0]["s"] == ["x", "y", "z"]
+    with pytest.raises(ValueError, match="padding_side"):
+        pad_sequence(tds, padding_side="up")

@@ -144,7 +144,10 @@ def unpad_sequence(padded: Any, mask: Any = None, *, pad_dim: int = 0) -> Any:
     n = padded.batch_size[0]
     sample_bs = list(padded.batch_size[1:])
     batched_pad = pad_dim < len(sample_bs)
-    leaves = list(padded.items(include_nested=True, leaves_only=True))
+    leaves = [
+        (k, v) for k, v in padded.items(include_nested=True)
+        if isinstance(v, torch.Tensor) or is_non_tensor(v)  # nested TensorDicts are rebuilt from their keys
+    ]
     if isinstance(mask, torch.Tensor):
         if mask.ndim != 2 or mask.shape[0] != n:
             msg = f"unpad_sequence: a tensor mask must have shape [len(padded), max_len] = [{n}, max_len], got {list(mask.shape)}."
@@ -152,7 +155,9 @@ def unpad_sequence(padded: Any, mask: Any = None, *, pad_dim: int = 0) -> Any:
         masks = dict.fromkeys((k for k, _ in leaves), mask)
     else:
         masks = {}
-        for k, _ in leaves:
+        for k, v in leaves:
+            if not isinstance(v, torch.Tensor):
+                continue  # non-tensor data has no mask: it follows the tensors' run
             if k not in mask.keys(include_nested=True):
                 msg = f"unpad_sequence: the mask tensordict has no mask for the entry {_key_repr(k)}."
                 raise KeyError(msg)
@@ -162,8 +167,8 @@ def unpad_sequence(padded: Any, mask: Any = None, *, pad_dim: int = 0) -> Any:
         entries = {}
         length = None
         for k, value in leaves:
-            start, size = _run(masks[k][i], k)
             if isinstance(value, torch.Tensor):
+                start, size = _run(masks[k][i], k)
                 entries[k] = value[i].narrow(pad_dim, start, size)
                 if length is None:
                     length = (start, size)

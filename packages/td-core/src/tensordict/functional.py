@@ -49,6 +49,7 @@ def pad_sequence(
     out: TensorDictBase | None = None,
     device: Any = None,
     return_mask: bool | NestedKey = False,
+    padding_side: str = "right",
 ) -> TensorDictBase:
     """Pads TensorDicts to a common length along ``pad_dim`` and stacks them.
 
@@ -66,6 +67,8 @@ def pad_sequence(
         return_mask (bool or NestedKey, optional): if ``True``, a ``"masks"`` entry
             (or this key) holds a TensorDict of bool masks, one per leaf, of shape
             ``[N, *leaf_shape[:pad_dim], max_len]``: ``True`` where values are real.
+        padding_side (str, optional): ``"right"`` (the default) pads after the values,
+            ``"left"`` before them.
 
     Returns:
         a TensorDict of batch size ``[N, *batch_size]`` (the padded batch dim, if any,
@@ -94,6 +97,10 @@ def pad_sequence(
         # tensorclass instances: padded as TensorDicts (non-tensor fields included), rebuilt after
         tds = [td.to_tensordict() if getattr(td, "_is_tensorclass", False) else td for td in tds]
     nd = tds[0].batch_dims
+    if padding_side not in ("left", "right"):
+        msg = f"pad_sequence: padding_side must be 'left' or 'right', got {padding_side!r}."
+        raise ValueError(msg)
+    left = padding_side == "left"
     if pad_dim < 0:
         if nd == 0:
             msg = f"pad_sequence: a negative pad_dim ({pad_dim}) counts from the end of the batch dims, but batch_size is []."
@@ -129,7 +136,7 @@ def pad_sequence(
         values = [td._get_any_raw(key) for td in tds]
         first = values[0]
         if not isinstance(first, torch.Tensor):
-            result.set(key, _stack_non_tensor_padded(values, pad_dim, batched_pad, new_bs))
+            result.set(key, _stack_non_tensor_padded(values, pad_dim, batched_pad, new_bs, left))
             continue
         for v in values:
             if v.ndim <= pad_dim:
@@ -140,11 +147,14 @@ def pad_sequence(
         mask_rows = []
         for v in values:
             extra = length - v.shape[pad_dim]
-            spec = [0, 0] * (v.ndim - pad_dim - 1) + [0, extra]
+            spec = [0, 0] * (v.ndim - pad_dim - 1) + ([extra, 0] if left else [0, extra])
             padded.append(F.pad(v, spec, value=_padding_for(padding_value, key)) if extra else v)
             if masks is not None:
                 m = torch.zeros((*v.shape[:pad_dim], length), dtype=torch.bool, device=v.device)
-                m[..., : v.shape[pad_dim]] = True
+                if left:
+                    m[..., extra:] = True
+                else:
+                    m[..., : v.shape[pad_dim]] = True
                 mask_rows.append(m)
         result.set(key, torch.stack(padded, 0))
         if masks is not None:
@@ -160,13 +170,13 @@ def pad_sequence(
     return result
 
 
-def _stack_non_tensor_padded(values: list, pad_dim: int, batched_pad: bool, new_bs: list) -> Any:
+def _stack_non_tensor_padded(values: list, pad_dim: int, batched_pad: bool, new_bs: list, left: bool = False) -> Any:
     if batched_pad:
         widened = []
         for v in values:
             extra = new_bs[pad_dim] - v.batch_size[pad_dim]
             spec = [0, 0] * v.batch_dims
-            spec[2 * pad_dim + 1] = extra
+            spec[2 * pad_dim + (0 if left else 1)] = extra
             widened.append(_pad_non_tensor(v, spec, torch.Size(new_bs)) if extra else v)
         values = widened
     return _stack_non_tensor(values, 0)
