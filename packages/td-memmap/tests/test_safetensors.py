@@ -114,17 +114,20 @@ def test_loaded_tensors_are_private_to_the_process(tmp_path):
     to_safetensors(TensorDict(a=torch.zeros(3), h=torch.ones(2, dtype=torch.bfloat16)), path)
     before = path.read_bytes()
     td = from_safetensors(path)
-    td["a"] += 1  # a copy-on-write mapping: the file keeps its bytes
+    td["a"] += 1  # load_file's tensors are copies: the file keeps its bytes
     assert path.read_bytes() == before and from_safetensors(path)["a"].tolist() == [0.0, 0.0, 0.0]
     assert td["h"].dtype == torch.bfloat16 and td["h"].tolist() == [1.0, 1.0]
 
 
 def test_shared_memory_is_saved_as_copies(tmp_path):
-    base = torch.arange(4.0)
-    td = TensorDict(a=base, b=base, c=base[:2], batch_size=[])
+    # save_file refuses tensors that share memory and non-contiguous ones: both are saved
+    base = torch.arange(6.0)
+    td = TensorDict(a=base, b=base, c=base[:2], e=base[:0], t=base.view(2, 3).t(), batch_size=[])
     to_safetensors(td, tmp_path / "s.safetensors")
     back = from_safetensors(tmp_path / "s.safetensors")
     assert back["c"].tolist() == [0.0, 1.0] and back["a"].data_ptr() != back["b"].data_ptr()
+    assert back["e"].shape == torch.Size([0]) and torch.equal(back["t"], base.view(2, 3).t())
+    assert st.load_file(str(tmp_path / "s.safetensors"))["t"].tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 
 
 def test_write_errors_keep_the_earlier_file(tmp_path):
@@ -139,6 +142,8 @@ def test_write_errors_keep_the_earlier_file(tmp_path):
         to_safetensors(TensorDict(s=["a", "b"], batch_size=[2]), path)
     with pytest.raises(TypeError, match="different keys"):
         to_safetensors(LazyStackedTensorDict(TensorDict(a=torch.ones(1)), TensorDict(b=torch.ones(1))), path)
+    with pytest.raises(TypeError, match=r"tensor 'z' as safetensors: the format has no torch.complex128"):
+        to_safetensors(TensorDict(a=torch.ones(1), z=torch.zeros(1, dtype=torch.complex128)), path)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["t.safetensors"]
 
@@ -186,6 +191,12 @@ def test_tensor_past_the_end_and_wrong_size(tmp_path):
     odd = tmp_path / "dtype.safetensors"
     _raw_file(odd, {"w": {"dtype": "OBJ", "shape": [1], "data_offsets": [0, 1]}}, b"\0")
     with pytest.raises(ValueError, match="unknown dtype 'OBJ'"):
+        from_safetensors(odd)
+    _raw_file(odd, {"w": {"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4)
+    with pytest.raises(ValueError, match=r"tensor 'w' the unknown dtype \['F32'\]"):
+        from_safetensors(odd)
+    _raw_file(odd, {"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, b"\0" * 4)
+    with pytest.raises(ValueError, match=r"tensor 'w' the invalid data_offsets \[4, 0\]"):
         from_safetensors(odd)
 
 

@@ -8,15 +8,16 @@ the file's ``__metadata__``, in the layout tensordict 0.15 writes, so files go b
 between the two. A file without it (a Hugging Face checkpoint) loads as a nested
 TensorDict with an empty batch size, names split on ``"."``.
 
-Reading never runs code: the header is checked (declared sizes against the file size,
-dtypes, offsets inside the data, no overlapping tensors) before the tensors are read, a
-tensorclass is looked up only among modules already imported, and nothing is unpickled.
-Writing goes to a temporary file that replaces ``path`` once complete.
+The bytes go through the ``safetensors`` package both ways (``save_file`` and
+``load_file``). Reading never runs code: the header is checked here first (declared sizes
+against the file size, dtypes, offsets inside the data, no overlapping tensors) so that a
+bad file is refused, naming it and the key, before anything is allocated; a tensorclass is
+looked up only among modules already imported, and nothing is unpickled. Writing goes to a
+temporary file that replaces ``path`` once complete.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -46,12 +47,12 @@ _ITEMSIZE = {
     "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8, "C128": 16,
 }
 _JSON_SCALARS = (str, int, float, bool, type(None))
-_DTYPES = {
-    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16, "U16": torch.uint16,
-    "F16": torch.float16, "BF16": torch.bfloat16, "I32": torch.int32, "U32": torch.uint32, "F32": torch.float32,
-    "I64": torch.int64, "U64": torch.uint64, "F64": torch.float64, "C64": torch.complex64,
-    "F8_E5M2": torch.float8_e5m2, "F8_E4M3": torch.float8_e4m3fn,
-}
+#: the dtypes written (each has a code in ``_ITEMSIZE``, so what is written reads back)
+_WRITABLE = frozenset({
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.uint16, torch.float16, torch.bfloat16, torch.int32,
+    torch.uint32, torch.float32, torch.int64, torch.uint64, torch.float64, torch.complex64,
+    torch.float8_e5m2, torch.float8_e4m3fn,
+})
 
 
 def _safetensors_torch(feature: str) -> Any:
@@ -94,15 +95,19 @@ class _Writer:
         if name in self.tensors:
             msg = f"Two keys of the tensordict have the safetensors name {name!r}."
             raise ValueError(msg)
+        if value.dtype not in _WRITABLE:
+            msg = f"Cannot save the tensor {name!r} as safetensors: the format has no {value.dtype}."
+            raise TypeError(msg)
         value = value.detach()
         if value.__class__ is not torch.Tensor:
             value = value.as_subclass(torch.Tensor)
         if value.device.type != "cpu":
             value = value.cpu()
-        value = value.contiguous()
-        ptr = value.untyped_storage().data_ptr()
-        if value.numel() and ptr in self.storages:
-            value = value.clone()  # safetensors refuses tensors that share memory: save a copy
+        value = value.contiguous()  # save_file takes contiguous tensors only
+        storage = value.untyped_storage()
+        ptr = storage.data_ptr()
+        if storage.nbytes() and ptr in self.storages:
+            value = value.clone()  # save_file refuses tensors that share memory: save a copy
         self.storages.add(ptr)
         self.tensors[name] = value
         return name
@@ -149,32 +154,6 @@ class _Writer:
         return node
 
 
-def _write_file(path: str, tensors: dict, metadata: dict) -> None:
-    """Writes the safetensors layout: 8-byte header length, JSON header (padded with spaces
-    to 8 bytes), then each tensor's bytes, largest item size first so every tensor is aligned.
-    The bytes go from each tensor's memory to the file (no intermediate copy)."""
-    codes = {dtype: code for code, dtype in _DTYPES.items()}
-    order = sorted(tensors.items(), key=lambda item: (-item[1].element_size(), item[0]))
-    header: dict = {"__metadata__": metadata}
-    offset = 0
-    for name, tensor in order:
-        code = codes.get(tensor.dtype)
-        if code is None:
-            msg = f"Cannot save the tensor {name!r} as safetensors: the format has no {tensor.dtype}."
-            raise TypeError(msg)
-        nbytes = tensor.numel() * tensor.element_size()
-        header[name] = {"dtype": code, "shape": list(tensor.shape), "data_offsets": [offset, offset + nbytes]}
-        offset += nbytes
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(len(raw).to_bytes(8, "little"))
-        f.write(raw)
-        for _, tensor in order:
-            if tensor.numel():
-                f.write((ctypes.c_ubyte * (tensor.numel() * tensor.element_size())).from_address(tensor.data_ptr()))
-
-
 def _names(data: Any) -> list | None:
     try:
         names = data.names
@@ -189,9 +168,10 @@ def to_safetensors(data: Any, path: str | Path) -> None:
     Tensors are stored under their nested keys joined with ``"."``; the structure (batch
     sizes, dim names, tensorclass classes, lazy-stack dims, JSON non-tensor values,
     ``UnbatchedTensor`` marks) is JSON in the file's metadata, as tensordict 0.15 writes
-    it. Tensors that share memory are stored as copies; tensors on another device go
-    through the CPU. The file is written next to ``path`` and moved over it once complete,
-    so a failed save leaves an earlier file intact.
+    it. The file is written by ``safetensors.torch.save_file``: tensors that share memory
+    are stored as copies, non-contiguous ones packed, tensors on another device go through
+    the CPU. It is written next to ``path`` and moved over it once complete, so a failed
+    save leaves an earlier file intact.
 
     Args:
         data (TensorDictBase or tensorclass): what to save.
@@ -199,8 +179,9 @@ def to_safetensors(data: Any, path: str | Path) -> None:
 
     Raises:
         ImportError: safetensors is not installed (the install line is given).
-        TypeError: a nested, jagged or sparse tensor, a non-JSON non-tensor value, a
-            ``NonTensorStack``, a lazy stack whose entries have different keys.
+        TypeError: a nested, jagged or sparse tensor, a dtype the format lacks, a
+            non-JSON non-tensor value, a ``NonTensorStack``, a lazy stack whose entries
+            have different keys.
         ValueError: two keys with one name once joined with ``"."`` (``"a.b"`` and
             ``("a", "b")``).
 
@@ -215,7 +196,7 @@ def to_safetensors(data: Any, path: str | Path) -> None:
         >>> loaded.batch_size, loaded["sub", "b"]
         (torch.Size([2]), tensor([0., 0.]))
     """
-    _safetensors_torch("to_safetensors")  # the format's package is this feature's requirement
+    st = _safetensors_torch("to_safetensors")
     if not isinstance(data, TensorDictBase) and not is_tensorclass(data):
         msg = f"to_safetensors expects a TensorDict or a tensorclass, got {type(data).__name__}."
         raise TypeError(msg)
@@ -227,7 +208,7 @@ def to_safetensors(data: Any, path: str | Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + base)
     os.close(fd)
     try:
-        _write_file(tmp, writer.tensors, metadata)
+        st.save_file(writer.tensors, tmp, metadata=metadata)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -240,35 +221,8 @@ def _bad(path: str, what: str) -> ValueError:
     return ValueError(f"from_safetensors: {path!r} {what}")
 
 
-def _map_tensors(path: str, header: dict, data_start: int) -> dict | None:
-    """The tensors of a checked header as copy-on-write views of one private mapping of the
-    file (no bytes copied; writes stay in this process). ``None`` if one is misaligned."""
-    size = os.path.getsize(path)
-    storage: Any = torch.UntypedStorage.from_file(path, shared=False, nbytes=size) if size else None
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = _DTYPES.get(info["dtype"])
-        begin = data_start + info["data_offsets"][0]
-        if dtype is None or begin % dtype.itemsize:
-            return None
-        shape = info["shape"]
-        if storage is None or not math.prod(shape):
-            out[name] = torch.empty(shape, dtype=dtype)
-            continue
-        stride: list[int] = []
-        step = 1
-        for dim in reversed(shape):
-            stride.insert(0, step)
-            step *= dim
-        out[name] = torch.empty(0, dtype=dtype).set_(storage, begin // dtype.itemsize, shape, stride)
-    return out
-
-
-def read_header(path: str) -> tuple[dict, int]:
-    """The checked JSON header of a safetensors file and where its data starts (no tensor
-    bytes are read).
+def read_header(path: str) -> dict:
+    """The checked JSON header of a safetensors file (no tensor bytes are read).
 
     Raises:
         FileNotFoundError: no such file.
@@ -277,9 +231,10 @@ def read_header(path: str) -> tuple[dict, int]:
             byte range, a range outside the data, or two tensors whose bytes overlap
             (the key is named).
     """
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(8)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, 8, 0)
         if len(head) < 8:
             raise _bad(path, f"is not a safetensors file: it holds {size} bytes, fewer than the 8-byte header length.")
         n = int.from_bytes(head, "little")
@@ -287,7 +242,9 @@ def read_header(path: str) -> tuple[dict, int]:
             raise _bad(path, f"is cut short or not a safetensors file: its header declares {n} bytes but the file holds {size - 8} after the length field.")
         if n > HEADER_LIMIT:
             raise _bad(path, f"has a header of {n} bytes, more than the {HEADER_LIMIT} bytes this reader accepts.")
-        raw = f.read(n)
+        raw = os.pread(fd, n, 8)
+    finally:
+        os.close(fd)
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -304,27 +261,27 @@ def read_header(path: str) -> tuple[dict, int]:
     for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
         if b1 < e0:
             raise _bad(path, f"has overlapping tensors: {n0!r} (bytes {b0}..{e0}) and {n1!r} (bytes {b1}..{e1}).")
-    return header, 8 + n
+    return header
 
 
 def _check_entry(path: str, name: str, info: Any, data_size: int) -> tuple:
     if not isinstance(info, dict):
         raise _bad(path, f"has a header entry for tensor {name!r} that is not an object.")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype not in _ITEMSIZE:
+    itemsize = _ITEMSIZE.get(dtype) if type(dtype) is str else None
+    if itemsize is None:
         raise _bad(path, f"gives tensor {name!r} the unknown dtype {dtype!r}.")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if type(shape) is not list or not all(type(d) is int and d >= 0 for d in shape):
         raise _bad(path, f"gives tensor {name!r} the invalid shape {shape!r}.")
-    if (
-        not isinstance(offsets, list) or len(offsets) != 2
-        or not all(isinstance(o, int) for o in offsets) or not 0 <= offsets[0] <= offsets[1]
-    ):
+    if type(offsets) is not list or len(offsets) != 2 or type(offsets[0]) is not int or type(offsets[1]) is not int:
         raise _bad(path, f"gives tensor {name!r} the invalid data_offsets {offsets!r}.")
     begin, end = offsets
+    if not 0 <= begin <= end:
+        raise _bad(path, f"gives tensor {name!r} the invalid data_offsets {offsets!r}.")
     if end > data_size:
         raise _bad(path, f"is cut short: tensor {name!r} ends at byte {end} of the data, which holds {data_size} bytes.")
-    if end - begin != math.prod(shape) * _ITEMSIZE[dtype]:
-        raise _bad(path, f"gives tensor {name!r} {end - begin} bytes, but shape {shape} of {dtype} needs {math.prod(shape) * _ITEMSIZE[dtype]}.")
+    if end - begin != math.prod(shape) * itemsize:
+        raise _bad(path, f"gives tensor {name!r} {end - begin} bytes, but shape {shape} of {dtype} needs {math.prod(shape) * itemsize}.")
     return begin, end
 
 
@@ -353,7 +310,10 @@ class _Reader:
     def __init__(self, path: str, tensors: dict, device: Any) -> None:
         self.path, self.tensors, self.device = path, tensors, device
 
-    def build(self, node: Any, where: tuple) -> Any:
+    def build(self, node: Any, where: tuple, parent: tuple | None = None) -> Any:
+        """The level ``node`` as a TensorDict, lazy stack or tensorclass; as the plain dict
+        of its entries when it only repeats ``parent``'s ``(batch_size, names)`` (the
+        enclosing TensorDict then builds it, at a fraction of the cost)."""
         if not isinstance(node, dict) or not isinstance(node.get("keys"), dict):
             raise _bad(self.path, f"has invalid tensordict metadata at {where or 'the root'}.")
         batch_size = node.get("batch_size")
@@ -373,9 +333,14 @@ class _Reader:
             elif "non_tensor" in entry:
                 source[key] = NonTensorData(entry["non_tensor"], batch_size=batch_size)
             elif "td" in entry:
-                source[key] = self.build(entry["td"], full)
+                source[key] = self.build(entry["td"], full, (batch_size, node.get("names")))
             else:
                 raise _bad(self.path, f"has metadata of an unknown kind for key {full}.")
+        if (
+            parent is not None and (batch_size, node.get("names")) == parent
+            and node.get("stack_dim") is None and node.get("class") is None
+        ):
+            return source
         try:
             td: Any = TensorDict(source, batch_size=batch_size, names=node.get("names"), device=self.device)
         except (RuntimeError, ValueError, TypeError) as err:
@@ -415,7 +380,9 @@ def from_safetensors(path: str | Path, *, device: Any = None) -> Any:
     loads only if the module that defines it is imported: a module named in a file is
     never imported. Any other safetensors file (a model checkpoint) loads as a nested
     TensorDict with batch size ``[]``, names split on ``"."`` (the layout of
-    ``TensorDict.from_module``). The header is checked before any tensor is read.
+    ``TensorDict.from_module``). The header is checked before any tensor is read; the
+    tensors are then read by ``safetensors.torch.load_file`` (a private mapping of the
+    file: changing a loaded tensor never changes the file).
 
     Args:
         path (str or Path): the file.
@@ -451,13 +418,9 @@ def from_safetensors(path: str | Path, *, device: Any = None) -> Any:
     if not os.path.isfile(path):
         msg = f"from_safetensors: no such file: {path!r}"
         raise FileNotFoundError(msg)
-    header, data_start = read_header(path)
+    header = read_header(path)
     device = None if device is None else torch.device(device)
-    tensors = _map_tensors(path, header, data_start)
-    if tensors is None:  # a dtype or an alignment the mapping cannot serve: safetensors' reader
-        tensors = st.load_file(path)
-    if device is not None and device.type != "cpu":
-        tensors = {k: v.to(device) for k, v in tensors.items()}
+    tensors = st.load_file(path, device="cpu" if device is None else str(device))
     meta = header.get("__metadata__") or {}
     raw = meta.get("tensordict") if isinstance(meta, dict) else None
     if raw is None:
