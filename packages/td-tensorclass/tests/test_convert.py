@@ -159,10 +159,10 @@ def test_from_dataclass_nested_and_through_tensordict():
         w: torch.Tensor
 
     tree = from_dataclass(Tree(Leaf(torch.zeros(3, 2)), torch.zeros(3)), auto_batch_size=True)
-    assert type(tree.leaf).__name__ == "Leaf" and tree.leaf.batch_size == (3, 2)
+    assert type(tree.leaf).__name__ == "Leaf_tc" and tree.leaf.batch_size == (3, 2)  # 0.15.3 names it <dataclass>_tc
     assert tree.batch_size == (3,)
     via_td = TensorDict.from_dataclass(Tree(Leaf(torch.zeros(3)), torch.zeros(3)), as_tensorclass=True)
-    assert type(via_td).__name__ == "Tree"
+    assert type(via_td).__name__ == "Tree_tc"
 
 
 def test_state_dict_round_trip():
@@ -199,3 +199,18 @@ def test_to_tensordict_leaves_none_fields_out_by_default():
     assert sorted(foo.to_tensordict().keys()) == ["x", "z"]
     assert sorted(foo.to_tensordict(retain_none=True).keys()) == ["x", "y", "z"]
     assert sorted(foo.to_tensordict(retain_none=False).keys()) == ["x", "z"]
+
+
+def test_from_dataclass_class_is_named_tc():
+    # tensordict 0.15.3 names the generated tensorclass <dataclass name>_tc
+    import dataclasses
+
+    from tensordict import from_dataclass
+
+    @dataclasses.dataclass
+    class Point:
+        a: int
+        b: torch.Tensor
+
+    assert from_dataclass(Point).__name__ == "Point_tc"
+    assert type(from_dataclass(Point(0, torch.zeros(())))).__name__ == "Point_tc"

@@ -24,7 +24,7 @@ def _tensorclass_type(dc: type, options: dict) -> type:
         return cached
     namespace: dict[str, Any] = {
         "__module__": dc.__module__,
-        "__qualname__": dc.__qualname__,
+        "__qualname__": f"{dc.__qualname__}_tc",  # tensordict 0.15 names it X_tc
         "__doc__": dc.__doc__,
         "__annotations__": {},
     }
@@ -40,7 +40,7 @@ def _tensorclass_type(dc: type, options: dict) -> type:
             continue
         if callable(value) or isinstance(value, (property, classmethod, staticmethod)):
             namespace[name] = value
-    klass = type(dc.__name__, (), namespace)
+    klass = type(f"{dc.__name__}_tc", (), namespace)
     out = tensorclass(klass, **options)
     if not options:
         _CONVERTED[key] = out
@@ -101,7 +101,7 @@ def from_dataclass(
         ...     tag: str = "a"
         >>> obs = from_dataclass(Obs(torch.zeros(3, 2)), auto_batch_size=True)
         >>> type(obs).__name__, obs.batch_size, obs.tag
-        ('Obs', torch.Size([3, 2]), 'a')
+        ('Obs_tc', torch.Size([3, 2]), 'a')
         >>> from_dataclass(Obs)(x=torch.zeros(4), batch_size=[4]).x.shape
         torch.Size([4])
     """
