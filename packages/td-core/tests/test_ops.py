@@ -131,7 +131,9 @@ def test_inplace_operators_keep_storage(device, name, op, kind):
     }[name]
     for key, ptr in ptrs.items():
         assert td[key].data_ptr() == ptr
-        torch.testing.assert_close(td[key], plain(ref[key], rhs[key]), rtol=0, atol=0)
+        # exact on the CPU; an accelerator's in-place (foreach) kernel may round pow differently
+        exact = {"rtol": 0, "atol": 0} if td[key].device.type == "cpu" else {}
+        torch.testing.assert_close(td[key], plain(ref[key], rhs[key]), **exact)
 
 
 @pytest.mark.parametrize(

@@ -114,6 +114,18 @@ def _shape_of_index(batch_size: torch.Size, fn: Callable[[torch.Tensor], torch.T
     return fn(probe).shape
 
 
+def _index_on_cpu(index: Any) -> Any:
+    """``index`` with its tensors on the CPU: the shape probe of a non-tensor leaf is a CPU
+    tensor, and a mask or index tensor on an accelerator cannot index it."""
+    if isinstance(index, torch.Tensor):
+        return index if index.device.type == "cpu" else index.cpu()
+    if isinstance(index, tuple):
+        return tuple(_index_on_cpu(i) for i in index)
+    if isinstance(index, list) and any(isinstance(i, torch.Tensor) for i in index):
+        return [_index_on_cpu(i) for i in index]
+    return index
+
+
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", repr(tp))
 
@@ -497,6 +509,7 @@ class NonTensorData(_NonTensorShapeOps):
         return self._reshaped(out.shape, _adds_stack_dim(fn, out))
 
     def __getitem__(self, index: Any) -> NonTensorData:
+        index = _index_on_cpu(index)
         shape = _shape_of_index(self._batch_size, lambda t: t[index])
         return self._rebuild(shape)
 
@@ -538,6 +551,7 @@ class NonTensorData(_NonTensorShapeOps):
             RuntimeError: ``value`` holds different objects, or covers part of the batch
                 with another object (build a :class:`NonTensorStack` for that).
         """
+        index = _index_on_cpu(index)
         shape = _shape_of_index(self._batch_size, lambda t: t[index])
         if isinstance(value, NonTensorStack):
             items = value._items

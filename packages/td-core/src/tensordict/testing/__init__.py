@@ -24,13 +24,17 @@ __all__ = ["assert_allclose_td", "assert_close", "available_devices", "free_port
 
 
 def available_devices() -> list[str]:
-    """Devices to run device-aware tests on (honours ``TD_TEST_DEVICE``)."""
+    """Devices to run device-aware tests on (honours ``TD_TEST_DEVICE``).
+
+    A GPU is named with its index (``"cuda:0"``, the current device), as a TensorDict
+    records it: ``TensorDict(device="cuda").device == torch.device("cuda:0")``.
+    """
     wanted = os.environ.get("TD_TEST_DEVICE")
     devices = ["cpu"]
     if torch.cuda.is_available():
-        devices.append("cuda")
+        devices.append(f"cuda:{torch.cuda.current_device()}")
     if wanted:
-        return [d for d in devices if d == wanted]
+        return [d for d in devices if d == wanted or d.split(":")[0] == wanted]
     return devices
 
 
