@@ -15,6 +15,7 @@ import torch
 
 from tensordict import _classes, _stack
 from tensordict._deep import levels
+from tensordict._nontensor import _stack_non_tensor
 from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,8 +89,6 @@ def lazy_stack(
     if out is None and not kwargs and all(isinstance(td, nt_classes) for td in tds):
         # non-tensor leaves stay one leaf: a NonTensorStack, as tensordict 0.15.3 (TorchRL's
         # NonTensor.rand builds its batched values this way)
-        from tensordict._nontensor import _stack_non_tensor
-
         whole = all(getattr(td, "_keeps_whole", False) for td in tds)  # equal MetaData stay one
         return _stack_non_tensor(tds, dim, collapse=whole)
 
