@@ -407,3 +407,14 @@ def test_pad_sequence_left_and_unpad_with_non_tensor_data():
     assert samples[0]["a"].tolist() == [0, 1, 2] and samples.tensordicts[0]["s"] == ["x", "y", "z"]
     with pytest.raises(ValueError, match="padding_side"):
         pad_sequence(tds, padding_side="up")
+
+
+def test_new_tensor_of_tensor_like_data_gives_a_tensordict():
+    import warnings
+
+    td = TensorDict(a=torch.zeros(3), b=torch.zeros(3, dtype=torch.int64), n={"c": torch.zeros(3, 2)}, batch_size=[3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = td.new_tensor([1, 2])
+    assert out.batch_size == (2,) and out["n"].batch_size == (2,)
+    assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == torch.int64 and out["n", "c"].tolist() == [1.0, 2.0]

@@ -256,7 +256,8 @@ class FactoryMixin(TensorDictHost):
         Args:
             data (TensorDictBase or tensor-like): with a TensorDict, every leaf is copied
                 (``leaf.new_tensor(leaf)``) onto ``device`` (``self.device`` when it
-                has one); anything else gives a tensor, as ``Tensor.new_tensor`` does.
+                has one); anything else is copied once per leaf of ``self`` (with that
+                leaf's dtype) into a TensorDict of batch size ``data``'s shape.
 
         Keyword Args:
             dtype (torch.dtype, optional): the dtype of the copy.
@@ -265,7 +266,7 @@ class FactoryMixin(TensorDictHost):
             pin_memory (bool): leaves in pinned memory.
 
         Returns:
-            a TensorDict with ``data``'s batch size, or a tensor.
+            a TensorDict with ``data``'s batch size (or shape).
 
         Examples:
             >>> import torch
@@ -293,10 +294,17 @@ class FactoryMixin(TensorDictHost):
             if device is not None and out.device != device:
                 out = out.to(device)
             return out
-        template = torch.empty((), device=device) if device is not None else torch.empty(())
-        out = template.new_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-        if pin_memory:
-            out = out.pin_memory()
+        # tensor-like data: one copy per leaf, with the leaf's dtype (tensordict 0.15), in a
+        # TensorDict whose batch size is the data's shape
+        shape = torch.as_tensor(data).shape
+
+        def fill(t: torch.Tensor) -> torch.Tensor:
+            out = t.new_tensor(data, dtype=dtype, device=t.device if device is None else device, requires_grad=requires_grad)
+            return out.pin_memory() if pin_memory else out
+
+        out = self._map_leaves(fill, keep_non_tensor=True, batch_size=shape)  # nested levels too
+        for key, value in self.non_tensor_items(include_nested=True):  # their objects, at the new size
+            out.set_non_tensor(key, value.data if isinstance(value, _classes.NonTensorData) else value.tolist())
         return out
 
     def as_tensor(self) -> TensorDictBase:
