@@ -166,9 +166,13 @@ def render(summary: dict) -> str:
         "",
         "## Downstream frameworks",
         "",
-        "TorchRL 0.14.1 runs on the full stack: `nox -s downstream` installs it next to the six "
-        "distributions and runs our test of replay buffers, probabilistic actors, environments "
-        "with transforms, GAE and a data collector (`tests/downstream/`).",
+        "TorchRL 0.14.1 runs on the full stack: `nox -s downstream` installs it next to the "
+        "distributions and runs our tests of its components (`tests/downstream/`): replay buffers "
+        "and storages (ragged lazy stacks included), probabilistic actors, gSDE and "
+        "Ornstein-Uhlenbeck exploration, composite and non-tensor specs, environments with "
+        "transforms, batched and heterogeneous envs, the MCTS tree, tensorclass actions, GAE, a "
+        "data collector, and the PPO, SAC, DDPG, IQL, DQN and CQL losses with their value "
+        "estimators (loss values checked against the ones TorchRL gives on tensordict 0.15.3).",
         "",
         "## Departures",
         "",

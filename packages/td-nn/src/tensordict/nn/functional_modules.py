@@ -11,8 +11,8 @@ from tensordict.nn._functional import (
 )
 
 __all__ = [
-    "PYTREE_REGISTERED_LAZY_TDS",
-    "PYTREE_REGISTERED_TDS",
+    "PYTREE_REGISTERED_LAZY_TDS",  # noqa: F822 - served by the module __getattr__ below
+    "PYTREE_REGISTERED_TDS",  # noqa: F822
     "get_functional",
     "is_functional",
     "make_functional",
