@@ -296,13 +296,15 @@ class FactoryMixin(TensorDictHost):
             return out
         # tensor-like data: one copy per leaf, with the leaf's dtype (tensordict 0.15), in a
         # TensorDict whose batch size is the data's shape
-        shape = torch.as_tensor(data).shape
+        as_tensor = torch.as_tensor(data)
+        shape = as_tensor.shape
+        target = as_tensor.device if device is None else torch.device(device)  # the data's device, as 0.15.3
 
         def fill(t: torch.Tensor) -> torch.Tensor:
-            out = t.new_tensor(data, dtype=dtype, device=t.device if device is None else device, requires_grad=requires_grad)
+            out = t.new_tensor(data, dtype=dtype, device=target, requires_grad=requires_grad)
             return out.pin_memory() if pin_memory else out
 
-        out = self._map_leaves(fill, keep_non_tensor=True, batch_size=shape)  # nested levels too
+        out = self._map_leaves(fill, keep_non_tensor=True, batch_size=shape, device=target)  # nested levels too
         for key, value in self.non_tensor_items(include_nested=True):  # their objects, at the new size
             out.set_non_tensor(key, value.data if isinstance(value, _classes.NonTensorData) else value.tolist())
         return out
