@@ -12,8 +12,8 @@ import pytest
 torchrl = pytest.importorskip("torchrl")
 
 import torch  # noqa: E402
-from torchrl.envs import EnvBase  # noqa: E402
 from torch import nn  # noqa: E402
+from torchrl.envs import EnvBase  # noqa: E402
 
 from tensordict import TensorDict, lazy_stack  # noqa: E402
 from tensordict.nn import TensorDictModule, TensorDictSequential  # noqa: E402
@@ -302,8 +302,9 @@ def test_rollout_stack_of_exclusive_keys_raises_runtime_error():
 def test_keyword_call_departure_points_to_the_switch():
     """Our recorded departure: ``actor(observation=x)`` returns the TensorDict; unpacking it
     says how to get 0.15's tensors back, and the switch does."""
-    from tensordict.nn import set_keyword_calls_return_tensors
     from torchrl.modules import Actor
+
+    from tensordict.nn import set_keyword_calls_return_tensors
 
     actor = Actor(nn.Linear(3, 2), in_keys=["observation"])
     obs = torch.zeros(3)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 
 import pytest
 import torch
@@ -156,7 +155,13 @@ def test_iterating_a_0d_tensordict_is_a_type_error():
 
 def test_lazy_stack_of_non_tensor_leaves_is_a_non_tensor_stack():
     # TorchRL's NonTensor.rand(shape) lazily stacks copies of a NonTensorData
-    from tensordict import MetaData, NonTensorData, NonTensorStack, lazy_stack, set_capture_non_tensor_stack
+    from tensordict import (
+        MetaData,
+        NonTensorData,
+        NonTensorStack,
+        lazy_stack,
+        set_capture_non_tensor_stack,
+    )
 
     with set_capture_non_tensor_stack(False):
         value = NonTensorData("a", batch_size=(1,))

@@ -157,7 +157,8 @@ def test_rand_one_hot_is_long():
 
 
 def test_select_subsequence_keeps_nested_sequences():
-    from tensordict.nn import TensorDictModule as Mod, TensorDictSequential as Seq
+    from tensordict.nn import TensorDictModule as Mod
+    from tensordict.nn import TensorDictSequential as Seq
 
     idn = lambda x: x  # noqa: E731
     module = Seq(

@@ -58,7 +58,7 @@ class Node(TensorClass["nocast"]):
     # as TorchRL's MCTS Tree: int ids, a lazily stacked subtree of nodes, a weakref parent
     count: torch.Tensor | None = None
     node_id: int | None = None
-    subtree: "Node" = None
+    subtree: Node = None
     _parent: object = None
 
     def __setattr__(self, name, value):

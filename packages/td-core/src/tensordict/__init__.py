@@ -36,8 +36,8 @@ from tensordict._base import (
 )
 from tensordict._compat_upstream import _unravel_key_to_tuple as unravel_key_to_tuple
 from tensordict._keys import NestedKey
-from tensordict._keys import public_unravel_key_list as unravel_key_list  # TypeError for a str
 from tensordict._keys import public_unravel_key as unravel_key  # () for a tuple that is no key
+from tensordict._keys import public_unravel_key_list as unravel_key_list  # TypeError for a str
 from tensordict._leaves import (
     MetaData,
     default_is_leaf,

@@ -43,17 +43,23 @@ from tensordict._keys import (
     NestedKey,
     _as_tuple,
     _ItemsView,
-    _TopKeysView,
     _KeysView,
+    _TopKeysView,
     _ValuesView,
     unravel_key,
 )
 from tensordict._lazy_funcs import LazyStackMethodsMixin
 from tensordict._lock_graph import check_unlock, register_locked_root, unregister_locked_root
 from tensordict._module_params import ModuleParamsMixin
-from tensordict._nested_shape import leaf_shape
 from tensordict._names import refine, renamed, sync_child_names
-from tensordict._nontensor import LinkedList, NonTensorData, NonTensorStack, _same, nested_list_items
+from tensordict._nested_shape import leaf_shape
+from tensordict._nontensor import (
+    LinkedList,
+    NonTensorData,
+    NonTensorStack,
+    _same,
+    nested_list_items,
+)
 from tensordict._nontensor_methods import NonTensorMixin
 from tensordict._ops import MathMixin
 from tensordict._options import list_to_stack

@@ -15,8 +15,8 @@ import torch
 
 from tensordict import _classes, _stack
 from tensordict._deep import levels
-from tensordict._nontensor import _stack_non_tensor
 from tensordict._host import TensorDictHost
+from tensordict._nontensor import _stack_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._base import TensorDictBase

@@ -17,8 +17,8 @@ from tensordict import _classes, _stack
 from tensordict._deep import trampoline
 from tensordict._errors import locked_error
 from tensordict._host import TensorDictHost
-from tensordict._nested_shape import leaf_shape
 from tensordict._names import derive_names, drop_dims, index_names, insert_dim
+from tensordict._nested_shape import leaf_shape
 from tensordict._unbatched import UnbatchedTensor
 
 if TYPE_CHECKING:

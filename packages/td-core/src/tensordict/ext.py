@@ -121,8 +121,8 @@ from tensordict._memmap_types import lookup_object as lookup_memmap_object
 from tensordict._names import check_names
 from tensordict._nontensor import NonTensorData, NonTensorStack, set_write_hook
 from tensordict._nontensor import _same as same_value
-from tensordict._pytree import registered_classes as pytree_registered_classes
 from tensordict._ops import MathMixin
+from tensordict._pytree import registered_classes as pytree_registered_classes
 from tensordict._repr import fields_repr, leaf_repr
 from tensordict._seams import _SIBLING_METHODS, import_sibling
 from tensordict._stack import cat, stack

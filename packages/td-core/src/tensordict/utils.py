@@ -32,8 +32,8 @@ from tensordict._helpers import (
     strtobool,
 )
 from tensordict._keys import NestedKey, unravel_keys
-from tensordict._keys import public_unravel_key_list as unravel_key_list  # TypeError for a str
 from tensordict._keys import public_unravel_key as unravel_key  # () for a tuple that is no key
+from tensordict._keys import public_unravel_key_list as unravel_key_list  # TypeError for a str
 from tensordict._leaves import is_leaf_nontensor, is_non_tensor, is_tensorclass
 from tensordict._nontensor import LinkedList
 from tensordict._options import (

@@ -13,7 +13,6 @@ from tensordict.nn._compat_upstream import (  # noqa: F401 - upstream private na
     _set_skip_existing_None,
 )
 from tensordict.nn._distributions import composite_lp_aggregate, set_composite_lp_aggregate
-from tensordict.utils import Buffer  # noqa: F401 - upstream re-exports torch.nn.Buffer here too
 from tensordict.nn._mappings import (
     add_custom_mapping,
     biased_softplus,
@@ -21,6 +20,7 @@ from tensordict.nn._mappings import (
     inv_softplus,
     mappings,
 )
+from tensordict.utils import Buffer  # noqa: F401 - upstream re-exports torch.nn.Buffer here too
 
 __all__ = [
     "add_custom_mapping",
