@@ -32,6 +32,9 @@ def test_utils_and_nn_names():
         utils.set_json_backend("json")
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="json"):
         utils.set_json_backend("yaml")
+    # the backend chosen is what get_json_backend gives and json_dumps writes with
+    assert utils.get_json_backend().__name__ == "json"
+    assert utils.json_dumps({"a": [1, 2]}, separators=(",", ":")) == '{"a":[1,2]}'
     tn = importlib.import_module("tensordict.nn.distributions.truncated_normal")
     assert tn.TruncatedStandardNormal is not None
     assert tensordict.NonTensorDataBase is importlib.import_module("tensordict.tensorclass").NonTensorDataBase

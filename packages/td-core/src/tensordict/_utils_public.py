@@ -1,10 +1,13 @@
 """Small public helpers of ``tensordict`` / ``tensordict.utils``: dtype predicates
 (``is_bool``, ``is_floating``, ``is_integer``, ``is_inexact``), ``KEY_SEPARATOR``,
-``unravel_key_to_tuple``, the ``timeit`` registry and ``set_json_backend``."""
+``unravel_key_to_tuple``, the ``timeit`` registry and the JSON backend switch
+(``set_json_backend``, ``get_json_backend``, ``json_dumps``)."""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import json
 import time
 import warnings
 from collections.abc import Callable
@@ -21,6 +24,8 @@ __all__ = [
     "is_floating",
     "is_inexact",
     "is_integer",
+    "get_json_backend",
+    "json_dumps",
     "set_json_backend",
     "timeit",
     "unravel_key_to_tuple",
@@ -194,3 +199,31 @@ def set_json_backend(backend: str) -> None:
         import orjson  # noqa: F401 - the choice needs the package
 
     _JSON_BACKEND[0] = backend
+
+
+def get_json_backend() -> Any:
+    """The module of the JSON backend chosen with :func:`set_json_backend` (``json`` by default).
+
+    Examples:
+        >>> from tensordict.utils import get_json_backend
+        >>> get_json_backend().__name__
+        'json'
+    """
+    if _JSON_BACKEND[0] == "json":
+        return json
+    return importlib.import_module(_JSON_BACKEND[0])
+
+
+def json_dumps(data: Any, **kwargs: Any) -> str | bytes:
+    """``data`` as JSON with the chosen backend: a ``str`` from ``json`` (``kwargs`` go to
+    :func:`json.dumps`), ``bytes`` from ``orjson`` (which takes no formatting options).
+
+    Examples:
+        >>> from tensordict.utils import json_dumps
+        >>> json_dumps({"a": [1, 2]}, separators=(",", ":"))
+        '{"a":[1,2]}'
+    """
+    backend = get_json_backend()
+    if backend is json:
+        return json.dumps(data, **kwargs)
+    return backend.dumps(data)
