@@ -421,3 +421,19 @@ def test_new_tensor_of_tensor_like_data_gives_a_tensordict():
         out = td.new_tensor([1, 2])
     assert out.batch_size == (2,) and out["n"].batch_size == (2,)
     assert out["a"].tolist() == [1.0, 2.0] and out["b"].dtype == torch.int64 and out["n", "c"].tolist() == [1.0, 2.0]
+
+
+def test_linked_list_pickles_as_an_unlinked_copy():
+    import pickle
+
+    from tensordict.utils import LinkedList
+
+    td = TensorDict(batch_size=[3])
+    td["names"] = ["a", "b", "c"]
+    values = td["names"]
+    copy = pickle.loads(pickle.dumps(values))
+    assert type(copy) is LinkedList and copy == ["a", "b", "c"]
+    copy[0] = "z"  # the copy is not linked to the TensorDict
+    assert td["names"] == ["a", "b", "c"]
+    values[1] = "y"  # the original still is
+    assert td.get("names").tolist() == ["a", "y", "c"]

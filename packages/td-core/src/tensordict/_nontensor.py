@@ -49,6 +49,12 @@ class LinkedList(list):
         self._stack = stack  # the NonTensorStack written through, and where this list sits in it
         self._prefix = prefix
 
+    def __reduce__(self) -> tuple:
+        # a pickled (or deep-copied) list holds the items, not the link: the stack it would
+        # write to on the other side is a copy anyway, and a shared or memory-mapped stack
+        # must not travel inside a value read from it
+        return (LinkedList, (list(self),))
+
     @classmethod
     def _of_stack(cls, stack: Any) -> LinkedList:
         """The linked list of ``stack``'s items: nested linked lists for each batch dim."""
