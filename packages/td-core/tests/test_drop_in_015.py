@@ -228,7 +228,7 @@ def test_non_tensor_data_where():
 
 
 def test_metadata_type_error_wording():
-    from tensordict.tensorclass import MetaData
+    MetaData = pytest.importorskip("tensordict.tensorclass").MetaData  # td-tensorclass
 
     with pytest.raises(TypeError, match=r"^Expected data of type str, got int$"):
         MetaData[str](1)
