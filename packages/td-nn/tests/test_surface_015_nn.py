@@ -4,7 +4,7 @@ and TensorClassModuleWrapper; values read from the same calls on tensordict 0.15
 import pytest
 import torch
 
-from tensordict import TensorClass, TensorDict
+from tensordict import TensorDict
 from tensordict.nn import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn.distributions import TruncatedNormal
 from tensordict.nn.distributions.truncated_normal import TruncatedStandardNormal
@@ -35,21 +35,25 @@ def test_truncated_normal_a_b_keywords():
     torch.testing.assert_close(TruncatedNormal(loc=5.0, scale=1.0, a=4.0, b=6.0).mean, torch.tensor(5.0))
 
 
-class _In(TensorClass):
-    x: torch.Tensor
+def _tensorclass_module():
+    """A TensorClassModuleBase subclass over two tensorclasses (needs td-tensorclass)."""
+    TensorClass = pytest.importorskip("tensordict.tensorclass").TensorClass
 
+    class _In(TensorClass):
+        x: torch.Tensor
 
-class _Out(TensorClass):
-    y: torch.Tensor
+    class _Out(TensorClass):
+        y: torch.Tensor
 
+    class _AddOne(TensorClassModuleBase[_In, _Out]):
+        def forward(self, data: _In) -> _Out:
+            return _Out(y=data.x + 1, batch_size=data.batch_size)
 
-class _AddOne(TensorClassModuleBase[_In, _Out]):
-    def forward(self, data: _In) -> _Out:
-        return _Out(y=data.x + 1, batch_size=data.batch_size)
+    return _AddOne()
 
 
 def test_tensorclass_module_wrapper():
-    module = _AddOne()
+    module = _tensorclass_module()
     wrapper = module.as_td_module()
     assert isinstance(wrapper, TensorClassModuleWrapper) and wrapper.tc_module is module
     td = TensorDict(x=torch.zeros(3), batch_size=[3])
