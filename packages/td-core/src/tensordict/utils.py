@@ -48,10 +48,10 @@ from tensordict._stack import lazy_legacy, set_lazy_legacy
 from tensordict._switch import ModeSwitch
 from tensordict._utils_public import (
     KEY_SEPARATOR,
+    get_json_backend,
     is_bool,
     is_floating,
     is_inexact,
-    get_json_backend,
     is_integer,
     json_dumps,
     set_json_backend,
