@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -188,7 +188,7 @@ def unpad_sequence(padded: Any, mask: Any = None, *, pad_dim: int = 0) -> Any:
     return _classes.LazyStackedTensorDict(*samples, stack_dim=0)
 
 
-def _collate_padded(batch: list, pad_keys: Mapping, nested_keys: Sequence, mask_key: Any) -> Any:
+def _collate_padded(batch: list, pad_keys: Mapping | None, nested_keys: Sequence | None, mask_key: Any) -> Any:
     first = batch[0]
     pad_keys = {unravel_key(k): v for k, v in (pad_keys or {}).items()}
     nested = [unravel_key(k) for k in (nested_keys or ())]
@@ -214,7 +214,8 @@ def _collate_padded(batch: list, pad_keys: Mapping, nested_keys: Sequence, mask_
                 raise KeyError(msg)
     rest = [sample.exclude(*special) for sample in batch] if special else batch
     try:
-        out = torch.stack(rest)
+        # a stack of tensor collections is one too (``__torch_function__``), not a Tensor
+        out = cast("_classes.TensorDictBase", torch.stack(rest))
     except (RuntimeError, ValueError) as err:
         if nested:
             msg = f"collate(nested_keys=...): the other entries do not stack densely ({err}); name every varying entry in pad_keys or nested_keys."
@@ -283,7 +284,7 @@ def collate(
     options = pad_keys is not None or nested_keys is not None or mask_key is not None
     if isinstance(first, _classes.TensorDictBase) or is_tensorclass(first):
         if options:
-            return _collate_padded(batch, pad_keys, nested_keys, mask_key)  # type: ignore[arg-type]
+            return _collate_padded(batch, pad_keys, nested_keys, mask_key)
         if is_tensorclass(first):
             try:
                 return torch.stack(batch)
@@ -291,7 +292,7 @@ def collate(
                 stacked = _classes.LazyStackedTensorDict.maybe_dense_stack([b._tensordict for b in batch])
                 return type(first).from_tensordict(stacked)
         return _classes.LazyStackedTensorDict.maybe_dense_stack(batch)
-    kwargs = {"pad_keys": pad_keys, "nested_keys": nested_keys, "mask_key": mask_key}
+    kwargs: dict[str, Any] = {"pad_keys": pad_keys, "nested_keys": nested_keys, "mask_key": mask_key}
     if isinstance(first, torch.Tensor):
         return torch.stack(batch)
     if isinstance(first, Mapping):

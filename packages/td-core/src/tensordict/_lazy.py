@@ -355,7 +355,8 @@ class LazyStackedTensorDict(  # type: ignore[misc]
 
         Args:
             input_dict (list of dict, or dict of dict): one dict per stacked TensorDict.
-            *other: passed to ``TensorDict.from_dict``.
+            *other: not supported (a ``TypeError``, as tensordict 0.15.3): pass
+                ``batch_size``, ``device`` and ``batch_dims`` by keyword.
 
         Keyword Args:
             auto_batch_size (bool): each TensorDict's batch size is computed.
@@ -388,16 +389,23 @@ class LazyStackedTensorDict(  # type: ignore[misc]
             rest = names[:stack_dim] + names[stack_dim + 1 :]
             if batch_size is not None and len(rest) == len(batch_size):
                 member_names = rest
+        if other:
+            # the keywords below fill TensorDict.from_dict's positional slots
+            msg = (
+                f"LazyStackedTensorDict.from_dict takes one positional argument (input_dict), got "
+                f"{1 + len(other)}: pass batch_size, device and batch_dims by keyword."
+            )
+            raise TypeError(msg)
         tds = [
             _classes.TensorDict.from_dict(
-                d, *other, batch_size=batch_size, device=device, batch_dims=batch_dims,
+                d, batch_size=batch_size, device=device, batch_dims=batch_dims,
                 auto_batch_size=auto_batch_size or None, names=member_names,
             )
             for d in input_dict
         ]
         out = cls._from_list(tds, stack_dim)
         if stack_dim_name is not None:
-            dim_names = [None] * out.batch_dims
+            dim_names: list[str | None] = [None] * out.batch_dims
             if member_names is not None:
                 dim_names = [*member_names[:stack_dim], None, *member_names[stack_dim:]]
             dim_names[stack_dim] = stack_dim_name

@@ -74,11 +74,11 @@ class LinkedList(list):
             list.__setitem__(self, index, value)
             if stack is not None and len(positions) == len(value):
                 for i, item in zip(positions, value):
-                    stack[(*prefix, i)] = item
+                    stack[prefix + (i,)] = item
             return
         list.__setitem__(self, index, value)
         if stack is not None:
-            stack[(*prefix, index)] = value
+            stack[prefix + (index,)] = value
 
     def tolist(self) -> list:
         """A plain ``list`` of the items (nested lists for a stack of more than one dim)."""

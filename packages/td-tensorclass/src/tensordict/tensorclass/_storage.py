@@ -63,6 +63,7 @@ class _Slots:
         _tensordict: TensorDictBase
         _non_tensordict: dict[str, Any]
         _tc_fields: tuple[str, ...]
+        _tc_field_descriptors: bool
         _tc_field_set: frozenset[str]
         _tc_autocast: bool
         _tc_nocast: bool

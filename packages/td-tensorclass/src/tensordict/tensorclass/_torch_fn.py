@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from tensordict.ext import TD_HANDLED_FUNCTIONS, NonTensorData, TensorDict
+from tensordict.ext import TD_HANDLED_FUNCTIONS, NonTensorData, TensorDict, TensorDictBase
 from tensordict.ext import same_value as _same
 from tensordict.tensorclass._storage import _full_td, _new, _non_tensor_in_td, _Slots
 from tensordict.tensorclass._wrap import _unwrap, _wrap_out
@@ -85,7 +85,7 @@ def _split_common(items: Sequence[Any], keep_members: bool = False) -> tuple[dic
     }
     if len(common) == len(first) and all(len(it._non_tensordict) == len(common) for it in items[1:]):
         return common, [item._tensordict for item in items]
-    tds = []
+    tds: list[TensorDictBase] = []
     for item in items:
         own = item._tensordict
         if keep_members and own.__class__ is TensorDict and not own.is_locked:
