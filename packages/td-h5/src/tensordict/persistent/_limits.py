@@ -55,9 +55,17 @@ class LimitsMixin(_MixinBase):
         )
         raise NotImplementedError(msg)
 
-    def split_keys(self, *key_sets: Any, inplace: bool = False, default: Any = None, strict: bool = True) -> tuple:
+    def split_keys(
+        self,
+        *key_sets: Any,
+        inplace: bool = False,
+        default: Any = None,
+        strict: bool = True,
+        reproduce_struct: bool = False,
+    ) -> tuple:
         """``TensorDictBase.split_keys``: the selected parts are read into memory; the rest is
         ``self`` with those keys deleted from the file (``inplace=True``) or an in-memory copy.
+        ``reproduce_struct`` applies to the selected parts, as in ``TensorDictBase.split_keys``.
 
         Raises:
             KeyError: a key is missing and ``strict=True``.
@@ -67,7 +75,9 @@ class LimitsMixin(_MixinBase):
             msg = "Cannot modify locked TensorDict: split_keys(inplace=True) deletes the selected keys."
             raise RuntimeError(msg)
         dense = self.to_tensordict()
-        *parts, _rest = dense.split_keys(*key_sets, inplace=False, default=default, strict=strict)
+        *parts, _rest = dense.split_keys(
+            *key_sets, inplace=False, default=default, strict=strict, reproduce_struct=reproduce_struct
+        )
         used = [key for part in parts for key in part.keys(True, True, is_leaf=_not_a_tensordict)]
         rest = self.exclude(*used, inplace=inplace)
         return (*parts, rest)

@@ -14,7 +14,8 @@ is opened.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Container
+from typing import Any, cast
 
 import h5py
 
@@ -29,7 +30,7 @@ _MAX_SOFT = 16
 def has_link(group: h5py.Group, name: str) -> bool:
     """Whether ``group`` has a link called ``name`` (the link itself is not followed)."""
     if isinstance(group, GroupNode):
-        return name in group
+        return name in cast("Container[str]", group)  # the Zarr group adapter defines __contains__
     try:
         return bool(group.id.links.exists(name.encode("utf-8")))
     except (KeyError, ValueError, TypeError, RuntimeError, UnicodeError):

@@ -21,7 +21,7 @@ import numbers
 import re
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import h5py
 import numpy as np
@@ -91,6 +91,7 @@ def _key_of(path: tuple) -> NestedKey:
 if TYPE_CHECKING:  # what the mixin reads from PersistentTensorDict (type checkers only)
     from tensordict.persistent._filestate import FileState
     from tensordict.persistent._selection import FlatSel, Selection
+    from tensordict.persistent._zarrio import ZGroup
 
     _MixinBase = TensorDictBase
 else:
@@ -491,9 +492,10 @@ class WriteMixin(_MixinBase):
         stack = NonTensorStack._from_flat(items, torch.Size(full))
         arr = io._stack_array(name, stack._items, full)
         if isinstance(group, GroupNode):
-            if name in group.attrs:
-                del group.attrs[name]
-            group.write_stack(name, arr.tolist() if arr.ndim else [arr.item()], full)  # type: ignore[attr-defined]
+            zgroup = cast("ZGroup", group)  # the only GroupNode is a Zarr group adapter
+            if name in zgroup.attrs:
+                del zgroup.attrs[name]
+            zgroup.write_stack(name, arr.tolist() if arr.ndim else [arr.item()], full)
             return
         if has_link(group, name):
             del group[name]
@@ -516,7 +518,8 @@ class WriteMixin(_MixinBase):
         if isinstance(value, torch.Tensor):
             np_dtype, marker = io.numpy_dtype_for(value.dtype, key)
             if (
-                is_dataset(existing)
+                existing is not None
+                and is_dataset(existing)
                 and tuple(existing.shape) == tuple(value.shape)
                 and existing.dtype == np_dtype
                 and io.dataset_kind(existing)[1] == value.dtype

@@ -226,7 +226,7 @@ class ZValue(ValueNode):
         self.key = key
         self.node = node
 
-    def raw(self) -> tuple[bytes, str]:
+    def raw(self) -> tuple[bytes, str | None]:
         node = self.node
         name = self.root.filename
         if node.ndim != 1 or np.dtype(node.dtype) != np.uint8:
@@ -358,7 +358,7 @@ class ZAttrs:
         return len(self._names())
 
     def __contains__(self, name: object) -> bool:
-        hit = self.group._members().get(name)  # type: ignore[call-overload]
+        hit = self.group._members().get(name)
         return hit is not None and hit[1]
 
     def __getitem__(self, name: str) -> ZValue:
@@ -393,7 +393,7 @@ class ZAttrs:
         self.group.root.consolidate()
 
 
-def write_payload(g: Any, name: str, payload: bytes, encoding: str) -> None:
+def write_payload(g: Any, name: str, payload: bytes, encoding: str | None) -> None:
     n = len(payload)
     arr = g.create_array(
         name, shape=(n,), dtype="uint8", chunks=(max(n, 1),), compressors=None, fill_value=0,
@@ -473,7 +473,7 @@ class ZGroup(GroupNode):
         return self.root.wrap(hit[0])
 
     def __contains__(self, name: object) -> bool:
-        hit = self._members().get(name)  # type: ignore[call-overload]
+        hit = self._members().get(name)
         return hit is not None and not hit[1]
 
     def __getitem__(self, name: str) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -140,11 +140,11 @@ class CudaGraphModule:
 
     def state_dict(self, *args: Any, **kwargs: Any) -> Any:
         """The wrapped module's ``state_dict``."""
-        return self.module.state_dict(*args, **kwargs)
+        return cast(torch.nn.Module, self.module).state_dict(*args, **kwargs)
 
     def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
         """Loads into the wrapped module (``module.load_state_dict``)."""
-        return self.module.load_state_dict(*args, **kwargs)
+        return cast(torch.nn.Module, self.module).load_state_dict(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._on_cuda:
@@ -215,7 +215,7 @@ class CudaGraphModule:
                 )
                 raise ValueError(msg)
             dest.copy_(src, non_blocking=True)
-        self._graph.replay()
+        cast(torch.cuda.CUDAGraph, self._graph).replay()  # captured above when it was None
         if self._out_matches_in:
             dest_td = tensordict if tensordict_out is None else tensordict_out
             for key in self._selected_keys or ():
@@ -259,5 +259,5 @@ class CudaGraphModule:
                 dest.copy_(src, non_blocking=True)
             else:
                 dest.update_(src)
-        self._graph.replay()
+        cast(torch.cuda.CUDAGraph, self._graph).replay()  # captured above when it was None
         return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, self._static_out)

@@ -147,7 +147,7 @@ class OneHotCategorical(D.OneHotCategorical):
         super().__init__(probs=probs, logits=logits, **kwargs)
         self.grad_method = grad_method
 
-    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
         """A one-hot sample, ``torch.long`` (as tensordict 0.15)."""
         return super().sample(sample_shape).long()
 

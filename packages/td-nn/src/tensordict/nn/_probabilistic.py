@@ -340,6 +340,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         else:
             td_keys = _normalize_keys(in_keys, "in_keys", owner)
             self._dist_keys = {(k if isinstance(k, str) else k[-1]): k for k in td_keys}  # type: ignore[misc]
+        self.distribution_kwargs: dict[str, Any] | TensorDictBase
         if isinstance(distribution_kwargs, TensorDictBase):
             # kept as given (no bool(): a TensorDict has no truth value): a TensorDictParams
             # is then a submodule, its tensors among the module's buffers/parameters

@@ -136,6 +136,6 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
         self.out_keys = _leaf_keys(out_cls)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        data = self._in_cls.from_tensordict(tensordict.select(*self.in_keys, strict=False))  # type: ignore[attr-defined]
+        data = self._in_cls.from_tensordict(tensordict.select(*self.in_keys, strict=False))
         out = self.tc_module(data)
         return out.to_tensordict() if is_tensor_collection(out) and not isinstance(out, TensorDictBase) else out

@@ -5,6 +5,8 @@ composite distribution writes (``"action"`` -> ``"action_log_prob"``); TorchRL's
 loss code imports it from here.
 """
 
+from typing import cast
+
 from tensordict import NestedKey
 from tensordict.ext import unravel_key
 from tensordict.nn._distributions import CompositeDistribution
@@ -27,4 +29,5 @@ def _add_suffix(key: NestedKey, suffix: str) -> NestedKey:
     key = unravel_key(key)
     if isinstance(key, str):
         return key + suffix
-    return (*key[:-1], key[-1] + suffix)
+    last = cast(str, key[-1])  # unravel_key returns a flat tuple of str
+    return (*key[:-1], last + suffix)
