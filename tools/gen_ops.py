@@ -152,9 +152,12 @@ def generate_casts() -> str:
     from tensordict import _device
 
     parts = [HEADER.format(what="The dtype casts of TensorDictBase (``DtypeCastsMixin``).", source="``_device.DTYPE_CASTS``")]
-    parts.append("from collections.abc import Callable\nfrom typing import TYPE_CHECKING\n\nimport torch\n\n")
+    parts.append(
+        "from collections.abc import Callable\nfrom typing import TYPE_CHECKING\n\nimport torch\n\n"
+        "from tensordict._host import TensorDictHost\n\n"
+    )
     parts.append("if TYPE_CHECKING:\n    from tensordict._base import TensorDictBase\n\n")
-    parts.append('__all__ = ["DtypeCastsMixin"]\n\n\nclass DtypeCastsMixin:\n')
+    parts.append('__all__ = ["DtypeCastsMixin"]\n\n\nclass DtypeCastsMixin(TensorDictHost):\n')
     parts.append('    """One method per dtype: ``td.<name>(cast_filter=None)`` is ``td.to(torch.<dtype>)``."""\n\n')
     methods = []
     for name, dtype in _device.DTYPE_CASTS.items():

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tensordict._host import TensorDictHost
+
 if TYPE_CHECKING:
     from tensordict._base import TensorDictBase
 
 __all__ = ["DtypeCastsMixin"]
 
 
-class DtypeCastsMixin:
+class DtypeCastsMixin(TensorDictHost):
     """One method per dtype: ``td.<name>(cast_filter=None)`` is ``td.to(torch.<dtype>)``."""
 
     def float(self, *, cast_filter: Callable | None = None) -> TensorDictBase:

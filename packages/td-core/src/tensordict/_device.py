@@ -7,7 +7,7 @@ import builtins
 import warnings
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -17,6 +17,8 @@ from tensordict._casts_generated import DtypeCastsMixin
 from tensordict._host import TensorDictHost
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from typing_extensions import Self
 
     from tensordict._base import TensorDictBase
@@ -151,6 +153,7 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
                 out.batch_size = batch_size
                 return out
             return self  # type: ignore[return-value]
+        fn: Callable[[Any], Any] | None
         if dtype is None:
             if device == self.device:
                 return self  # type: ignore[return-value]
@@ -205,14 +208,17 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
         """``to(..., cast_filter=fn)``: the dtype goes only to the tensor leaves for which
         ``fn(key as a tuple of str, value)`` is true; a device change moves every leaf."""
         device, dtype, non_blocking, batch_size = _parse_to(args, dict(kwargs))
-        out = self.to(device, non_blocking=non_blocking) if device is not None else self
+        out: TensorDictBase = (
+            self.to(device, non_blocking=non_blocking) if device is not None else cast("TensorDictBase", self)
+        )
         if dtype is not None:
 
-            def cast(key: Any, value: torch.Tensor) -> torch.Tensor:
+            def cast_leaf(key: Any, value: torch.Tensor) -> torch.Tensor:
                 path = key if isinstance(key, tuple) else (key,)
                 return value.to(dtype, non_blocking=non_blocking) if cast_filter(path, value) else value
 
-            out = out.named_apply(cast, nested_keys=True)
+            # ``cast_leaf`` gives every leaf a tensor: ``named_apply`` returns a TensorDict
+            out = cast("TensorDictBase", out.named_apply(cast_leaf, nested_keys=True))
         if batch_size is not None:
             out = out.to(batch_size=batch_size)
         return out
@@ -294,7 +300,7 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
             return out
         for key, value in out._items_raw():
             self._set_raw(key, value)
-        return self
+        return cast("TensorDictBase", self)
 
     def pin_memory_(self, num_threads: builtins.int = 0) -> Self:
         """Pins the tensor leaves in place and returns ``self`` (needs an accelerator).
@@ -308,7 +314,7 @@ class DeviceMixin(DtypeCastsMixin, TensorDictHost):
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.pin_memory(num_threads, inplace=True)
+        return cast("Self", self.pin_memory(num_threads, inplace=True))
 
     def record_stream(self, stream: Any) -> Self:
         """Calls ``Tensor.record_stream(stream)`` on every tensor leaf; returns ``self``.

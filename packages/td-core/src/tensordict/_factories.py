@@ -142,6 +142,9 @@ _FACTORY_DOC = """A TensorDict of the same structure whose every leaf is ``{what
 class FactoryMixin(TensorDictHost):
     """Mixed into TensorDictBase: the ``new_*`` factories and ``as_tensor``."""
 
+    if TYPE_CHECKING:  # what the factories read from NonTensorMixin (_nontensor_methods.py)
+        def non_tensor_items(self, include_nested: bool = False) -> tuple: ...
+
     def new_zeros(
         self,
         *size: Any,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -99,7 +99,8 @@ class PackLayout:
         for key, _, cls in reversed(self.nested):
             if cls is not None:
                 out.set(key, cls.from_tensordict(out.get(key)))
-        return self.cls.from_tensordict(out) if self.cls is not None else out
+        # ``cls`` is a tensorclass: ``from_tensordict`` is added by ``@tensorclass``
+        return cast(Any, self.cls).from_tensordict(out) if self.cls is not None else out
 
 
 def _tensorclass_of(value: Any) -> type | None:

@@ -93,20 +93,20 @@ class _TDContext(NamedTuple):
     def _nt_keys(self) -> tuple:
         return tuple(self.non_tensor) if self.non_tensor else ()
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if other.__class__ is not _TDContext:
             return NotImplemented
         return (
-            self.keys == other.keys  # type: ignore[attr-defined]
-            and self.batch_size == other.batch_size  # type: ignore[attr-defined]
-            and self.batch_dims == other.batch_dims  # type: ignore[attr-defined]
-            and self.device == other.device  # type: ignore[attr-defined]
-            and self.names == other.names  # type: ignore[attr-defined]
-            and self._nt_keys() == other._nt_keys()  # type: ignore[attr-defined]
-            and (self.stack is None) == (other.stack is None)  # type: ignore[attr-defined]
+            self.keys == other.keys
+            and self.batch_size == other.batch_size
+            and self.batch_dims == other.batch_dims
+            and self.device == other.device
+            and self.names == other.names
+            and self._nt_keys() == other._nt_keys()
+            and (self.stack is None) == (other.stack is None)
         )
 
-    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+    def __ne__(self, other: object) -> bool:
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 

@@ -28,14 +28,14 @@ _CPU = torch.device("cpu")
 _SHORT = (("float", "f"), ("uint", "u"), ("int", "i"), ("complex", "c"))
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
+def _dtype_name(dtype: torch.dtype | None) -> str:
     name = str(dtype).rsplit(".", 1)[-1]
     for word, short in _SHORT:
         name = name.replace(word, short)
     return name
 
 
-def _token(td: Any, shape: Any, dtype: torch.dtype, devices: set, opts: dict) -> str:
+def _token(td: Any, shape: Any, dtype: torch.dtype | None, devices: set, opts: dict) -> str:
     text = "[" + ",".join(str(int(s)) for s in shape) + "]"
     if opts["show_dtype"]:
         text = _dtype_name(dtype) + text

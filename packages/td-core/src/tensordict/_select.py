@@ -4,7 +4,7 @@ filter_empty_, rename_key_, flatten_keys, unflatten_keys."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -211,7 +211,7 @@ class SelectMixin(TensorDictHost):
         """
         if inplace and self.is_locked:
             raise locked_error("split keys in place")
-        rest = self if inplace else self.copy()
+        rest: TensorDictBase = cast("TensorDictBase", self) if inplace else self.copy()
         absent = object()
         outs = []
         for ks in key_sets:

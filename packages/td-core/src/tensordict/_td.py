@@ -93,7 +93,8 @@ def _to_size(batch_size: Any) -> torch.Size:
 
 def _to_size_checked(batch_size: Any) -> torch.Size:
     try:
-        size = _Size((batch_size,)) if isinstance(batch_size, (int, torch.SymInt)) else _Size(batch_size)
+        # torch.Size takes a SymInt too (its stub says int)
+        size = _Size((batch_size,)) if isinstance(batch_size, (int, torch.SymInt)) else _Size(batch_size)  # type: ignore[arg-type]
     except TypeError:
         msg = f"batch_size must be an int, a sequence of int or a torch.Size, got {batch_size!r}."
         raise TypeError(msg) from None
