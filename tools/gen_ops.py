@@ -161,6 +161,21 @@ def generate_casts() -> str:
     parts.append('    """One method per dtype: ``td.<name>(cast_filter=None)`` is ``td.to(torch.<dtype>)``."""\n\n')
     methods = []
     for name, dtype in _device.DTYPE_CASTS.items():
+        quantized = dtype.startswith(("qint", "quint"))
+        example = (
+            # torch's Tensor.to cannot make a quantized tensor (RuntimeError, as in tensordict 0.15.3)
+            f"    >>> td.{name}(cast_filter=lambda key, value: False)[\"a\"].dtype  # a float cannot be cast\n"
+            "    torch.float32"
+            if quantized
+            else f"    >>> td.{name}()[\"a\"].dtype\n    torch.{dtype}"
+        )
+        raises = (
+            "Raises:\n"
+            "    RuntimeError: a leaf that torch cannot convert with ``Tensor.to`` (any plain tensor,\n"
+            "        for a quantized dtype): quantize with ``torch.quantize_per_tensor`` instead.\n\n"
+            if quantized
+            else ""
+        )
         doc = (
             f"A TensorDict whose tensor leaves are cast to ``torch.{dtype}`` (``to(torch.{dtype})``).\n\n"
             "Keyword Args:\n"
@@ -169,12 +184,12 @@ def generate_casts() -> str:
             "        ``None`` (the default) casts every tensor leaf.\n\n"
             "Returns:\n"
             "    a new TensorDict (``self`` when nothing changes), same keys and batch size.\n\n"
+            f"{raises}"
             "Examples:\n"
             "    >>> import torch\n"
             "    >>> from tensordict import TensorDict\n"
             "    >>> td = TensorDict(a=torch.zeros(2), i=torch.zeros(2, dtype=torch.int8), batch_size=[2])\n"
-            f"    >>> td.{name}()[\"a\"].dtype\n"
-            f"    torch.{dtype}"
+            f"{example}"
         )
         methods.append(
             f"    def {name}(self, *, cast_filter: Callable | None = None) -> TensorDictBase:\n{_doc(doc)}"

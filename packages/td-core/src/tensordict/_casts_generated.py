@@ -562,12 +562,16 @@ class DtypeCastsMixin(TensorDictHost):
         Returns:
             a new TensorDict (``self`` when nothing changes), same keys and batch size.
 
+        Raises:
+            RuntimeError: a leaf that torch cannot convert with ``Tensor.to`` (any plain tensor,
+                for a quantized dtype): quantize with ``torch.quantize_per_tensor`` instead.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
             >>> td = TensorDict(a=torch.zeros(2), i=torch.zeros(2, dtype=torch.int8), batch_size=[2])
-            >>> td.qint8()["a"].dtype
-            torch.qint8
+            >>> td.qint8(cast_filter=lambda key, value: False)["a"].dtype  # a float cannot be cast
+            torch.float32
         """
         if cast_filter is None:
             return self.to(torch.qint8)
@@ -584,12 +588,16 @@ class DtypeCastsMixin(TensorDictHost):
         Returns:
             a new TensorDict (``self`` when nothing changes), same keys and batch size.
 
+        Raises:
+            RuntimeError: a leaf that torch cannot convert with ``Tensor.to`` (any plain tensor,
+                for a quantized dtype): quantize with ``torch.quantize_per_tensor`` instead.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
             >>> td = TensorDict(a=torch.zeros(2), i=torch.zeros(2, dtype=torch.int8), batch_size=[2])
-            >>> td.quint8()["a"].dtype
-            torch.quint8
+            >>> td.quint8(cast_filter=lambda key, value: False)["a"].dtype  # a float cannot be cast
+            torch.float32
         """
         if cast_filter is None:
             return self.to(torch.quint8)
@@ -606,12 +614,16 @@ class DtypeCastsMixin(TensorDictHost):
         Returns:
             a new TensorDict (``self`` when nothing changes), same keys and batch size.
 
+        Raises:
+            RuntimeError: a leaf that torch cannot convert with ``Tensor.to`` (any plain tensor,
+                for a quantized dtype): quantize with ``torch.quantize_per_tensor`` instead.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
             >>> td = TensorDict(a=torch.zeros(2), i=torch.zeros(2, dtype=torch.int8), batch_size=[2])
-            >>> td.qint32()["a"].dtype
-            torch.qint32
+            >>> td.qint32(cast_filter=lambda key, value: False)["a"].dtype  # a float cannot be cast
+            torch.float32
         """
         if cast_filter is None:
             return self.to(torch.qint32)
@@ -628,12 +640,16 @@ class DtypeCastsMixin(TensorDictHost):
         Returns:
             a new TensorDict (``self`` when nothing changes), same keys and batch size.
 
+        Raises:
+            RuntimeError: a leaf that torch cannot convert with ``Tensor.to`` (any plain tensor,
+                for a quantized dtype): quantize with ``torch.quantize_per_tensor`` instead.
+
         Examples:
             >>> import torch
             >>> from tensordict import TensorDict
             >>> td = TensorDict(a=torch.zeros(2), i=torch.zeros(2, dtype=torch.int8), batch_size=[2])
-            >>> td.quint4x2()["a"].dtype
-            torch.quint4x2
+            >>> td.quint4x2(cast_filter=lambda key, value: False)["a"].dtype  # a float cannot be cast
+            torch.float32
         """
         if cast_filter is None:
             return self.to(torch.quint4x2)

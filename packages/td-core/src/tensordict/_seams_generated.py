@@ -67,7 +67,7 @@ class GeneratedSiblingMixin(SiblingMixin):
 
         Returns:
             TensorDict: same keys, batch size and names; every tensor leaf a
-            :class:`MemoryMappedTensor` (device ``cpu`` if ``td`` had a device).
+            :class:`MemoryMappedTensor`, and device ``cpu`` at every level (memory maps live there).
 
         Raises:
             RuntimeError: ``prefix`` is not empty and ``existsok`` is False; a leaf is
@@ -397,9 +397,10 @@ class GeneratedSiblingMixin(SiblingMixin):
         Tensors are stored under their nested keys joined with ``"."``; the structure (batch
         sizes, dim names, tensorclass classes, lazy-stack dims, JSON non-tensor values,
         ``UnbatchedTensor`` marks) is JSON in the file's metadata, as tensordict 0.15 writes
-        it. Tensors that share memory are stored as copies; tensors on another device go
-        through the CPU. The file is written next to ``path`` and moved over it once complete,
-        so a failed save leaves an earlier file intact.
+        it. The file is written by ``safetensors.torch.save_file``: tensors that share memory
+        are stored as copies, non-contiguous ones packed, tensors on another device go through
+        the CPU. It is written next to ``path`` and moved over it once complete, so a failed
+        save leaves an earlier file intact.
 
         Args:
             data (TensorDictBase or tensorclass): what to save.
@@ -407,8 +408,9 @@ class GeneratedSiblingMixin(SiblingMixin):
 
         Raises:
             ImportError: safetensors is not installed (the install line is given).
-            TypeError: a nested, jagged or sparse tensor, a non-JSON non-tensor value, a
-                ``NonTensorStack``, a lazy stack whose entries have different keys.
+            TypeError: a nested, jagged or sparse tensor, a dtype the format lacks, a
+                non-JSON non-tensor value, a ``NonTensorStack``, a lazy stack whose entries
+                have different keys.
             ValueError: two keys with one name once joined with ``"."`` (``"a.b"`` and
                 ``("a", "b")``).
 
@@ -438,7 +440,9 @@ class GeneratedSiblingMixin(SiblingMixin):
         loads only if the module that defines it is imported: a module named in a file is
         never imported. Any other safetensors file (a model checkpoint) loads as a nested
         TensorDict with batch size ``[]``, names split on ``"."`` (the layout of
-        ``TensorDict.from_module``). The header is checked before any tensor is read.
+        ``TensorDict.from_module``). The header is checked before any tensor is read; the
+        tensors are then read by ``safetensors.torch.load_file`` (a private mapping of the
+        file: changing a loaded tensor never changes the file).
 
         Args:
             path (str or Path): the file.
