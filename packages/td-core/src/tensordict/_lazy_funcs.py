@@ -86,7 +86,7 @@ def lazy_stack(
     if tc is not None:  # tensorclass instances: an instance over the lazy stack
         return tc.lazy_stack(tds, dim, out=out, **kwargs)
     nt_classes = (_classes.NonTensorData, _classes.NonTensorStack)
-    if out is None and not kwargs and all(isinstance(td, nt_classes) for td in tds):
+    if out is None and not kwargs and isinstance(tds[0], nt_classes) and all(isinstance(td, nt_classes) for td in tds):
         # non-tensor leaves stay one leaf: a NonTensorStack, as tensordict 0.15.3 (TorchRL's
         # NonTensor.rand builds its batched values this way)
         whole = all(getattr(td, "_keeps_whole", False) for td in tds)  # equal MetaData stay one
