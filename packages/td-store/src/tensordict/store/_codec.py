@@ -108,9 +108,30 @@ def parse_entry(raw: Any, key: Any, server: str) -> dict:
                 f"Key {key!r} on server {server}: declared shape {entry['shape']} is larger than "
                 f"the {MAX_BYTES} bytes a store leaf may hold."
             )
+        if "g" in entry:
+            _check_group(entry, key, server)
     elif entry["t"] == "td":
         entry["bs"] = _check_shape(entry.get("bs"), key, server)
     return entry
+
+
+def _check_group(entry: dict, key: Any, server: str) -> None:
+    """A group member's placement (see ``_groups``): a hex group id, and a row layout that
+    holds the leaf and stays within :data:`MAX_BYTES`."""
+    g, off, rs, rb = entry.get("g"), entry.get("off"), entry.get("rs"), entry.get("rb")
+    shape = entry["shape"]
+    ok = (
+        isinstance(g, str) and 0 < len(g) <= 32 and all(c in "0123456789abcdef" for c in g)
+        and all(type(x) is int and x >= 0 for x in (off, rs, rb)) and rb <= len(shape)
+    )
+    if ok:
+        esz_row = nbytes(shape[rb:], entry["dtype"])
+        ok = off + esz_row <= rs and math.prod(shape[:rb]) * rs <= MAX_BYTES
+    if not ok:
+        raise StoreDataError(
+            f"Key {key!r} on server {server}: invalid group placement "
+            f"(g={g!r}, off={off!r}, rs={rs!r}, rb={rb!r}) for shape {shape}."
+        )
 
 
 def _check_shape(shape: Any, key: Any, server: str) -> list:

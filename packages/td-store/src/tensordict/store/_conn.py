@@ -18,6 +18,7 @@ naming the server; both also derive from redis-py's own exception classes.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 from typing import Literal
+
+#: the largest reply kept in a reused buffer (larger ones get a buffer of their own)
+SCRATCH_MAX = 1 << 26
 
 #: The server families a store can talk to (all speak the Redis protocol).
 STORE_BACKENDS = Literal["redis", "dragonfly"]
@@ -62,42 +66,6 @@ def path_field(path: tuple) -> str:
 def field_path(field: str) -> tuple:
     return tuple(field.split(_SEP))
 
-
-# Gathers byte spans of several string keys in one atomic call. KEYS: data keys; ARGV[k]:
-# the spans of key k packed as little-endian int64 (byte start, byte length) pairs.
-# Returns one string per key: its spans, concatenated.
-_GATHER = """
-local call, unpack, concat = redis.call, struct.unpack, table.concat
-local out = {}
-for k = 1, #KEYS do
-  local spans, key, parts = ARGV[k], KEYS[k], {}
-  for i = 1, #spans / 16 do
-    local s, n = unpack('<i8i8', spans, 16 * i - 15)
-    if n > 0 then parts[#parts + 1] = call('GETRANGE', key, s, s + n - 1) end
-  end
-  out[k] = concat(parts)
-end
-return out
-"""
-
-# Scatters byte runs into several string keys in one atomic call; the same layout as
-# _GATHER, with one blob per key appended to ARGV after the element sizes.
-_SCATTER = """
-local nruns = tonumber(ARGV[1])
-local nk = #KEYS
-for k = 1, nk do
-  local esz = tonumber(ARGV[2 * nruns + 1 + k])
-  local blob = ARGV[2 * nruns + 1 + nk + k]
-  local pos = 1
-  for r = 0, nruns - 1 do
-    local first = tonumber(ARGV[2 + 2 * r])
-    local n = tonumber(ARGV[3 + 2 * r]) * esz
-    redis.call('SETRANGE', KEYS[k], first * esz, string.sub(blob, pos, pos + n - 1))
-    pos = pos + n
-  end
-end
-return nk
-"""
 
 # Reads elements of JSON lists (one JSON value per batch element).
 # KEYS: list keys; ARGV: group size per key, then flat element positions.
@@ -164,6 +132,23 @@ return out
 """
 
 
+# Deletes the group strings that no schema entry refers to any more. KEYS[1]: the schema
+# hash, KEYS[2..]: group keys; ARGV: their group ids (entries name theirs as "g":"<id>").
+_GROUP_DROP = """
+local vals = redis.call('HVALS', KEYS[1])
+local dropped = 0
+for i = 2, #KEYS do
+  local pat = '"g":"' .. ARGV[i - 1] .. '"'
+  local used = false
+  for j = 1, #vals do
+    if string.find(vals[j], pat, 1, true) then used = true break end
+  end
+  if not used then dropped = dropped + redis.call('DEL', KEYS[i]) end
+end
+return dropped
+"""
+
+
 class Connection:
     """A redis-py client plus what is needed to name the server, rebuild the client in
     another process (pickling) and run the store's scripts.
@@ -213,8 +198,13 @@ class Connection:
             self.db = int(ck.get("db", db))
             self.unix_socket_path = ck.get("path", unix_socket_path)
         self.client = client
-        self._scripts: dict = {}
         self._lock = threading.Lock()
+        # the store's own connection for the calls it packs and reads itself (``_txn``,
+        # ``_wire``): checked out of the client's pool once, not per call
+        self._raw: Any = None
+        self._raw_pid = 0
+        self._raw_lock = threading.Lock()
+        self._tls = threading.local()  # per thread: the scratch buffer of whole reads
 
     # ------------------------------------------------------------------ naming
     @property
@@ -280,48 +270,73 @@ class Connection:
     def pipeline(self, transaction: bool = True) -> Any:
         return self.client.pipeline(transaction=transaction)
 
-    def script(self, name: str) -> Any:
-        s = self._scripts.get(name)
-        if s is None:
-            s = self.client.register_script(_SCRIPTS[name])
-            self._scripts[name] = s
-        return s
+    def _checkout(self) -> tuple:
+        """``(redis-py connection, release)`` for a call the store packs itself: the
+        store's own connection, or one from the pool while another thread holds it.
 
-    def run_script(self, name: str, keys: list, args: list) -> Any:
-        """One ``EVALSHA`` (reloading the script if the server lost it): one round trip."""
-        return self.call(self.script(name), keys=keys, args=args)
+        Raises:
+            Fallback: the client has no connection pool (a cluster client).
+        """
+        pool = getattr(self.client, "connection_pool", None)
+        if pool is None or not hasattr(pool, "get_connection"):
+            raise Fallback
+        if self._raw_lock.acquire(blocking=False):
+            try:
+                if self._raw is None or self._raw_pid != os.getpid():  # none yet, or forked
+                    self._raw = pool.get_connection()
+                    self._raw_pid = os.getpid()
+            except BaseException:
+                self._raw_lock.release()
+                raise
+            return self._raw, self._raw_lock.release
+        conn = pool.get_connection()
+        return conn, lambda: pool.release(conn)
 
-    def fetch(self, args: tuple, limits: list, array: bool) -> list | None:
+    def _raw_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        conn, release = self._checkout()
+        try:
+            return fn(conn, *args)
+        finally:
+            release()
+
+    def scratch(self, n: int) -> memoryview | None:
+        """A buffer of at least ``n`` bytes that this thread reuses from call to call (for
+        replies that are copied out before the next call), or ``None`` above
+        :data:`SCRATCH_MAX`: a fresh buffer per reply would cost a page fault per 4 KiB."""
+        if n > SCRATCH_MAX:
+            return None
+        buf = getattr(self._tls, "buf", None)
+        if buf is None or len(buf) < n:
+            buf = self._tls.buf = bytearray(max(n, 1 << 16))
+        return memoryview(buf)
+
+    def fetch(self, args: tuple, limits: list, array: bool, into: list | None = None) -> list | None:
         """A bulk (or array of bulk) reply read into fresh buffers (see ``_wire``), or
         ``None`` when the fast path does not apply (call the client normally)."""
         try:
-            return self.call(bulk_call, self.client, args, limits, array)
+            return self.call(self._raw_call, bulk_call, args, limits, array, into)
         except Fallback:
             return None
+
+    def run_txn(self, txn: Any) -> tuple:
+        """Runs a :class:`~tensordict.store._txn.Txn` (one ``MULTI``/``EXEC`` round trip):
+        ``(block results, generic replies)``."""
+        try:
+            return self.call(self._raw_call, txn.run)
+        except Fallback:
+            return self.call(txn.run_pipeline, self.client)
 
     def transaction(self, commands: list) -> list:
         """Runs ``commands`` (argument tuples) atomically in one ``MULTI``/``EXEC`` round trip."""
         if not commands:
             return []
         try:
-            return self.call(transaction, self.client, commands)
+            return self.call(self._raw_call, transaction, commands)
         except Fallback:
             pipe = self.client.pipeline(transaction=True)
             for c in commands:
                 pipe.execute_command(*c)
             return self.execute(pipe)
-
-    def fetch_script(self, name: str, keys: list, args: list, limits: list) -> list:
-        """``run_script`` whose reply (an array of strings) is read by :meth:`fetch`."""
-        script = self.script(name)
-        for _ in range(2):
-            try:
-                got = self.fetch(("EVALSHA", script.sha, len(keys), *keys, *args), limits, True)
-            except rexc.NoScriptError:
-                self.call(self.client.script_load, _SCRIPTS[name])
-                continue
-            return got if got is not None else self.run_script(name, keys, args)
-        return self.run_script(name, keys, args)
 
     @staticmethod
     def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
@@ -335,6 +350,13 @@ class Connection:
             pipe.eval(_SCRIPTS[name], len(keys), *keys, *args)
 
     def close(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None and self._raw_pid == os.getpid():
+            try:
+                pool = self.client.connection_pool
+                pool.release(raw)
+            except Exception:  # noqa: BLE001 - a client closed elsewhere
+                pass
         if self._owns_client:
             try:
                 self.client.close()
@@ -342,7 +364,9 @@ class Connection:
                 pass
 
 
-_SCRIPTS = {"gather": _GATHER, "scatter": _SCATTER, "lgather": _LIST_GATHER, "lscatter": _LIST_SCATTER, "ranges": _RANGES}
+_SCRIPTS = {
+    "lgather": _LIST_GATHER, "lscatter": _LIST_SCATTER, "ranges": _RANGES, "gdrop": _GROUP_DROP,
+}
 
 
 def _picklable(v: Any) -> bool:

@@ -56,6 +56,13 @@ def positions(bs: torch.Size, index: Any) -> torch.Tensor:
     return torch.arange(n).view(bs)[index]
 
 
+def index_frame(store: Any, pos: torch.Tensor) -> tuple:
+    """``(batch size, its numel (at least 1), result batch size, flat positions)`` of an
+    indexed read or write of ``store`` at positions ``pos``."""
+    bs = list(store._batch_size)
+    return bs, max(math.prod(bs), 1), list(pos.shape), pos.reshape(-1)
+
+
 def runs_of(flat: torch.Tensor) -> list:
     """``[first0, count0, first1, count1, ...]`` for the flat positions ``flat``."""
     m = flat.numel()

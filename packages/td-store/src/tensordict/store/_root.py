@@ -20,7 +20,7 @@ __all__ = ["StoreHandleMixin", "read_meta", "write_meta"]
 class _Root:
     """What every node of one stored TensorDict shares: connection, ids, schema cache."""
 
-    __slots__ = ("conn", "namespace", "td_id", "base", "cache", "allow_pickle", "tensorclass")
+    __slots__ = ("conn", "namespace", "td_id", "base", "cache", "allow_pickle", "tensorclass", "commands")
 
     def __init__(self, conn: Connection, namespace: str, td_id: str, cache: bool, allow_pickle: bool) -> None:
         self.conn = conn
@@ -30,6 +30,7 @@ class _Root:
         self.cache: dict | None = {} if cache else None
         self.allow_pickle = allow_pickle
         self.tensorclass: str | None = None
+        self.commands: Any = None  # the CommandCache of indexed reads (see _txn), made on first use
 
     @property
     def meta_key(self) -> str:
@@ -249,11 +250,11 @@ class StoreHandleMixin:
         return out
 
     def _queue_delete(self, pipe: Any, path: tuple) -> None:
+        from tensordict.store._groups import delete_commands
+
         root = self._root
-        n = len(path)
-        for p in [p for p in root.entries(refresh=root.cache is None) if p[:n] == path]:
-            pipe.delete(root.data_key(path_field(p)))
-            pipe.hdel(root.schema_key, path_field(p))
+        for cmd in delete_commands(root, path, root.entries(refresh=root.cache is None)):
+            pipe.execute_command(*cmd)
 
     def empty(self, recurse: bool = False, *, batch_size: Any = None, device: Any = NO_DEFAULT, names: Any = None) -> TensorDict:
         """An in-memory TensorDict with this batch size and no keys."""

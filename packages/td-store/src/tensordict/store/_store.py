@@ -30,16 +30,8 @@ from tensordict.store._codec import (
     nbytes,
 )
 from tensordict.store._conn import STORE_BACKENDS, Connection, dumps_json, path_field
-from tensordict.store._io import (
-    as_nontensor,
-    build_td,
-    decode_leaf,
-    flatten_value,
-    leaf_commands,
-    plan_positions,
-    positions,
-    spans_of,
-)
+from tensordict.store._groups import group_entry, new_gid, plan_groups, write_leaves
+from tensordict.store._io import build_td, decode_leaf, flatten_value, positions
 from tensordict.store._root import (
     StoreHandleMixin,
     _Root,
@@ -321,22 +313,39 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         root = store._root
         bs = list(store._batch_size)
         pipe = root.conn.pipeline()
+        specs = []
         for key, spec in schema.items():
             feat, dtype = spec
             path = unravel_key(key)
             path = (path,) if isinstance(path, str) else tuple(path)
-            shape = [*bs, *feat]
-            entry = {"t": "tensor", "shape": shape, "dtype": dtype_tag(dtype)}
+            store._queue_delete(pipe, path)
+            specs.append((path, [*bs, *feat], dtype))
+        written = []
+        grouped: set = set()
+        rows = math.prod(bs)
+        for members, rs in plan_groups(specs, bs):  # leaves interleaved per row (see _groups)
+            gid = new_gid()
+            pipe.setrange(root.base + "g:" + gid, rows * rs - 1, b"\0")
+            for i, off in members:
+                path, shape, dtype = specs[i]
+                written.append((path, group_entry(shape, dtype, gid, off, rs, len(bs))))
+                grouped.add(i)
+        for i, (path, shape, dtype) in enumerate(specs):
+            if i in grouped:
+                continue
             size = nbytes(shape, dtype)
             dkey = root.data_key(path_field(path))
-            pipe.delete(dkey)
             if size:
                 pipe.setrange(dkey, size - 1, b"\0")
             else:
                 pipe.set(dkey, b"")
+            written.append((path, {"t": "tensor", "shape": shape, "dtype": dtype_tag(dtype)}))
+        for path, entry in written:
             pipe.hset(root.schema_key, path_field(path), dumps_json(entry))
-            root.remember(path, entry)
         root.conn.execute(pipe)
+        for path, entry in written:
+            root.forget_under(path)
+            root.remember(path, entry)
         return store
 
     @classmethod
@@ -427,6 +436,8 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         dkey = root.data_key(path_field(path))
         if entry["t"] == "jsonl":
             raw = conn.call(conn.client.lrange, dkey, 0, -1)
+        elif entry["t"] == "tensor" and "g" in entry:
+            return self._get_grouped(path, entry)
         elif entry["t"] == "tensor":
             raw = self._fetch(("GET", dkey), [nbytes(entry["shape"], entry["dtype"])], False, [path])
             raw = raw[0] if raw is not None else conn.call(conn.client.get, dkey)
@@ -434,11 +445,28 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             raw = conn.call(conn.client.get, dkey)
         return decode_leaf(entry, raw, path, conn.server, root.allow_pickle, self._device)
 
-    def _fetch(self, args: tuple, limits: list, array: bool, paths: list) -> list | None:
+    def _get_grouped(self, path: tuple, entry: dict) -> torch.Tensor:
+        """A whole leaf stored in a group: the group string read once, the leaf's bytes
+        taken from each row."""
+        from tensordict.store._read import column_of
+
+        root = self._root
+        conn = root.conn
+        gkey = root.base + "g:" + entry["g"]
+        rows = math.prod(entry["shape"][: entry["rb"]])
+        size = rows * entry["rs"]
+        raw = self._fetch(("GET", gkey), [size], False, [path], [conn.scratch(size)])  # copied out below
+        raw = raw[0] if raw is not None else conn.call(conn.client.get, gkey)
+        check_blob(raw, size, path, conn.server)
+        esz_row = nbytes(entry["shape"][entry["rb"] :], entry["dtype"])
+        out = column_of(raw, rows, entry["rs"], entry["off"], esz_row, entry["shape"], entry["dtype"])
+        return out if self._device is None else out.to(self._device)
+
+    def _fetch(self, args: tuple, limits: list, array: bool, paths: list, into: list | None = None) -> list | None:
         """``Connection.fetch`` with the error of an oversized reply naming the keys."""
         conn = self._root.conn
         try:
-            return conn.fetch(args, limits, array)
+            return conn.fetch(args, limits, array, into)
         except ValueError as err:
             msg = f"Key(s) {paths!r} on server {conn.server}: {err} (a value written by another client?)."
             raise StoreDataError(msg) from err
@@ -473,8 +501,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             entry = {"t": "td", "bs": bs}
             pipe.hset(root.schema_key, path_field(p), dumps_json(entry))
             written.append((p, entry))
-        for p, leaf in leaves:
-            written.append((p, leaf_commands(pipe, root.data_key, root.schema_key, p, leaf, root.allow_pickle)))
+        written += write_leaves(pipe, root, leaves, list(self._batch_size), not self._path)
         root.conn.execute(pipe)
         root.forget_under(path)
         for p, e in written:
@@ -493,22 +520,24 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         root = self._root
         pipe = root.conn.pipeline()
         written = []
+        leaves: list = []
         for key, value in td.items():
             path = (*self._path, key)
             value = self._convert_value(key, value)
+            self._queue_delete(pipe, path)
             nodes: list = []
-            leaves: list = []
             flatten_value(value, path, nodes, leaves)
             for p, bs in nodes:
                 entry = {"t": "td", "bs": bs}
                 pipe.hset(root.schema_key, path_field(p), dumps_json(entry))
                 written.append((p, entry))
-            for p, leaf in leaves:
-                written.append((p, leaf_commands(pipe, root.data_key, root.schema_key, p, leaf, root.allow_pickle)))
+        written += write_leaves(pipe, root, leaves, list(self._batch_size), not self._path)
         if tensorclass is not None:
             pipe.hset(root.meta_key, "tensorclass", tensorclass)
             root.tensorclass = tensorclass
         root.conn.execute(pipe)
+        for key in td.keys():
+            root.forget_under((*self._path, key))
         for p, e in written:
             root.remember(p, e)
 
@@ -566,10 +595,10 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         full = self._path
         values: dict = {}
         if plain or lists:
-            keys = [root.data_key(path_field((*full, *rel))) for rel, _ in plain]
+            keys, limits, where = _whole_units(root, full, plain)
             if not lists:
-                limits = [nbytes(e["shape"], e["dtype"]) if e["t"] == "tensor" else _JSON_LIMIT for _, e in plain]
-                fast = self._fetch(("MGET", *keys), limits, True, [(*full, *r) for r, _ in plain]) if keys else []
+                into = _group_buffers(conn, keys, limits)  # group strings: copied out below
+                fast = self._fetch(("MGET", *keys), limits, True, [(*full, *r) for r, _ in plain], into) if keys else []
                 got = [fast if fast is not None else conn.call(conn.client.mget, keys)]
             else:
                 pipe = conn.pipeline()
@@ -581,8 +610,13 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
                 if not keys:
                     got = [[], *got]
             server = conn.server
-            for (rel, e), raw in zip(plain, got[0]):
-                values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
+            blobs = got[0]
+            for (rel, e), at in zip(plain, where):
+                raw = blobs[at]
+                if e["t"] == "tensor" and "g" in e:
+                    values[rel] = _grouped_leaf(raw, e, (*full, *rel), server, self._device)
+                else:
+                    values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
             for (rel, e), raw in zip(lists, got[1:]):
                 values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
         return build_td((), list(self._batch_size), nodes, values, self._device)
@@ -612,9 +646,15 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         nodes, leaves = self._subtree(refresh=True)
         for rel, bs in nodes.items():
             pipe.hset(new_root.schema_key, path_field(rel), dumps_json({"t": "td", "bs": bs}))
+        copied: set = set()
         for rel, e in leaves.items():
-            src = root.data_key(path_field((*self._path, *rel)))
-            pipe.copy(src, new_root.data_key(path_field(rel)), replace=True)
+            g = e.get("g") if e["t"] == "tensor" else None
+            if g is None:
+                src = root.data_key(path_field((*self._path, *rel)))
+                pipe.copy(src, new_root.data_key(path_field(rel)), replace=True)
+            elif g not in copied:
+                copied.add(g)
+                pipe.copy(root.base + "g:" + g, new_root.base + "g:" + g, replace=True)
             out_e = dict(e)
             if out_e["t"] == "tensor":
                 out_e["dtype"] = dtype_tag(out_e["dtype"])
@@ -632,87 +672,10 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
 
     def _gather(self, pos: torch.Tensor) -> TensorDict:
         """The elements at flat positions ``pos`` (shaped like the result batch), read
-        in one atomic server call."""
-        root = self._root
-        conn = root.conn
-        bs = self._batch_size
-        nb = len(bs)
-        numel = max(math.prod(bs), 1)
-        out_bs = list(pos.shape)
-        flat = pos.reshape(-1)
-        nodes, leaves = self._subtree(refresh=root.cache is None)
-        full = self._path
-        tensors = [(rel, e) for rel, e in leaves.items() if e["t"] == "tensor"]
-        others = [(rel, e) for rel, e in leaves.items() if e["t"] != "tensor"]
-        keys = [root.data_key(path_field((*full, *rel))) for rel, _ in tensors]
-        sizes = [nbytes(e["shape"][nb:], e["dtype"]) for _, e in tensors]
-        uniq, inverse = plan_positions(flat) if flat.numel() else ([], None)
-        plans = [spans_of(uniq, esz) for esz in sizes] if uniq else []
-        args = [p[0] for p in plans]
-        lists = [(rel, e) for rel, e in others if e["t"] == "jsonl"]
-        singles = [(rel, e) for rel, e in others if e["t"] != "jsonl"]
-        if not others:
-            blobs = self._fetch_gather(keys, args, [esz * p[2] for esz, p in zip(sizes, plans)]) if keys and plans else [b""] * len(keys)
-            lgot: list = []
-            sgot: list = []
-        else:
-            pipe = conn.pipeline()
-            if keys and plans:
-                conn.queue_script(pipe, "gather", keys, args)
-            lkeys = [root.data_key(path_field((*full, *rel))) for rel, _ in lists]
-            if lkeys:
-                groups = [max(math.prod(e.get("bs", bs)), 1) // numel for _, e in lists]
-                conn.queue_script(pipe, "lgather", lkeys, [*groups, *flat.tolist()])
-            for rel, _ in singles:
-                pipe.get(root.data_key(path_field((*full, *rel))))
-            got = conn.execute(pipe)
-            blobs = got.pop(0) if keys and plans else [b""] * len(keys)
-            lgot = got.pop(0) if lkeys else []
-            sgot = got
-        server = conn.server
-        values: dict = {}
-        m = flat.numel()
-        device = self._device
-        for j, ((rel, e), blob, esz) in enumerate(zip(tensors, blobs, sizes)):
-            path = (*full, *rel)
-            feat = e["shape"][nb:]
-            if not m:
-                t = torch.empty([*out_bs, *feat], dtype=e["dtype"])
-            else:
-                _, local, total = plans[j]
-                check_blob(blob, esz * total, path, server)
-                t = bytes_to_tensor(blob, [total, *feat], e["dtype"])
-                if local is not None or inverse is not None:
-                    sel = local if inverse is None else (inverse if local is None else local[inverse])
-                    t = t.index_select(0, sel)
-                t = t.view([*out_bs, *feat])
-            values[rel] = t if device is None else t.to(device)
-        for (rel, e), raw in zip(lists, lgot):
-            path = (*full, *rel)
-            lbs = e.get("bs", list(bs))
-            vbs = [*out_bs, *lbs[nb:]]
-            items = [decode_json(x, path, server) for x in raw]
-            if len(items) == 1 and math.prod(vbs) != 1:  # a shared value stored as a string
-                items = items * math.prod(vbs)
-            if len(items) != math.prod(vbs):
-                msg = f"Key {path!r} on server {server}: expected {math.prod(vbs)} non-tensor values, got {len(items)}."
-                raise StoreDataError(msg)
-            values[rel] = as_nontensor(items, vbs, device)
-        for (rel, e), raw in zip(singles, sgot):
-            path = (*full, *rel)
-            lbs = e.get("bs", list(bs))
-            v = decode_leaf(e, raw, path, server, root.allow_pickle, device)
-            values[rel] = NonTensorData(v.data, batch_size=[*out_bs, *lbs[nb:]], device=device)
-        out_nodes = {rel: [*out_bs, *nbs[nb:]] for rel, nbs in nodes.items()}
-        return build_td((), out_bs, out_nodes, values, device)
+        in one atomic server call (see ``_read``)."""
+        from tensordict.store._read import gather
 
-    def _fetch_gather(self, keys: list, args: list, limits: list) -> list:
-        conn = self._root.conn
-        try:
-            return conn.fetch_script("gather", keys, args, limits)
-        except ValueError as err:
-            msg = f"Keys {keys!r} on server {conn.server}: {err} (a value written by another client?)."
-            raise StoreDataError(msg) from err
+        return gather(self, pos)
 
     def get_at(self, key: Any, index: Any, default: Any = NO_DEFAULT) -> Any:
         """``td.get(key)[index]``, reading only the selected elements."""
@@ -834,7 +797,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         for p, e in moving.items():
             dest = (*new_p, *p[len(old_p) :])
             raw = root.conn.call(root.conn.client.hget, root.schema_key, path_field(p))
-            if e["t"] != "td":
+            if e["t"] != "td" and "g" not in e:  # a group member moves with its schema entry
                 pipe.rename(root.data_key(path_field(p)), root.data_key(path_field(dest)))
             pipe.hdel(root.schema_key, path_field(p))
             pipe.hset(root.schema_key, path_field(dest), raw)
@@ -862,6 +825,57 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
 
 
 # ---------------------------------------------------------------------- helpers
+def _whole_units(root: _Root, full: tuple, plain: list) -> tuple:
+    """``(keys, limits, where)`` to read the leaves ``plain`` whole with one ``MGET``: each
+    group once; ``where[i]`` is the index of leaf ``i``'s string among ``keys``."""
+    keys: list = []
+    limits: list = []
+    where: list = []
+    seen: dict = {}
+    for rel, e in plain:
+        if e["t"] == "tensor" and "g" in e:
+            key = root.base + "g:" + e["g"]
+            limit = math.prod(e["shape"][: e["rb"]]) * e["rs"]
+        else:
+            key = root.data_key(path_field((*full, *rel)))
+            limit = nbytes(e["shape"], e["dtype"]) if e["t"] == "tensor" else _JSON_LIMIT
+        at = seen.get(key)
+        if at is None:
+            at = seen[key] = len(keys)
+            keys.append(key)
+            limits.append(limit)
+        elif limits[at] != limit:
+            msg = f"Key {(*full, *rel)!r} on server {root.conn.server}: the members of its group disagree on the group's size."
+            raise StoreDataError(msg)
+        where.append(at)
+    return keys, limits, where
+
+
+def _group_buffers(conn: Any, keys: list, limits: list) -> list | None:
+    """Regions of the thread's reused buffer for the group strings among ``keys``."""
+    marks = [":g:" in k[k.rfind("}") :] for k in keys]
+    total = sum(lim for lim, g in zip(limits, marks) if g)
+    buf = conn.scratch(total) if total else None
+    if buf is None:
+        return None
+    out: list = []
+    at = 0
+    for lim, g in zip(limits, marks):
+        out.append(buf[at : at + lim] if g else None)
+        at += lim if g else 0
+    return out
+
+
+def _grouped_leaf(raw: Any, e: dict, path: tuple, server: str, device: Any) -> torch.Tensor:
+    from tensordict.store._read import column_of
+
+    rows = math.prod(e["shape"][: e["rb"]])
+    check_blob(raw, rows * e["rs"], path, server)
+    esz_row = nbytes(e["shape"][e["rb"] :], e["dtype"])
+    out = column_of(raw, rows, e["rs"], e["off"], esz_row, e["shape"], e["dtype"])
+    return out if device is None else out.to(device)
+
+
 def _rebuild(cls: Any, state: dict) -> Any:
     h = state["handle"]
     root_store = cls.__new__(cls)

@@ -19,7 +19,7 @@ from typing import Any
 
 import redis.exceptions as rexc
 
-__all__ = ["bulk_call", "transaction", "Fallback"]
+__all__ = ["bulk_call", "transaction", "socket_of", "Fallback"]
 
 _CHUNK = 1 << 16
 
@@ -52,9 +52,15 @@ class _Reader:
                 return out
             self._fill()
 
-    def payload(self, n: int) -> bytearray:
-        out = bytearray(n)
-        view = memoryview(out)
+    def payload(self, n: int, into: memoryview | None = None) -> Any:
+        """The next ``n`` payload bytes (and their CRLF): a new ``bytearray``, or the first
+        ``n`` bytes of ``into`` (a buffer the caller reuses) when given."""
+        if into is not None and n <= len(into):
+            out: Any = into[:n]
+            view = out
+        else:
+            out = bytearray(n)
+            view = memoryview(out)
         have = min(len(self.buf) - self.pos, n)
         view[:have] = self.buf[self.pos : self.pos + have]
         self.pos += have
@@ -69,7 +75,7 @@ class _Reader:
         self.pos += 2  # the CRLF after the payload
         return out
 
-    def bulk(self, limit: int) -> bytearray | None:
+    def bulk(self, limit: int, into: memoryview | None = None) -> Any:
         head = self.line()
         kind = head[:1]
         if kind == b"$":
@@ -78,22 +84,24 @@ class _Reader:
                 return None
             if n > limit:
                 raise _TooLarge(n, limit)
-            return self.payload(n)
+            return self.payload(n, into)
         if kind == b"_":
             return None
         if kind == b"-":
             raise _error(head)
         raise _Unexpected(head[:40])
 
-
-    def reply(self) -> Any:
-        """One reply of any of the simple types (errors are returned, not raised)."""
+    def reply(self, limit: int | None = None) -> Any:
+        """One reply of any of the simple types (errors are returned, not raised); a bulk
+        string declared longer than ``limit`` raises ``_TooLarge`` before it is read."""
         head = self.line()
         kind = head[:1]
         if kind in (b"+", b":"):
             return int(head[1:]) if kind == b":" else head[1:]
         if kind == b"$":
             n = int(head[1:])
+            if limit is not None and n > limit:
+                raise _TooLarge(n, limit)
             return None if n < 0 else bytes(self.payload(n))
         if kind == b"_":
             return None
@@ -101,7 +109,7 @@ class _Reader:
             return _error(head)
         if kind == b"*":
             n = int(head[1:])
-            return None if n < 0 else [self.reply() for _ in range(n)]
+            return None if n < 0 else [self.reply(limit) for _ in range(n)]
         raise _Unexpected(head[:40])
 
 
@@ -121,9 +129,28 @@ class _Unexpected(Exception):
     pass
 
 
-def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
-    """Sends ``args`` and reads a bulk reply (``array=False``) or an array of bulk
-    replies (one limit per element). Returns a list of ``bytearray`` (or ``None``).
+def socket_of(conn: Any) -> Any:
+    """The socket of ``conn`` (a redis-py connection, connected if it is not), with
+    nothing left unread in redis-py's own buffer.
+
+    Raises:
+        Fallback: not a connection whose socket the store can use.
+    """
+    sock = getattr(conn, "_sock", None)
+    if sock is None:
+        conn.connect()
+        sock = getattr(conn, "_sock", None)
+    sbuf = getattr(getattr(conn, "_parser", None), "_buffer", None)
+    if sock is None or (sbuf is not None and sbuf.unread_bytes()):
+        raise Fallback
+    return sock
+
+
+def bulk_call(conn: Any, args: tuple, limits: list, array: bool, into: list | None = None) -> list:
+    """Sends ``args`` on ``conn`` (a checked-out redis-py connection) and reads a bulk reply (``array=False``) or an array of bulk
+    replies (one limit per element). Returns a list of ``bytearray`` (or ``None``); an
+    element with a buffer in ``into`` is read into it instead (a ``memoryview`` of it is
+    returned, valid until the caller reuses the buffer).
 
     Raises:
         Fallback: the fast path does not apply (nothing was sent, or the connection was
@@ -131,33 +158,21 @@ def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
         ValueError: a payload declared larger than its limit (the connection is dropped).
         redis.exceptions.ResponseError / ConnectionError: as the client would raise them.
     """
-    pool = getattr(client, "connection_pool", None)
-    if pool is None:  # a cluster client, or another client type: the ordinary call
-        raise Fallback
-    conn = pool.get_connection()
     try:
-        sock = getattr(conn, "_sock", None)
-        parser = getattr(conn, "_parser", None)
-        sbuf = getattr(parser, "_buffer", None)
-        if sock is None:
-            conn.connect()
-            sock = getattr(conn, "_sock", None)
-            sbuf = getattr(getattr(conn, "_parser", None), "_buffer", None)
-        if sock is None or (sbuf is not None and sbuf.unread_bytes()):
-            raise Fallback
+        socket_of(conn)
         conn.send_command(*args)
-        reader = _Reader(sock)
+        reader = _Reader(conn._sock)
         inside = False  # reading the elements of an array: an error leaves the rest unread
         try:
             if not array:
-                return [reader.bulk(limits[0])]
+                return [reader.bulk(limits[0], into[0] if into else None)]
             head = reader.line()
             if head[:1] == b"-":
                 raise _error(head)
             if head[:1] != b"*" or int(head[1:]) != len(limits):
                 raise _Unexpected(head[:40])
             inside = True
-            return [reader.bulk(lim) for lim in limits]
+            return [reader.bulk(lim, into[i] if into else None) for i, lim in enumerate(limits)]
         except _TooLarge as err:
             conn.disconnect()
             msg = f"the server declared a reply of {err.n} bytes where at most {err.limit} were expected"
@@ -172,11 +187,9 @@ def bulk_call(client: Any, args: tuple, limits: list, array: bool) -> list:
     except (rexc.ConnectionError, rexc.TimeoutError, OSError):
         conn.disconnect()
         raise
-    finally:
-        pool.release(conn)
 
 
-def transaction(client: Any, commands: list) -> list:
+def transaction(conn: Any, commands: list) -> list:
     """Runs ``commands`` (tuples of arguments) in one ``MULTI``/``EXEC``, sent with one
     ``sendall`` (redis-py sends each large argument separately, which wakes the server
     several times per call). Returns the ``EXEC`` results.
@@ -186,15 +199,10 @@ def transaction(client: Any, commands: list) -> list:
         redis.exceptions.ResponseError: a command was refused (nothing was applied), or
             failed inside the transaction.
     """
-    pool = getattr(client, "connection_pool", None)
-    if pool is None:
-        raise Fallback
-    conn = pool.get_connection()
     try:
-        sock = getattr(conn, "_sock", None)
-        sbuf = getattr(getattr(conn, "_parser", None), "_buffer", None)
-        if sock is None or (sbuf is not None and sbuf.unread_bytes()) or not hasattr(conn, "pack_commands"):
+        if not hasattr(conn, "pack_commands"):
             raise Fallback
+        sock = socket_of(conn)
         packed = conn.pack_commands([("MULTI",), *commands, ("EXEC",)])
         sock.sendall(b"".join(bytes(c) if not isinstance(c, bytes) else c for c in packed))
         reader = _Reader(sock)
@@ -216,5 +224,3 @@ def transaction(client: Any, commands: list) -> list:
     except (rexc.ConnectionError, rexc.TimeoutError, OSError):
         conn.disconnect()
         raise
-    finally:
-        pool.release(conn)

@@ -1,8 +1,11 @@
-"""Indexed writes (``store[index] = td``, ``set_at_``): one atomic server transaction.
+"""Indexed writes (``store[index] = td``, ``set_at_``): one atomic ``MULTI``/``EXEC``.
 
-The tensor leaves are written by one script call (``SETRANGE`` of each run of
-consecutive elements), the per-element non-tensor leaves by ``LSET``; keys that do not
-exist yet are allocated zero-filled on the server first, in the same transaction.
+Tensor leaves are written per unit (a group or a column, see ``_groups``): the members
+written together are interleaved locally into the bytes of their row window, then sent
+as one ``SETRANGE`` per run of consecutive rows when the window is the whole row, or
+one per row otherwise. Per-element non-tensor leaves are written by a script (``LSET``
+per element). Keys that do not exist yet are allocated zero-filled on the server first,
+in the same transaction (several new tensor keys at the root form a group).
 """
 
 from __future__ import annotations
@@ -13,15 +16,13 @@ from typing import Any
 import torch
 
 from tensordict import NonTensorData, NonTensorStack
-from tensordict.store._codec import dtype_tag, encode_nontensor, nbytes, tensor_to_bytes
-from tensordict.store._conn import dumps_json, path_field
-from tensordict.store._io import runs_of
+from tensordict.store._codec import dtype_tag, encode_nontensor, nbytes
+from tensordict.store._conn import _SCRIPTS, dumps_json, path_field
+from tensordict.store._groups import _as_bytes, group_entry, interleave, new_gid, plan_groups, unit_of
+from tensordict.store._io import index_frame, runs_of
+from tensordict.store._txn import Txn
 
-__all__ = ["scatter"]
-
-#: up to this many runs of consecutive elements, an indexed write is plain SETRANGEs in a
-#: MULTI/EXEC transaction; more runs go to one server-side script
-_FEW_RUNS = 4
+__all__ = ["scatter", "queue_setranges"]
 
 
 def _flat(stack: NonTensorStack) -> list:
@@ -31,21 +32,44 @@ def _flat(stack: NonTensorStack) -> list:
     return out
 
 
+def queue_setranges(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, data: torch.Tensor) -> None:
+    """Queues the writes of ``data`` (``[len(rows), w]`` uint8) at bytes ``[lo, lo + w)``
+    of rows ``rows`` of the string ``key`` (``rs`` bytes per row)."""
+    m, w = data.shape
+    if not m or not w:
+        return
+    flat = _raw(data)
+    if lo == 0 and w == rs:  # whole rows: one write per run of consecutive rows
+        runs = runs_of(rows)
+        a = 0
+        for r in range(0, len(runs), 2):
+            f, c = runs[r], runs[r + 1]
+            txn.command("SETRANGE", key, f * rs, flat[a * rs : (a + c) * rs])
+            a += c
+        return
+    for i, r in enumerate(rows.tolist()):
+        txn.command("SETRANGE", key, r * rs + lo, flat[i * w : (i + 1) * w])
+
+
+def _raw(data: torch.Tensor) -> memoryview:
+    import ctypes
+
+    data = data.contiguous()
+    return memoryview(ctypes.string_at(data.data_ptr(), data.numel()))
+
+
 def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast: bool = False) -> None:
     """Writes ``leaves`` (``(rel path, value)``, value batch = ``pos.shape``) at the flat
     positions ``pos`` of ``store``'s batch, creating missing keys and ``nodes``."""
     root = store._root
     conn = root.conn
-    bs = list(store._batch_size)
+    bs, numel, out_bs, flat = index_frame(store, pos)
     nb = len(bs)
-    numel = max(math.prod(bs), 1)
-    out_bs = list(pos.shape)
     nob = len(out_bs)
-    flat = pos.reshape(-1)
     m = flat.numel()
     full = store._path
     entries = root.entries(refresh=root.cache is None)
-    pipe: list = []  # the commands of one MULTI/EXEC
+    txn = Txn()
     created: list = []
     for rel, vbs in nodes:
         if not rel:
@@ -53,11 +77,9 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
         path = (*full, *rel)
         if path not in entries:
             entry = {"t": "td", "bs": [*bs, *vbs[nob:]]}
-            pipe.append(("HSET", root.schema_key, path_field(path), dumps_json(entry)))
+            txn.command("HSET", root.schema_key, path_field(path), dumps_json(entry))
             created.append((path, entry))
-    keys: list = []
-    sizes: list = []
-    blobs: list = []
+    tensors: list = []  # (path, entry or None, value)
     lists: list = []
     for rel, v in leaves:
         path = (*full, *rel)
@@ -71,15 +93,7 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 if store._is_locked:
                     msg = f"Cannot create the key {rel!r} at an index: the TensorDictStore is locked."
                     raise RuntimeError(msg)
-                shape = [*bs, *v.shape[nob:]]
-                e = {"t": "tensor", "shape": shape, "dtype": v.dtype}
-                size = nbytes(shape, v.dtype)
-                dkey = root.data_key(field)
-                pipe.append(("DEL", dkey))
-                pipe.append(("SETRANGE", dkey, size - 1, b"\0") if size else ("SET", dkey, b""))
-                stored = {"t": "tensor", "shape": shape, "dtype": dtype_tag(v.dtype)}
-                pipe.append(("HSET", root.schema_key, field, dumps_json(stored)))
-                created.append((path, stored))
+                e = {"t": "tensor", "shape": [*bs, *v.shape[nob:]], "dtype": v.dtype, "new": True}
             elif e["t"] != "tensor":
                 msg = f"Cannot write a tensor at an index of key {rel!r} of {root.conn.server}: it holds {e['t']} data."
                 raise TypeError(msg)
@@ -98,9 +112,7 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                         f"(feature shape {tuple(feat)}), got {tuple(v.shape)}."
                     )
                     raise RuntimeError(msg) from err
-            keys.append(root.data_key(field))
-            sizes.append(nbytes(feat, e["dtype"]))
-            blobs.append(tensor_to_bytes(v))
+            tensors.append((path, e, v))
             continue
         # non-tensor: one JSON value per element
         if isinstance(v, NonTensorStack):
@@ -119,10 +131,10 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 msg = f"Cannot create the key {rel!r} at an index: the TensorDictStore is locked."
                 raise RuntimeError(msg)
             if e is not None:  # a pickle: replaced by a list
-                pipe.append(("DEL", root.data_key(field)))
+                txn.command("DEL", root.data_key(field))
         if e is None or e["t"] != "jsonl":
             stored = {"t": "jsonl", "bs": lbs}
-            pipe.append(("HSET", root.schema_key, field, dumps_json(stored)))
+            txn.command("HSET", root.schema_key, field, dumps_json(stored))
             created.append((path, stored))
         total = max(math.prod(lbs), 1)
         g = total // numel
@@ -139,24 +151,82 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 args.append(p * g + j)
                 args.append(encoded[i * g + j])
         lists.append((root.data_key(field), args))
-    runs = runs_of(flat) if keys else []
-    if len(runs) <= 2 * _FEW_RUNS:
-        # a few runs (slices): plain SETRANGEs in the transaction, no script on the server
-        for dkey, esz, blob in zip(keys, sizes, blobs):
-            view = memoryview(blob)
-            off = 0
-            for r in range(0, len(runs), 2):
-                n = runs[r + 1] * esz
-                pipe.append(("SETRANGE", dkey, runs[r] * esz, view[off : off + n]))
-                off += n
-                pos += n
-    elif not lists and not created and not len(pipe):
-        conn.run_script("scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])  # one atomic EVALSHA
-        return
-    elif keys:
-        conn.queue_script(pipe, "scatter", keys, [len(runs) // 2, *runs, *sizes, *blobs])
+    tensors = _create(store, txn, tensors, created)
+    units: dict = {}
+    for path, e, v in tensors:
+        key, rs, off, esz_row, k, esz = unit_of(root, path, e, bs)
+        units.setdefault((key, k, rs), []).append((off, esz_row, esz, v))
+    for (key, k, rs), members in units.items():
+        if not m:
+            continue
+        if k == 1:
+            members.sort(key=lambda x: x[0])
+            block: list = []
+            for mem in members:
+                if block and block[-1][0] + block[-1][1] != mem[0]:
+                    _write_block(txn, key, flat, rs, block, m)
+                    block = []
+                block.append(mem)
+            if block:
+                _write_block(txn, key, flat, rs, block, m)
+            continue
+        rows = flat // k
+        sub = flat % k
+        for off, _esz_row, esz, v in members:
+            if esz:
+                data = _as_bytes(v, m)
+                raw = _raw(data)
+                for i, (r, s) in enumerate(zip(rows.tolist(), sub.tolist())):
+                    txn.command("SETRANGE", key, r * rs + off + s * esz, raw[i * esz : (i + 1) * esz])
     for lkey, args in lists:
-        conn.queue_script(pipe, "lscatter", [lkey], args)
-    conn.transaction(pipe)
+        txn.command("EVAL", _SCRIPTS["lscatter"], 1, lkey, *args)
+    if len(txn):
+        conn.run_txn(txn)
     for path, entry in created:
         root.remember(path, entry)
+
+
+def _write_block(txn: Txn, key: str, flat: torch.Tensor, rs: int, block: list, m: int) -> None:
+    lo = block[0][0]
+    hi = block[-1][0] + block[-1][1]
+    data = interleave([x[3] for x in block], m, hi - lo, [x[0] - lo for x in block])
+    queue_setranges(txn, key, flat, rs, lo, data)
+
+
+def _create(store: Any, txn: Txn, tensors: list, created: list) -> list:
+    """Queues the allocation of the new tensor keys among ``tensors`` (entries marked
+    ``"new"``): a group for several of them at the root, a column otherwise. Returns
+    ``tensors`` with their final entries."""
+    new = [(i, p, e) for i, (p, e, _) in enumerate(tensors) if e.get("new")]
+    if not new:
+        return tensors
+    root = store._root
+    bs = list(store._batch_size)
+    out = list(tensors)
+    grouped: set = set()
+    if not store._path:
+        plan = plan_groups([(p, e["shape"], e["dtype"]) for _, p, e in new], bs)
+        for members, rs in plan:
+            gid = new_gid()
+            gkey = root.base + "g:" + gid
+            txn.command("SETRANGE", gkey, math.prod(bs) * rs - 1, b"\0")
+            for j, off in members:
+                i, p, e = new[j]
+                stored = group_entry(e["shape"], e["dtype"], gid, off, rs, len(bs))
+                txn.command("HSET", root.schema_key, path_field(p), dumps_json(stored))
+                created.append((p, stored))
+                out[i] = (p, {**stored, "dtype": e["dtype"]}, tensors[i][2])
+                grouped.add(i)
+    for i, p, e in new:
+        if i in grouped:
+            continue
+        shape, dtype = e["shape"], e["dtype"]
+        size = nbytes(shape, dtype)
+        dkey = root.data_key(path_field(p))
+        txn.command("DEL", dkey)
+        txn.command(*(("SETRANGE", dkey, size - 1, b"\0") if size else ("SET", dkey, b"")))
+        stored = {"t": "tensor", "shape": shape, "dtype": dtype_tag(dtype)}
+        txn.command("HSET", root.schema_key, path_field(p), dumps_json(stored))
+        created.append((p, stored))
+        out[i] = (p, {**stored, "dtype": dtype}, tensors[i][2])
+    return out
