@@ -122,8 +122,11 @@ def _check_group(entry: dict, key: Any, server: str) -> None:
     shape = entry["shape"]
     ok = (
         isinstance(g, str) and 0 < len(g) <= 32 and all(c in "0123456789abcdef" for c in g)
-        and all(type(x) is int and x >= 0 for x in (off, rs, rb)) and rb <= len(shape)
+        and all(type(x) is int and x >= 0 for x in (off, rs, rb))
     )
+    if ok:
+        assert isinstance(off, int) and isinstance(rs, int) and isinstance(rb, int)
+        ok = rb <= len(shape)
     if ok:
         esz_row = nbytes(shape[rb:], entry["dtype"])
         ok = off + esz_row <= rs and math.prod(shape[:rb]) * rs <= MAX_BYTES

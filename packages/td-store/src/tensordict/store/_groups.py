@@ -177,7 +177,7 @@ def delete_commands(root: Any, path: tuple, entries: dict) -> list:
     from tensordict.store._conn import _SCRIPTS, path_field
 
     n = len(path)
-    out = []
+    out: list = []
     gids: list = []
     for p, e in entries.items():
         if p[:n] != path:

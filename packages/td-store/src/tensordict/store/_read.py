@@ -84,16 +84,17 @@ def queue_rows(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, hi: int
             j = txn.ranges(key, rows * rs + lo, w)
         return lambda res: res[j]
     if runs is None:
+        assert rl is not None
         runs = _runs(rl)
     if nruns == 1:  # one run of whole rows: one range
         j = txn.ranges(key, [runs[0][0] * rs], m * rs)
         return lambda res: res[j].view(m, rs)[:, lo:hi]
     # one block per run length (a block's ranges share one length)
     by_len: dict = {}
-    at = 0
+    dst = 0
     for first, c in runs:
-        by_len.setdefault(c, []).append((first, at))
-        at += c
+        by_len.setdefault(c, []).append((first, dst))
+        dst += c
     plan = []
     for c, items in by_len.items():
         j = txn.ranges(key, [f * rs for f, _ in items], c * rs)
@@ -193,20 +194,17 @@ def gather(store: Any, pos: torch.Tensor) -> Any:
             raise StoreDataError(msg) from None
     values: dict = {}
     device = store._device
-    sub = None
     for (key, k, rs), members in units.items():
         fin = finish.get((key, k, rs))
         w = fin[0](res) if fin is not None else None
         lo = fin[1] if fin is not None else 0
-        if k > 1 and sub is None:
-            sub = flat % k
-        for rel, e, off, _esz_row, esz in members:
+        sub = flat % k if k > 1 else None
+        for rel, e, off, esz_row, esz in members:
             feat = e["shape"][nb:]
-            if not m or not esz:
+            if w is None or not m or not esz:
                 t = torch.empty([*out_bs, *feat], dtype=e["dtype"])
             else:
-                part = w[:, off - lo : off - lo + (esz * k)]
-                t = _decode(part, m, k, esz, flat % k if k > 1 else None, e["dtype"], [*out_bs, *feat])
+                t = _decode(w[:, off - lo : off - lo + esz_row], m, k, esz, sub, e["dtype"], [*out_bs, *feat])
             values[rel] = t if device is None else t.to(device)
     if lists:
         for (rel, e), raw in zip(lists, replies[li]):

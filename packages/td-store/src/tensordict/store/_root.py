@@ -13,7 +13,7 @@ from tensordict import TensorDict
 from tensordict.base import NO_DEFAULT
 from tensordict.ext import INPLACE_METHODS
 from tensordict.store._codec import StoreDataError, parse_entry
-from tensordict.store._conn import Connection, dumps_json, field_path, path_field
+from tensordict.store._conn import Connection, dumps_json, field_path
 
 __all__ = ["StoreHandleMixin", "read_meta", "write_meta"]
 

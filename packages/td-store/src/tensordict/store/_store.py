@@ -23,9 +23,7 @@ from tensordict import (
 from tensordict.base import NO_DEFAULT
 from tensordict.store._codec import (
     StoreDataError,
-    bytes_to_tensor,
     check_blob,
-    decode_json,
     dtype_tag,
     nbytes,
 )

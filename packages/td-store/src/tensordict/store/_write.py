@@ -18,7 +18,14 @@ import torch
 from tensordict import NonTensorData, NonTensorStack
 from tensordict.store._codec import dtype_tag, encode_nontensor, nbytes
 from tensordict.store._conn import _SCRIPTS, dumps_json, path_field
-from tensordict.store._groups import _as_bytes, group_entry, interleave, new_gid, plan_groups, unit_of
+from tensordict.store._groups import (
+    _as_bytes,
+    group_entry,
+    interleave,
+    new_gid,
+    plan_groups,
+    unit_of,
+)
 from tensordict.store._io import index_frame, runs_of
 from tensordict.store._txn import Txn
 
