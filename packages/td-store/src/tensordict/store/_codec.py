@@ -120,16 +120,12 @@ def _check_group(entry: dict, key: Any, server: str) -> None:
     holds the leaf and stays within :data:`MAX_BYTES`."""
     g, off, rs, rb = entry.get("g"), entry.get("off"), entry.get("rs"), entry.get("rb")
     shape = entry["shape"]
-    ok = (
-        isinstance(g, str) and 0 < len(g) <= 32 and all(c in "0123456789abcdef" for c in g)
-        and all(type(x) is int and x >= 0 for x in (off, rs, rb))
-    )
-    if ok:
-        assert isinstance(off, int) and isinstance(rs, int) and isinstance(rb, int)
-        ok = rb <= len(shape)
-    if ok:
+    ok = isinstance(g, str) and 0 < len(g) <= 32 and all(c in "0123456789abcdef" for c in g)
+    if ok and type(off) is int and type(rs) is int and type(rb) is int and min(off, rs, rb) >= 0 and rb <= len(shape):
         esz_row = nbytes(shape[rb:], entry["dtype"])
         ok = off + esz_row <= rs and math.prod(shape[:rb]) * rs <= MAX_BYTES
+    else:
+        ok = False
     if not ok:
         raise StoreDataError(
             f"Key {key!r} on server {server}: invalid group placement "
