@@ -5,7 +5,10 @@ A dataset of 10,000 rows (``obs`` float32[64], ``action`` float32[8], ``reward``
 ``done`` bool[1]):
 
 * ``fill``: write all rows in batches of 100 (``store[i:i+100] = batch``), 100 calls;
-* ``sample``: read 256 random rows by index tensor (``store[idx]``);
+* ``sample``: read 256 random rows by index tensor (``store[idx]``), the same ``idx`` each
+  round;
+* ``sample_fresh``: the same with a new random ``idx`` each round (no row read twice
+  in a row: what a replay buffer does);
 * ``read_key``: read the whole ``obs`` key (``store["obs"]``);
 * ``to_local``: read everything into a TensorDict (``store.to_tensordict()``);
 * ``ping``: one ``PING`` (the round-trip floor);
@@ -78,6 +81,8 @@ def run(port: int, rounds: int, host: str = "127.0.0.1") -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out["sample"] = median_ms(lambda: store[idx], rounds)
+        fresh = iter([torch.randint(ROWS, (SAMPLE,), generator=g2) for g2 in [torch.Generator().manual_seed(2)] for _ in range(rounds + 1)])
+        out["sample_fresh"] = median_ms(lambda: store[next(fresh)], rounds)
         out["read_key"] = median_ms(lambda: store["obs"], rounds)
         out["to_local"] = median_ms(store.to_tensordict, rounds)
     out["ping"] = median_ms(client.ping, rounds * 3)

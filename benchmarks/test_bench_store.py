@@ -95,6 +95,16 @@ def test_sample(benchmark, data):
     assert (out == local[idx]).all()
 
 
+def test_sample_fresh(benchmark, data):
+    """A new random index each round (the command cache of rows warms as a replay buffer's would)."""
+    store, local, _ = data
+    g = torch.Generator().manual_seed(2)
+    idxs = [torch.randint(wl.ROWS, (wl.SAMPLE,), generator=g) for _ in range(ROUNDS + 2)]
+    it = iter(idxs)
+    benchmark.pedantic(lambda: store[next(it)], rounds=ROUNDS, warmup_rounds=2)
+    assert (store[idxs[0]] == local[idxs[0]]).all()
+
+
 def test_local_sample(benchmark, data):
     _, local, idx = data
     benchmark.pedantic(lambda: local[idx], rounds=ROUNDS, warmup_rounds=2)

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from tensordict.store._codec import nbytes
+from tensordict.store._conn import path_field
 
 __all__ = ["plan_groups", "new_gid", "unit_of", "interleave", "MAX_LEAF_ROW", "MAX_ROW", "MAX_BYTES"]
 
@@ -85,12 +86,15 @@ def interleave(tensors: list, rows: int, rs: int, offsets: list) -> torch.Tensor
     """``[rows, rs]`` uint8: row ``r`` holds the bytes of ``tensors[i]``'s element ``r`` at
     ``offsets[i]`` (each tensor's leading dims flattened to ``rows``)."""
     parts = [_as_bytes(t, rows) for t in tensors]
-    if len(parts) == 1 and offsets[0] == 0 and parts[0].shape[1] == rs:
-        return parts[0]
-    if sum(p.shape[1] for p in parts) == rs and all(
-        off == sum(p.shape[1] for p in parts[:i]) for i, off in enumerate(offsets)
-    ):  # the members fill the row in order: one concatenation
-        return torch.cat(parts, dim=1)
+    end = 0
+    for p, off in zip(parts, offsets):
+        if off != end:
+            break
+        end += p.shape[1]
+    else:  # the members fill the row in order (then padding): one concatenation
+        if end < rs:
+            parts.append(torch.zeros(rows, rs - end, dtype=torch.uint8))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
     out = torch.zeros(rows, rs, dtype=torch.uint8)
     for b, off in zip(parts, offsets):
         out[:, off : off + b.shape[1]] = b
@@ -114,8 +118,6 @@ def unit_of(root: Any, path: tuple, entry: dict, node_bs: Any) -> tuple:
     ``node_bs``: the string holding it, its row size, the leaf's byte offset in a row and
     bytes per row, how many node elements share a row (``k``) and the bytes of one node
     element (``esz``)."""
-    from tensordict.store._conn import path_field
-
     shape, dtype = entry["shape"], entry["dtype"]
     nb = len(node_bs)
     esz = nbytes(shape[nb:], dtype)

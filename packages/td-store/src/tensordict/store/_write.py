@@ -106,7 +106,8 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
                 raise TypeError(msg)
             feat = e["shape"][nb:]
             target = [*out_bs, *feat]
-            v = v.to(e["dtype"])
+            if v.dtype != e["dtype"]:
+                v = v.to(e["dtype"])
             if list(v.shape) != target:
                 vv = v
                 while len(vv.shape) > len(target) and vv.shape[0] == 1:
@@ -162,20 +163,25 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
     units: dict = {}
     for path, e, v in tensors:
         key, rs, off, esz_row, k, esz = unit_of(root, path, e, bs)
-        units.setdefault((key, k, rs), []).append((off, esz_row, esz, v))
-    for (key, k, rs), members in units.items():
+        units.setdefault((key, k, rs, e.get("g")), []).append((off, esz_row, esz, v))
+    for (key, k, rs, g), members in units.items():
         if not m:
             continue
         if k == 1:
             members.sort(key=lambda x: x[0])
+            kept = _unwritten(root.entries() if g is not None else {}, g, members)
+
+            def free(a: int, b: int, kept: list = kept) -> bool:  # no other member's bytes in [a, b)
+                return not any(o < b and o + n > a for o, n in kept)
+
             block: list = []
             for mem in members:
-                if block and block[-1][0] + block[-1][1] != mem[0]:
-                    _write_block(txn, key, flat, rs, block, m)
+                if block and not free(block[-1][0] + block[-1][1], mem[0]):
+                    _write_block(txn, key, flat, rs, block, m, free)
                     block = []
                 block.append(mem)
             if block:
-                _write_block(txn, key, flat, rs, block, m)
+                _write_block(txn, key, flat, rs, block, m, free)
             continue
         rows = flat // k
         sub = flat % k
@@ -193,9 +199,27 @@ def scatter(store: Any, pos: torch.Tensor, leaves: list, nodes: list, broadcast:
         root.remember(path, entry)
 
 
-def _write_block(txn: Txn, key: str, flat: torch.Tensor, rs: int, block: list, m: int) -> None:
+def _unwritten(entries: dict, g: Any, members: list) -> list:
+    """``(offset, bytes per row)`` of the members of group ``g`` that are not written now."""
+    if g is None:
+        return []
+    written = {(off, n) for off, n, _, _ in members}
+    return [
+        (e["off"], nbytes(e["shape"][e["rb"] :], e["dtype"]))
+        for e in entries.values()
+        if e["t"] == "tensor" and e.get("g") == g and (e["off"], nbytes(e["shape"][e["rb"] :], e["dtype"])) not in written
+    ]
+
+
+def _write_block(txn: Txn, key: str, flat: torch.Tensor, rs: int, block: list, m: int, free: Any) -> None:
+    """Queues the writes of ``block`` (members adjacent but for bytes no other member
+    holds), widened to the whole row when nothing else lives in the row."""
     lo = block[0][0]
     hi = block[-1][0] + block[-1][1]
+    if free(0, lo):
+        lo = 0
+    if free(hi, rs):
+        hi = rs
     data = interleave([x[3] for x in block], m, hi - lo, [x[0] - lo for x in block])
     queue_setranges(txn, key, flat, rs, lo, data)
 
