@@ -230,7 +230,11 @@ def test_unsafe_key_names_and_many_rows(kw):
         idx = torch.randint(5000, (4500,), generator=torch.Generator().manual_seed(0))
         got = st[idx]
         assert torch.equal(got["a b"], idx) and torch.equal(got["ü"], idx.float())
-        st._root.commands.limit = 10  # the cache starts over instead of growing
+        st._root.commands.max_rows = 6000  # the cache starts over instead of growing
         assert torch.equal(st[idx[:20]]["a b"], idx[:20])
+        st._root.commands.limit_rows = 10  # too many rows to cache: encoded per call
+        st._root.commands.tables.clear()
+        assert torch.equal(st[idx[:30]]["ü"], idx[:30].float())
+        assert not st._root.commands.tables
     finally:
         st.clear_redis()

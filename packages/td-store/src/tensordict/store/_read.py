@@ -78,8 +78,9 @@ def queue_rows(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, hi: int
         runs = list(zip(rows[at].tolist(), counts.tolist()))
         nruns = len(runs)
     if 4 * (nruns * RANGE_COST_BYTES + m * rs) >= 3 * m * (RANGE_COST_BYTES + w):  # whole rows only when clearly cheaper
-        if rl is not None and cache is not None and total_rows <= cache.limit:
-            j = txn.ranges(key, _Offsets(rl, rs, lo), w, cache.commands(key.encode(), rs, lo, w, rl))
+        encoded = cache.commands(key.encode(), rs, lo, w, rl, total_rows) if rl is not None and cache is not None else None
+        if encoded is not None:
+            j = txn.ranges(key, _Offsets(rl, rs, lo), w, encoded)
         else:
             j = txn.ranges(key, rows * rs + lo, w)
         return lambda res: res[j]
@@ -108,6 +109,65 @@ def queue_rows(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, hi: int
         return out
 
     return finish
+
+
+#: whole reads of a group are decoded in chunks of about this many bytes
+SINK_CHUNK = 1 << 20
+
+
+class GroupSink:
+    """Decodes a group string as it arrives (see ``_wire._Reader.streamed``): the rows are
+    received into a reused chunk buffer and each wanted member's bytes are copied out of
+    every full chunk, so the copy overlaps the transfer and no buffer of the whole string
+    is made.
+
+    ``members``: ``(byte offset in a row, bytes per row, shape, dtype)``; :attr:`outs` are
+    the members' tensors (new, contiguous) once :meth:`finish` ran.
+    """
+
+    def __init__(self, rows: int, rs: int, members: list, scratch: Any = None) -> None:
+        self.rows, self.rs = rows, rs
+        self.nbytes = rows * rs
+        per = max(1, SINK_CHUNK // max(rs, 1))
+        size = per * rs
+        buf = scratch[:size] if scratch is not None and len(scratch) >= size else memoryview(bytearray(size))
+        self.mv = buf
+        self.u8 = torch.frombuffer(buf, dtype=torch.uint8) if size else torch.empty(0, dtype=torch.uint8)
+        self.fill = 0
+        self.row = 0
+        self.outs: list = []
+        self.plan: list = []
+        self.index: dict = {}
+        for off, esz_row, shape, dtype in members:
+            out = torch.empty(shape, dtype=dtype)
+            self.outs.append(out)
+            isz = dtype.itemsize
+            if isz > 1 and not (off % isz or rs % isz or self.u8.data_ptr() % isz):
+                self.plan.append((out.view(rows, esz_row // isz), dtype, off // isz, (off + esz_row) // isz))
+            else:
+                self.plan.append((out.view(-1).view(torch.uint8).view(rows, esz_row), None, off, off + esz_row))
+
+    def space(self) -> memoryview:
+        return self.mv[self.fill :]
+
+    def advance(self, k: int) -> None:
+        self.fill += k
+        if self.fill == len(self.mv):
+            self._flush()
+
+    def finish(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        n = self.fill // self.rs if self.rs else 0
+        if n:
+            rows = self.u8[: n * self.rs].view(n, self.rs)
+            r = self.row
+            for dst, dtype, a, b in self.plan:
+                src = rows.view(dtype) if dtype is not None else rows
+                dst[r : r + n].copy_(src[:, a:b])
+            self.row += n
+        self.fill = 0
 
 
 def column_of(blob: Any, rows: int, rs: int, off: int, esz_row: int, shape: list, dtype: torch.dtype) -> torch.Tensor:

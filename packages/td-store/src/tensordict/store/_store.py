@@ -445,20 +445,20 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
 
     def _get_grouped(self, path: tuple, entry: dict) -> torch.Tensor:
         """A whole leaf stored in a group: the group string read once, the leaf's bytes
-        taken from each row."""
-        from tensordict.store._read import column_of
-
+        copied out of each row as the rows arrive (``GroupSink``)."""
         root = self._root
         conn = root.conn
         gkey = root.base + "g:" + entry["g"]
-        rows = math.prod(entry["shape"][: entry["rb"]])
-        size = rows * entry["rs"]
-        raw = self._fetch(("GET", gkey), [size], False, [path], [conn.scratch(size)])  # copied out below
+        size = math.prod(entry["shape"][: entry["rb"]]) * entry["rs"]
+        if not size or not nbytes(entry["shape"][entry["rb"] :], entry["dtype"]):
+            return torch.empty(entry["shape"], dtype=entry["dtype"], device=self._device)
+        sink = _sink_for(conn, [entry])
+        raw = self._fetch(("GET", gkey), [size], False, [path], [sink])
         raw = raw[0] if raw is not None else conn.call(conn.client.get, gkey)
-        check_blob(raw, size, path, conn.server)
-        esz_row = nbytes(entry["shape"][entry["rb"] :], entry["dtype"])
-        out = column_of(raw, rows, entry["rs"], entry["off"], esz_row, entry["shape"], entry["dtype"])
-        return out if self._device is None else out.to(self._device)
+        if raw is sink:
+            out = sink.outs[0]
+            return out if self._device is None else out.to(self._device)
+        return _grouped_leaf(raw, entry, path, conn.server, self._device)
 
     def _fetch(self, args: tuple, limits: list, array: bool, paths: list, into: list | None = None) -> list | None:
         """``Connection.fetch`` with the error of an oversized reply naming the keys."""
@@ -595,7 +595,7 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
         if plain or lists:
             keys, limits, where = _whole_units(root, full, plain)
             if not lists:
-                into = _group_buffers(conn, keys, limits)  # group strings: copied out below
+                into = _group_sinks(conn, keys, plain, where)  # group strings: decoded as they arrive
                 fast = self._fetch(("MGET", *keys), limits, True, [(*full, *r) for r, _ in plain], into) if keys else []
                 got = [fast if fast is not None else conn.call(conn.client.mget, keys)]
             else:
@@ -611,7 +611,11 @@ class TensorDictStore(StoreHandleMixin, TensorDictBase):
             blobs = got[0]
             for (rel, e), at in zip(plain, where):
                 raw = blobs[at]
-                if e["t"] == "tensor" and "g" in e:
+                if e["t"] == "tensor" and "g" in e and hasattr(raw, "outs"):
+                    at_out = raw.index.get(rel)
+                    out = torch.empty(e["shape"], dtype=e["dtype"]) if at_out is None else raw.outs[at_out]
+                    values[rel] = out if self._device is None else out.to(self._device)
+                elif e["t"] == "tensor" and "g" in e:
                     values[rel] = _grouped_leaf(raw, e, (*full, *rel), server, self._device)
                 else:
                     values[rel] = decode_leaf(e, raw, (*full, *rel), server, root.allow_pickle, self._device)
@@ -849,18 +853,31 @@ def _whole_units(root: _Root, full: tuple, plain: list) -> tuple:
     return keys, limits, where
 
 
-def _group_buffers(conn: Any, keys: list, limits: list) -> list | None:
-    """Regions of the thread's reused buffer for the group strings among ``keys``."""
-    marks = [":g:" in k[k.rfind("}") :] for k in keys]
-    total = sum(lim for lim, g in zip(limits, marks) if g)
-    buf = conn.scratch(total) if total else None
-    if buf is None:
+def _sink_for(conn: Any, entries: list) -> Any:
+    """A ``GroupSink`` decoding the members ``entries`` (of one group) from the group string."""
+    from tensordict.store._read import SINK_CHUNK, GroupSink
+
+    e0 = entries[0]
+    rows = math.prod(e0["shape"][: e0["rb"]])
+    members = [(e["off"], nbytes(e["shape"][e["rb"] :], e["dtype"]), e["shape"], e["dtype"]) for e in entries]
+    members = [m for m in members if m[1]]
+    return GroupSink(rows, e0["rs"], members, conn.scratch(max(SINK_CHUNK, e0["rs"])))
+
+
+def _group_sinks(conn: Any, keys: list, plain: list, where: list) -> list | None:
+    """One ``GroupSink`` per group string among ``keys`` (``None`` for the others); a sink's
+    ``index`` maps each member's relative path to its place in ``outs``."""
+    groups: dict = {}
+    for (rel, e), at in zip(plain, where):
+        if e["t"] == "tensor" and "g" in e and nbytes(e["shape"][e["rb"] :], e["dtype"]) and math.prod(e["shape"][: e["rb"]]):
+            groups.setdefault(at, []).append((rel, e))
+    if not groups:
         return None
-    out: list = []
-    at = 0
-    for lim, g in zip(limits, marks):
-        out.append(buf[at : at + lim] if g else None)
-        at += lim if g else 0
+    out: list = [None] * len(keys)
+    for at, members in groups.items():
+        sink = _sink_for(conn, [e for _, e in members])
+        sink.index = {rel: i for i, (rel, _) in enumerate(members)}
+        out[at] = sink
     return out
 
 

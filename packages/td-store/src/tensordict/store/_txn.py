@@ -70,15 +70,26 @@ def pack(args: tuple) -> list:
 _TENS = torch.tensor([10**k for k in range(1, 19)], dtype=torch.int64)
 
 
-def _getranges(key: bytes, starts: torch.Tensor, length: int) -> bytes:
+def _getranges(key: bytes, starts: torch.Tensor, length: int, split: bool = False) -> Any:
     """The ``GETRANGE key s s+length-1`` commands for every ``s`` of ``starts`` (int64,
     non-negative), multi-bulk encoded: one format call for all of them, with the digit
-    counts of the offsets computed as tensors."""
+    counts of the offsets computed as tensors. ``split``: a list of one command each."""
     head = b"*4\r\n$8\r\nGETRANGE\r\n$%d\r\n%b\r\n" % (len(key), key)
     fmt = head.replace(b"%", b"%%") + b"$%d\r\n%d\r\n$%d\r\n%d\r\n"
     ends = starts + (length - 1)
     cols = [torch.bucketize(starts, _TENS, right=True) + 1, starts, torch.bucketize(ends, _TENS, right=True) + 1, ends]
-    return (fmt * starts.numel()) % tuple(torch.stack(cols, 1).view(-1).tolist())
+    vals = torch.stack(cols, 1).view(-1).tolist()
+    out = (fmt * starts.numel()) % tuple(vals)
+    if not split:
+        return out
+    base = len(head) + 10  # per offset: "$", its digit count, CRLF, the digits, CRLF
+    pieces = []
+    at = 0
+    for ds, de in zip(vals[0::4], vals[2::4]):
+        n = base + ds + de + len(str(ds)) + len(str(de))
+        pieces.append(out[at : at + n])
+        at += n
+    return pieces
 
 
 class _Block:
@@ -131,38 +142,37 @@ class _Block:
 
 
 class CommandCache:
-    """The encoded ``GETRANGE`` command of each row of a row window of a string, kept for
-    reuse: an indexed read then joins cached commands instead of encoding each offset
-    again. Bounded: at most ``limit`` commands in all (then it starts over); strings with
-    more rows than that are not cached (their commands are encoded per call)."""
+    """The encoded ``GETRANGE`` command of every row of a row window of a string, built
+    once (one vectorized encoding of all the rows) when the window is first read by
+    index: an indexed read then joins cached commands instead of encoding offsets.
 
-    def __init__(self, limit: int = 1 << 17) -> None:
-        self.limit = limit
-        self.maps: dict = {}
+    Bounded: strings of more than ``limit_rows`` rows are not cached (their commands are
+    encoded per call), and past ``max_rows`` cached rows in all the cache starts over.
+    """
+
+    def __init__(self, limit_rows: int = 1 << 16, max_rows: int = 1 << 18) -> None:
+        self.limit_rows = limit_rows
+        self.max_rows = max_rows
+        self.tables: dict = {}
         self.size = 0
 
-    def commands(self, key: bytes, rs: int, lo: int, w: int, rows: list) -> bytes:
-        """The commands reading bytes ``[lo, lo + w)`` of each row of ``rows`` (in order)."""
-        at = (key, rs, lo, w)
-        table = self.maps.get(at)
+    def commands(self, key: bytes, rs: int, lo: int, w: int, rows: list, total_rows: int) -> bytes | None:
+        """The commands reading bytes ``[lo, lo + w)`` of each row of ``rows`` (in order; all
+        below ``total_rows``), or ``None`` when the string is too large to cache."""
+        at = (key, rs, lo, w, total_rows)
+        table = self.tables.get(at)
         if table is None:
-            table = self.maps[at] = {}
-        try:
-            return b"".join([table[r] for r in rows])
-        except KeyError:
-            pass
-        missing = [r for r in dict.fromkeys(rows) if r not in table]
-        if self.size + len(missing) > self.limit:
-            self.maps = {at: {}}
-            table = self.maps[at]
-            self.size = 0
-            missing = list(dict.fromkeys(rows))
-        head = b"*4\r\n$8\r\nGETRANGE\r\n$%d\r\n%b\r\n" % (len(key), key)
-        for r in missing:
-            a = b"%d" % (r * rs + lo)
-            b = b"%d" % (r * rs + lo + w - 1)
-            table[r] = b"%b$%d\r\n%b\r\n$%d\r\n%b\r\n" % (head, len(a), a, len(b), b)
-        self.size += len(missing)
+            if total_rows > self.limit_rows:
+                return None
+            if self.size + total_rows > self.max_rows:
+                self.tables.clear()
+                self.size = 0
+            table = []
+            for first in range(0, total_rows, 8192):  # bounded temporaries
+                starts = torch.arange(first, min(first + 8192, total_rows), dtype=torch.int64) * rs + lo
+                table += _getranges(key, starts, w, split=True)
+            self.tables[at] = table
+            self.size += total_rows
         return b"".join([table[r] for r in rows])
 
 

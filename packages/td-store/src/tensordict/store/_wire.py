@@ -75,7 +75,37 @@ class _Reader:
         self.pos += 2  # the CRLF after the payload
         return out
 
-    def bulk(self, limit: int, into: memoryview | None = None) -> Any:
+    def streamed(self, n: int, sink: Any) -> Any:
+        """The next ``n`` payload bytes handed to ``sink`` as they arrive (``sink.space()``:
+        where the next bytes go; ``sink.advance(k)``: ``k`` bytes were put there;
+        ``sink.finish()``); returns ``sink``."""
+        have = min(len(self.buf) - self.pos, n)
+        fed = 0
+        while fed < have:
+            space = sink.space()
+            k = min(len(space), have - fed)
+            space[:k] = self.buf[self.pos + fed : self.pos + fed + k]
+            sink.advance(k)
+            fed += k
+        self.pos += have
+        got = have
+        while got < n:
+            space = sink.space()
+            k = self.sock.recv_into(space, min(len(space), n - got))
+            if not k:
+                raise rexc.ConnectionError("Connection closed by server.")
+            sink.advance(k)
+            got += k
+        while len(self.buf) - self.pos < 2:
+            self._fill()
+        self.pos += 2
+        sink.finish()
+        return sink
+
+    def bulk(self, limit: int, into: Any = None) -> Any:
+        """A bulk reply (``None`` for a nil) of at most ``limit`` bytes: a ``bytearray``, the
+        region of the buffer ``into``, or, when ``into`` is a sink expecting exactly this
+        many bytes (``into.nbytes``), the sink fed with them (see :meth:`streamed`)."""
         head = self.line()
         kind = head[:1]
         if kind == b"$":
@@ -84,6 +114,8 @@ class _Reader:
                 return None
             if n > limit:
                 raise _TooLarge(n, limit)
+            if into is not None and hasattr(into, "space"):
+                return self.streamed(n, into) if n == into.nbytes else self.payload(n)
             return self.payload(n, into)
         if kind == b"_":
             return None
