@@ -79,7 +79,7 @@ def queue_rows(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, hi: int
         nruns = len(runs)
     if 4 * (nruns * RANGE_COST_BYTES + m * rs) >= 3 * m * (RANGE_COST_BYTES + w):  # whole rows only when clearly cheaper
         encoded = cache.commands(key.encode(), rs, lo, w, rl, total_rows) if rl is not None and cache is not None else None
-        if encoded is not None:
+        if encoded is not None and rl is not None:
             j = txn.ranges(key, _Offsets(rl, rs, lo), w, encoded)
         else:
             j = txn.ranges(key, rows * rs + lo, w)
