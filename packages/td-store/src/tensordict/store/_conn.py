@@ -9,6 +9,8 @@ scripts) stay legal::
     <prefix>:{<td_id>}:d:<path>  string  a tensor's raw bytes (C order, little endian)
                                  string  a JSON value shared by the whole batch
                                  list    one JSON value per batch element
+    <prefix>:{<td_id>}:g:<gid>   string  a record group: the tensor leaves written
+                                         together, interleaved per batch element (``_groups``)
 
 Server errors are raised as :class:`StoreConnectionError` (a built-in
 ``ConnectionError``) or :class:`StoreAuthenticationError` (a ``PermissionError``), both

@@ -52,6 +52,17 @@ def positions(bs: torch.Size, index: Any) -> torch.Tensor:
                 msg = f"index {index} is out of bounds for dimension 0 with size {bs[0]}"
                 raise IndexError(msg)
             return torch.tensor(index % bs[0])
+        if (
+            isinstance(index, torch.Tensor) and index.dtype in (torch.int64, torch.int32)
+            and index.dim() == 1 and index.device.type == "cpu" and index.numel()
+        ):  # an index tensor: checked, not gathered from an arange of the whole batch
+            lo, hi = (int(x) for x in torch.aminmax(index))
+            n = bs[0]
+            if lo < -n or hi >= n:
+                msg = f"index {hi if hi >= n else lo} is out of bounds for dimension 0 with size {n}"
+                raise IndexError(msg)
+            index = index.long()
+            return index if lo >= 0 else torch.where(index < 0, index + n, index)
     n = math.prod(bs)
     return torch.arange(n).view(bs)[index]
 

@@ -126,7 +126,9 @@ class _Block:
             if self.hdr_t is None:
                 self.hdr_t = torch.frombuffer(bytearray(self.hdr), dtype=torch.uint8)
             v = u8[self.at : self.at + full * self.size].view(full, self.size)
-            if not bool((v[:, :h] == self.hdr_t).all()) or not bool((v[:, h + self.length :] == _CRLF).all()):
+            if not torch.equal(v[:, :h], self.hdr_t.expand(full, h)) or not torch.equal(
+                v[:, h + self.length :], _CRLF.expand(full, 2)
+            ):
                 return False
         rem = have - full * self.size
         if rem:
