@@ -86,6 +86,25 @@ def server_factory(tmp_path: Path) -> Iterator:
 
 
 @pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple]:
+    """``(port, certificate)`` of a ``redis-server`` listening with TLS only, on a
+    self-signed certificate for 127.0.0.1 made with ``openssl`` for the test."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    port = free_port()
+    server = Server(
+        tmp_path, "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+        "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no", port=port,
+    ).start()
+    yield port, cert
+    server.stop()
+
+
+@pytest.fixture
 def kw(redis_server: Server) -> dict:
     """Connection keywords of the session server."""
     return {"host": "127.0.0.1", "port": redis_server.port}
