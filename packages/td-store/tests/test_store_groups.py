@@ -238,3 +238,54 @@ def test_unsafe_key_names_and_many_rows(kw):
         assert not st._root.commands.tables
     finally:
         st.clear_redis()
+
+
+def test_two_batch_dims_and_edge_indices(kw):
+    g = torch.Generator().manual_seed(7)
+    local = TensorDict(a=torch.randn(4, 5, 3, generator=g), b=torch.randint(9, (4, 5), generator=g),
+                       c=torch.randn(4, 5, 2, generator=g).to(torch.complex64), batch_size=[4, 5])
+    st = TensorDictStore.from_tensordict(local, **kw)
+    try:
+        assert len(_groups(st)) == 1
+        for index in [(1, slice(2, 4)), (slice(None), 0), (torch.tensor([3, 0, 3]),), (slice(None), slice(None, None, 2)),
+                      (torch.tensor([], dtype=torch.long),), (local["b"] > 4,)]:
+            index = index if len(index) > 1 else index[0]
+            assert (st[index] == local[index]).all(), index
+        st[1:3, 4] = TensorDict(a=torch.zeros(2, 3), b=torch.tensor([-1, -2]), c=torch.ones(2, 2, dtype=torch.complex64), batch_size=[2])
+        local[1:3, 4] = TensorDict(a=torch.zeros(2, 3), b=torch.tensor([-1, -2]), c=torch.ones(2, 2, dtype=torch.complex64), batch_size=[2])
+        st[torch.tensor([0, 2]), torch.tensor([1, 1])] = 0  # a number broadcast to every leaf
+        local[torch.tensor([0, 2]), torch.tensor([1, 1])] = 0
+        assert (st.to_tensordict() == local).all()
+        assert torch.equal(st["c"], local["c"]) and st["c"].dtype == torch.complex64
+        moved = TensorDictStore.from_store(td_id=st._td_id, device="cpu", **kw)
+        assert moved[0, 0]["a"].device == torch.device("cpu")
+    finally:
+        st.clear_redis()
+
+
+def test_threads_share_a_store(grouped):
+    """Threads read and write at once: the store's own connection goes to one of them at a
+    time, the others use the client's pool."""
+    import threading
+
+    st, local = grouped
+    errors: list = []
+
+    def work(seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        try:
+            for _ in range(30):
+                idx = torch.randint(N, (16,), generator=g)
+                got = st[idx]
+                if not torch.equal(got["action"], local["action"][idx]):
+                    errors.append("torn read")
+                st[idx[:1]] = local[idx[:1]]
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:3]
