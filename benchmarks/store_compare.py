@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OPS = ["fill", "sample", "sample_fresh", "read_key", "to_local", "ping", "local_sample", "raw_pipeline_sample"]
+OPS = ["fill", "sample", "sample_fresh", "read_key", "to_local", "ping", "local_sample", "raw_pipeline_sample", "raw_pipeline_rows"]
 #: the issue's goals: how many times faster than tensordict 0.15.3 each figure must be
 GOALS = {"fill": 3, "sample": 10, "sample_fresh": 10, "read_key": 3, "to_local": 3}
 
@@ -74,12 +74,16 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(10)
-    med = {side: {op: statistics.median(r[op] for r in rs) for op in OPS} for side, rs in runs.items()}
+    med = {
+        side: {op: (statistics.median(v) if (v := [r[op] for r in rs if r.get(op) is not None]) else None) for op in OPS}
+        for side, rs in runs.items()
+    }
     print(f"{'op (median ms)':<22}{'ours':>10}{'0.15.3':>10}{'0.15.3/ours':>13}  goal")
     for op in OPS:
         a, b = med["ours"][op], med["0.15.3"][op]
         goal = f">= {GOALS[op]}x" if op in GOALS else ""
-        print(f"{op:<22}{a:>10.3f}{b:>10.3f}{b / a:>12.2f}x  {goal}")
+        ratio = f"{b / a:>12.2f}x" if a and b else f"{'-':>13}"
+        print(f"{op:<22}{a if a is not None else float('nan'):>10.3f}{b if b is not None else float('nan'):>10.3f}{ratio}  {goal}")
     print(json.dumps(med))
 
 

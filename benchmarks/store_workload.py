@@ -14,7 +14,9 @@ A dataset of 10,000 rows (``obs`` float32[64], ``action`` float32[8], ``reward``
 * ``ping``: one ``PING`` (the round-trip floor);
 * ``local_sample``: the same 256-row sample on an in-memory TensorDict;
 * ``raw_pipeline_sample``: a bare redis-py pipeline that fetches the same bytes
-  (``GETRANGE`` per row and key), the floor a client-side gather allows.
+  (``GETRANGE`` per row and key), the floor a client-side gather allows;
+* ``raw_pipeline_rows``: this project only, a bare redis-py transaction of the commands
+  the store sends (one ``GETRANGE`` per row of the record group).
 
 Prints one JSON object of median milliseconds. Usage:
 ``python benchmarks/store_workload.py --port 6379 [--rounds 30]``
@@ -112,10 +114,32 @@ def run(port: int, rounds: int, host: str = "127.0.0.1") -> dict:
 
     assert torch.equal(raw_sample()["obs"], local["obs"][idx])
     out["raw_pipeline_sample"] = median_ms(raw_sample, rounds)
+    out["raw_pipeline_rows"] = _raw_rows(store, raw, rows, rounds)
     raw.delete(*names.values())
     store.clear_redis()
     store.close()
     return out
+
+
+def _raw_rows(store, raw, rows: list, rounds: int):
+    """This project's layout only (``None`` elsewhere): a bare redis-py pipeline (a
+    ``MULTI``/``EXEC``) of one ``GETRANGE`` per row of the record group that holds the
+    four leaves: the same commands the store sends, packed and parsed by redis-py."""
+    entries = getattr(getattr(store, "_root", None), "entries", None)
+    if entries is None:
+        return None
+    e = entries()[("obs",)]
+    if "g" not in e:
+        return None
+    key, rs = store._root.base + "g:" + e["g"], e["rs"]
+
+    def fetch() -> list:
+        pipe = raw.pipeline(transaction=True)
+        for r in rows:
+            pipe.getrange(key, r * rs, r * rs + rs - 1)
+        return pipe.execute()
+
+    return median_ms(fetch, rounds)
 
 
 def main() -> None:
@@ -124,7 +148,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=6379)
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
-    print(json.dumps({k: round(v, 4) for k, v in run(args.port, args.rounds, args.host).items()}))
+    print(json.dumps({k: (None if v is None else round(v, 4)) for k, v in run(args.port, args.rounds, args.host).items()}))
 
 
 if __name__ == "__main__":

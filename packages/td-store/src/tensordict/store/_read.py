@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from tensordict import NonTensorData
 from tensordict.store._codec import StoreDataError, decode_json
 from tensordict.store._conn import _SCRIPTS, path_field
 from tensordict.store._groups import unit_of
@@ -286,8 +287,6 @@ def gather(store: Any, pos: torch.Tensor) -> Any:
         path = (*full, *rel)
         lbs = e.get("bs", bs)
         v = decode_leaf(e, raw, path, server, root.allow_pickle, device)
-        from tensordict import NonTensorData
-
         values[rel] = NonTensorData(v.data, batch_size=[*out_bs, *lbs[nb:]], device=device)
     out_nodes = {rel: [*out_bs, *nbs[nb:]] for rel, nbs in nodes.items()}
     return build_td((), out_bs, out_nodes, values, device)

@@ -60,6 +60,8 @@ def pack(args: tuple) -> list:
             a = a.encode()
         elif a.__class__ is int:
             a = b"%d" % a
+        elif not isinstance(a, (bytes, bytearray, memoryview)):
+            a = str(a).encode()  # a float, as redis-py sends it
         out.append(b"$%d\r\n" % len(a))
         out.append(a)
         out.append(b"\r\n")
