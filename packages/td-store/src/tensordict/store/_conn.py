@@ -28,7 +28,7 @@ from typing import Any
 import redis
 import redis.exceptions as rexc
 
-from tensordict.store._wire import Fallback, bulk_call, transaction
+from tensordict.store._wire import Fallback, bulk_call
 
 __all__ = [
     "STORE_BACKENDS",
@@ -328,24 +328,12 @@ class Connection:
         except Fallback:
             return self.call(txn.run_pipeline, self.client)
 
-    def transaction(self, commands: list) -> list:
-        """Runs ``commands`` (argument tuples) atomically in one ``MULTI``/``EXEC`` round trip."""
-        if not commands:
-            return []
-        try:
-            return self.call(self._raw_call, transaction, commands)
-        except Fallback:
-            pipe = self.client.pipeline(transaction=True)
-            for c in commands:
-                pipe.execute_command(*c)
-            return self.execute(pipe)
-
     @staticmethod
     def queue_script(pipe: Any, name: str, keys: list, args: list) -> None:
         """Queues the script in a transaction as ``EVAL`` (its source travels along): a
         server that lost its script cache cannot fail one command of the transaction,
         and redis-py sends no ``SCRIPT EXISTS`` round trip first. ``pipe`` is a redis-py
-        pipeline or a list of commands for :meth:`transaction`."""
+        pipeline or a list of commands for a transaction."""
         if isinstance(pipe, list):
             pipe.append(("EVAL", _SCRIPTS[name], len(keys), *keys, *args))
         else:

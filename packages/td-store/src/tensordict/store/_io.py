@@ -9,7 +9,6 @@ node's batch size; runs are ``(first, count)`` pairs of consecutive positions.
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any
 
 import torch
@@ -33,11 +32,8 @@ from tensordict.store._codec import (
 )
 from tensordict.store._conn import dumps_json, path_field
 
-__all__ = ["positions", "runs_of", "plan_positions", "spans_of", "flatten_value", "nested_list", "build_td"]
+__all__ = ["positions", "runs_of", "index_frame", "flatten_value", "nested_list", "build_td"]
 
-#: runs of wanted elements closer than this many bytes are read as one span (a server
-#: call costs about as much as copying a kilobyte)
-MERGE_BYTES = 256
 #: up to this many positions, index plans are computed in plain Python
 _SMALL = 4096
 
@@ -98,56 +94,6 @@ def runs_of(flat: torch.Tensor) -> list:
     starts = torch.cat([torch.zeros(1, dtype=torch.long), brk])
     ends = torch.cat([brk, torch.tensor([m])])
     return torch.stack([flat[starts], ends - starts], 1).view(-1).tolist()
-
-
-def plan_positions(flat: torch.Tensor) -> tuple:
-    """``(sorted unique positions as a list, index into them for each of flat, or None when
-    flat is already sorted and unique)``; plain Python for small inputs (torch's parallel
-    kernels cost milliseconds on a busy machine for a few hundred elements)."""
-    if flat.numel() > _SMALL:
-        uniq, inverse = torch.unique(flat, sorted=True, return_inverse=True)
-        return uniq.tolist(), (None if uniq.numel() == flat.numel() else inverse)
-    items = flat.tolist()
-    uniq = sorted(set(items))
-    if uniq == items:
-        return uniq, None
-    where = {p: i for i, p in enumerate(uniq)}
-    return uniq, torch.tensor([where[p] for p in items])
-
-
-def spans_of(uniq: list, esz: int) -> tuple:
-    """``(packed spans, local index or None, element count)`` to read the sorted unique
-    element positions ``uniq`` of a leaf with ``esz`` bytes per element: runs closer
-    than :data:`MERGE_BYTES` merge into one span; ``packed`` holds int64 (byte start, byte
-    length) pairs; ``local[i]`` is where ``uniq[i]`` lands among the concatenated spans'
-    elements (``None``: at ``i``, no gap was merged)."""
-    gap = max(MERGE_BYTES // max(esz, 1), 1)
-    flat: list = []
-    local: list = []
-    total = 0
-    merged = False
-    first = prev = uniq[0]
-    for p in uniq[1:]:
-        if p - prev > gap:
-            flat += (first * esz, (prev - first + 1) * esz)
-            total += prev - first + 1
-            first = p
-        elif p - prev > 1:
-            merged = True
-        prev = p
-    flat += (first * esz, (prev - first + 1) * esz)
-    total += prev - first + 1
-    if merged:
-        spans = iter(flat)
-        starts = [(a // esz if esz else 0, b // esz if esz else 0) for a, b in zip(spans, spans)]
-        k = 0
-        base = 0
-        for p in uniq:
-            while p >= starts[k][0] + starts[k][1]:
-                base += starts[k][1]
-                k += 1
-            local.append(base + p - starts[k][0])
-    return struct.pack(f"<{len(flat)}q", *flat), (torch.tensor(local) if merged else None), total
 
 
 def nested_list(flat: list, shape: Any) -> Any:

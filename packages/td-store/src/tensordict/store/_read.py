@@ -118,6 +118,8 @@ def queue_rows(txn: Txn, key: str, rows: torch.Tensor, rs: int, lo: int, hi: int
 
 #: whole reads of a group are decoded in chunks of about this many bytes
 SINK_CHUNK = 1 << 20
+#: element count under which torch runs a copy on one thread (``at::internal::GRAIN_SIZE``)
+_GRAIN = 32767
 
 
 class GroupSink:
@@ -169,8 +171,13 @@ class GroupSink:
             rows = self.u8[: n * self.rs].view(n, self.rs)
             r = self.row
             for dst, dtype, a, b in self.plan:
-                src = rows.view(dtype) if dtype is not None else rows
-                dst[r : r + n].copy_(src[:, a:b])
+                src = (rows.view(dtype) if dtype is not None else rows)[:, a:b]
+                # copies of fewer elements than torch's grain size run on this thread: the
+                # server is still sending on the other core, and intra-op threads waiting
+                # for a core cost more than the copy
+                step = max(1, _GRAIN // max(b - a, 1))
+                for i in range(0, n, step):
+                    dst[r + i : r + min(i + step, n)].copy_(src[i : i + step])
             self.row += n
         self.fill = 0
 
@@ -196,11 +203,18 @@ def _decode(w: torch.Tensor, m: int, k: int, esz: int, sub: Any, dtype: torch.dt
 
 
 def _fresh(w: torch.Tensor) -> torch.Tensor:
-    """``w`` (uint8) in a buffer of its own, C-contiguous from offset 0 (what a view as a
-    wider dtype needs); no copy when it already is."""
+    """``w`` (uint8, 2-D) in a buffer of its own, C-contiguous from offset 0 (what a view as
+    a wider dtype needs); no copy when it already is. Copied in blocks of rows that torch
+    runs on this thread (see ``GroupSink._flush``)."""
     if w.storage_offset() == 0 and w.is_contiguous() and (w.dim() < 2 or w.stride(0) == w.shape[1]):
         return w
-    return w.clone(memory_format=torch.contiguous_format)
+    if w.dim() != 2 or w.numel() <= _GRAIN:
+        return w.clone(memory_format=torch.contiguous_format)
+    out = torch.empty(w.shape, dtype=w.dtype)
+    step = max(1, _GRAIN // max(w.shape[1], 1))
+    for i in range(0, w.shape[0], step):
+        out[i : i + step].copy_(w[i : i + step])
+    return out
 
 
 def gather(store: Any, pos: torch.Tensor) -> Any:

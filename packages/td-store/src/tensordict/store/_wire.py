@@ -1,10 +1,12 @@
 """Reading large bulk replies straight into their final buffers.
 
 redis-py's pure-Python parser copies a large reply several times (socket chunks into a
-``BytesIO``, then out of it). For the replies that carry tensor data (``GET``, ``MGET``
-and the gather script's array of strings) the store reads the reply itself: the header
-lines through a small buffer, each payload with ``recv_into`` into a ``bytearray`` of the
-declared size, which then backs the tensor (``torch.frombuffer``) without another copy.
+``BytesIO``, then out of it). For the replies that carry tensor data (``GET``, ``MGET``)
+the store reads the reply itself: the header lines through a small buffer, each payload
+with ``recv_into`` into a ``bytearray`` of the declared size, which then backs the tensor
+(``torch.frombuffer``) without another copy, or into a sink that decodes a record group
+as it arrives (``_read.GroupSink``). The transactions of indexed reads and writes are
+read by ``_txn``, on the same reader.
 
 A declared size larger than what the store's metadata allows is refused before anything
 is allocated (the connection is then dropped, so no half-read reply is left on it). Any
@@ -19,7 +21,7 @@ from typing import Any
 
 import redis.exceptions as rexc
 
-__all__ = ["bulk_call", "transaction", "socket_of", "Fallback"]
+__all__ = ["bulk_call", "socket_of", "Fallback"]
 
 _CHUNK = 1 << 16
 
@@ -216,43 +218,6 @@ def bulk_call(conn: Any, args: tuple, limits: list, array: bool, into: list | No
             if inside or reader.pos != len(reader.buf):
                 conn.disconnect()
             raise
-    except (rexc.ConnectionError, rexc.TimeoutError, OSError):
-        conn.disconnect()
-        raise
-
-
-def transaction(conn: Any, commands: list) -> list:
-    """Runs ``commands`` (tuples of arguments) in one ``MULTI``/``EXEC``, sent with one
-    ``sendall`` (redis-py sends each large argument separately, which wakes the server
-    several times per call). Returns the ``EXEC`` results.
-
-    Raises:
-        Fallback: the fast path does not apply (nothing was sent).
-        redis.exceptions.ResponseError: a command was refused (nothing was applied), or
-            failed inside the transaction.
-    """
-    try:
-        if not hasattr(conn, "pack_commands"):
-            raise Fallback
-        sock = socket_of(conn)
-        packed = conn.pack_commands([("MULTI",), *commands, ("EXEC",)])
-        sock.sendall(b"".join(bytes(c) if not isinstance(c, bytes) else c for c in packed))
-        reader = _Reader(sock)
-        try:
-            queued = [reader.reply() for _ in range(len(commands) + 1)]
-            result = reader.reply()
-        except _Unexpected:
-            conn.disconnect()
-            raise rexc.ResponseError("unexpected reply to a transaction") from None
-        for r in queued:
-            if isinstance(r, rexc.ResponseError):
-                raise r
-        if isinstance(result, rexc.ResponseError):
-            raise result
-        for r in result or []:
-            if isinstance(r, rexc.ResponseError):
-                raise r
-        return result
     except (rexc.ConnectionError, rexc.TimeoutError, OSError):
         conn.disconnect()
         raise
