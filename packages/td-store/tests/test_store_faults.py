@@ -127,6 +127,27 @@ def test_killed_server_and_reconnect(server_factory):
     assert st["a"].sum() == 3  # the old handle reconnects on its next call
 
 
+def test_restart_between_calls_is_not_an_error(server_factory):
+    """A server restarted while the store is idle: the next indexed read, indexed write and
+    whole read on the same handle succeed at once (the store's own connection is found
+    closed and replaced before anything is sent)."""
+    server = server_factory("--appendonly", "yes", "--appendfsync", "always", "--save", "")
+    local = TensorDict(obs=torch.randn(20, 3), step=torch.arange(20), batch_size=[20])
+    st = TensorDictStore.from_tensordict(local, host="127.0.0.1", port=server.port)
+    assert (st[torch.tensor([3, 1])] == local[[3, 1]]).all()
+    for op in ("read", "write", "whole"):
+        server.kill()
+        server.start()  # the AOF brings the data back
+        if op == "read":
+            assert (st[torch.tensor([5, 0])] == local[[5, 0]]).all()
+        elif op == "write":
+            st[0:2] = local[2:4]
+            local[0:2] = local[2:4].clone()
+        else:
+            assert (st.to_tensordict() == local).all()
+            assert torch.equal(st["obs"], local["obs"])
+
+
 def test_kill_during_writes_keeps_completed_ones(server_factory):
     """Each write fills every row with one value; after a SIGKILL mid-stream and a restart
     with the append-only file, the rows all hold the same completed value."""

@@ -16,6 +16,7 @@ back to the ordinary client call.
 
 from __future__ import annotations
 
+import select
 import socket
 from typing import Any
 
@@ -163,14 +164,35 @@ class _Unexpected(Exception):
     pass
 
 
+def _idle(sock: Any) -> bool:
+    """Whether a connected socket has nothing to read (neither bytes nor the server's end
+    of stream): one non-blocking peek (``select`` for TLS sockets)."""
+    if sock.__class__ is socket.socket:
+        try:
+            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        return False
+    try:
+        return not select.select([sock], [], [], 0)[0]
+    except (OSError, ValueError):
+        return False
+
+
 def socket_of(conn: Any) -> Any:
-    """The socket of ``conn`` (a redis-py connection, connected if it is not), with
-    nothing left unread in redis-py's own buffer.
+    """The socket of ``conn`` (a redis-py connection, connected if it is not, reconnected
+    if the server closed it since the last call), with nothing left unread in redis-py's
+    own buffer.
 
     Raises:
         Fallback: not a connection whose socket the store can use.
     """
     sock = getattr(conn, "_sock", None)
+    if sock is not None and not _idle(sock):  # closed by the server (restarted?) or stale bytes
+        conn.disconnect()
+        sock = None
     if sock is None:
         conn.connect()
         sock = getattr(conn, "_sock", None)
