@@ -166,15 +166,8 @@ class _Unexpected(Exception):
 
 def _idle(sock: Any) -> bool:
     """Whether a connected socket has nothing to read (neither bytes nor the server's end
-    of stream): one non-blocking peek (``select`` for TLS sockets)."""
-    if sock.__class__ is socket.socket:
-        try:
-            sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        return False
+    of stream): one ``select`` that does not wait (a ``recv`` would wait for the socket's
+    timeout when it has one)."""
     try:
         return not select.select([sock], [], [], 0)[0]
     except (OSError, ValueError):
